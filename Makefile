@@ -1,0 +1,60 @@
+# posenc: two commands for a newcomer (`make lab`, `make test`); everything else is optional.
+# The first target that needs the environment creates .venv and installs the project into it;
+# later runs skip the install until pyproject.toml changes (the stamp file below).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.posenc-installed
+PORT   ?= 8888
+# torch is pinned on this path: an unpinned torch would pull a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+PYTEST_FLAGS ?=
+
+.PHONY: help install lab test test-unit test-notebooks test-ui bench refresh experiments clean
+
+help:
+	@echo "make lab         open the course in JupyterLab (installs what is missing)"
+	@echo "make test        unit tests + every notebook under nbval (installs what is missing)"
+	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
+	@echo "make bench       speed ratios (apply_rope vs eager rotate-half and vs a copy; slider redraws)"
+	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
+	@echo "make experiments regenerate the cached results in data/ (about 15 minutes)"
+	@echo "make clean       remove the venv and caches"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" "$(TORCH)"
+	touch $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on http://127.0.0.1:$(PORT)/lab (Ctrl-C to stop; PORT=... to change)"
+	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks
+
+test: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)
+
+test-unit: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(PYTEST_FLAGS)
+
+test-notebooks: $(STAMP)
+	MPLBACKEND=Agg $(BIN)/python -m pytest notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)
+
+test-ui: $(STAMP)
+	$(BIN)/python tests/ui_check.py
+
+bench: $(STAMP)
+	$(BIN)/python -m posenc_lib.bench
+
+refresh: $(STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python tests/strip_widget_state.py notebooks/[0-9][0-9]_*.ipynb
+
+experiments: $(STAMP)
+	$(BIN)/python -m posenc_lib.experiments
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots

@@ -1,0 +1,130 @@
+"""Absolute position encodings, added to the token embeddings before the first layer.
+
+Sinusoidal (Vaswani et al. 2017), with i = 0 .. dim/2 - 1 the pair index:
+
+    omega_i      = base ** (-2i / dim)              (wavelength 2*pi / omega_i: 2*pi ... 2*pi*base)
+    PE[pos, 2i]   = sin(pos * omega_i)               layout="interleaved"  (the paper, DistilBERT)
+    PE[pos, 2i+1] = cos(pos * omega_i)
+    PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="concat" (tensor2tensor, fairseq
+                                                                 -- fairseq also divides by dim/2 - 1)
+
+The two layouts hold the same numbers; column j of one is column perm[j] of the other
+(`layout_permutation`). Angles are computed in float64 (float32 where the device has no float64).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import _checks
+from .attention import PositionalEncoding, check_positions, default_positions
+
+LAYOUTS = ("interleaved", "concat")
+
+
+def sinusoidal_frequencies(dim: int, *, base: float = 10000.0, device=None, dtype=None) -> torch.Tensor:
+    """omega_i = base ** (-2i/dim) for i = 0 .. dim/2 - 1, shape (dim/2,)."""
+    dim = _checks.even_int("dim", dim)
+    base = _checks.positive_float("base", base, minimum=1.0)
+    device = torch.device(device if device is not None else "cpu")
+    work = _checks.angle_dtype(device)
+    two_i = torch.arange(0, dim, 2, device=device, dtype=work)
+    return (base ** (-two_i / dim)).to(dtype or work)
+
+
+def sinusoidal_table(num_positions: int, dim: int, *, base: float = 10000.0, layout: str = "interleaved",
+                     device=None, dtype=None) -> torch.Tensor:
+    """The (num_positions, dim) sinusoidal table for positions 0 .. num_positions-1.
+
+    layout="interleaved": sin in even columns, cos in odd ones (the paper's formula).
+    layout="concat": all sines, then all cosines ([sin | cos], tensor2tensor/fairseq style).
+    dim must be even. Returns float32 unless `dtype` is given.
+    """
+    num_positions = _checks.positive_int("num_positions", num_positions, allow_zero=True)
+    _checks.choice("layout", layout, LAYOUTS)
+    device = torch.device(device if device is not None else "cpu")
+    work = _checks.angle_dtype(device)
+    positions = torch.arange(num_positions, device=device, dtype=work)
+    return _table(positions, sinusoidal_frequencies(dim, base=base, device=device), layout).to(dtype or torch.float32)
+
+
+def _table(positions: torch.Tensor, omega: torch.Tensor, layout: str) -> torch.Tensor:
+    angles = positions[..., None] * omega  # (..., T, dim/2)
+    if layout == "interleaved":
+        return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # (..., T, dim): s0 c0 s1 c1 ...
+    return torch.cat((angles.sin(), angles.cos()), dim=-1)  # (..., T, dim): s0 s1 ... c0 c1 ...
+
+
+def layout_permutation(dim: int, *, device=None) -> torch.Tensor:
+    """perm with concat_table[:, j] == interleaved_table[:, perm[j]] (and the RoPE analogue:
+    half-split dim j holds what interleaved dim perm[j] holds)."""
+    dim = _checks.even_int("dim", dim)
+    idx = torch.arange(dim, device=device)
+    return torch.cat((idx[0::2], idx[1::2]))
+
+
+class SinusoidalEncoding(PositionalEncoding):
+    """Adds the sinusoidal table to x of shape (batch, seq, dim); no fixed maximum length.
+
+    forward(x, positions=None): positions (seq,) or (batch, seq), default 0..seq-1. The table is
+    computed for the positions asked for, in float64, and added in x's dtype (x is not modified).
+    """
+
+    def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "interleaved"):
+        super().__init__()
+        self.dim = _checks.even_int("dim", dim)
+        self.base = _checks.positive_float("base", base, minimum=1.0)
+        self.layout = _checks.choice("layout", layout, LAYOUTS)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        _checks.float_tensor("x", x)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
+        positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2])
+        work = _checks.angle_dtype(x.device)
+        omega = sinusoidal_frequencies(self.dim, base=self.base, device=x.device)
+        table = _table(positions.to(work), omega, self.layout)  # (T, D) or (B, T, D)
+        return x + table.to(x.dtype)
+
+    add_to_input = forward
+
+    def extra_repr(self):
+        return f"dim={self.dim}, base={self.base}, layout={self.layout!r}"
+
+
+class LearnedEncoding(PositionalEncoding):
+    """A trainable table P of shape (max_len, dim) (BERT/GPT-2 style): forward(x, positions) = x + P[positions].
+
+    Positions must lie in [0, max_len): past the trained length there is simply no row, and this
+    raises a ValueError naming max_len instead of the bare 'index out of range in self'.
+    """
+
+    def __init__(self, max_len: int, dim: int, *, init_std: float = 0.02):
+        super().__init__()
+        self.max_len = _checks.positive_int("max_len", max_len)
+        self.dim = _checks.positive_int("dim", dim)
+        self.table = nn.Embedding(self.max_len, self.dim)
+        nn.init.normal_(self.table.weight, std=init_std)
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        _checks.float_tensor("x", x)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
+        seq = x.shape[-2]
+        if positions is None:
+            if seq > self.max_len:
+                raise ValueError(f"sequence length {seq} exceeds max_len={self.max_len}: a learned table has no "
+                                 f"row for positions >= max_len (train with a larger max_len, or use a relative encoding)")
+            positions = default_positions(x)
+        else:
+            positions = check_positions(positions, seq)
+            if positions.device.type != "meta" and positions.numel() and (
+                    int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
+                raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
+                                 f"min {int(positions.min())}, max {int(positions.max())}")
+        return x + self.table(positions).to(x.dtype)
+
+    add_to_input = forward
+
+    def extra_repr(self):
+        return f"max_len={self.max_len}, dim={self.dim}"

@@ -1,0 +1,67 @@
+"""ALiBi (Press, Smith & Lewis 2022): no position vectors at all, a linear penalty on the scores.
+
+    bias[h, i, j] = -m_h * |i - j|        (query i, key j; under a causal mask only j <= i matters)
+
+Slopes: for n a power of two, m_h = 2 ** (-8 h / n), h = 1..n (a geometric sequence starting and
+stepping at 2 ** (-8/n)). For other n, take the n' = 2**floor(log2 n) slopes of n', then the
+odd-indexed slopes of 2n' (2 ** (-8 h / (2 n')), h = 1, 3, 5, ...) until there are n.
+
+Under a causal mask (j <= i), -m*(i-j) = m*j - m*i: the term -m*i is a constant per row and the
+softmax ignores per-row constants, which is why implementations may add the same row
+m*[0, 1, ..., T-1] to every query. Without the causal mask the two differ (|i-j| != i-j for j > i).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _checks
+from .attention import PositionalEncoding
+from .relative import relative_positions
+
+
+def _slope_values(num_heads: int) -> list[float]:
+    closest = 2 ** math.floor(math.log2(num_heads))
+    slopes = [2.0 ** (-8.0 * h / closest) for h in range(1, closest + 1)]
+    extra = [2.0 ** (-8.0 * h / (2 * closest)) for h in range(1, 2 * closest, 2)]
+    return slopes + extra[: num_heads - closest]
+
+
+def alibi_slopes(num_heads: int, *, device=None, dtype=None) -> torch.Tensor:
+    """The (num_heads,) slopes m_h (see the module docstring), float32 unless `dtype` is given."""
+    num_heads = _checks.positive_int("num_heads", num_heads)
+    return torch.tensor(_slope_values(num_heads), device=device, dtype=torch.float64).to(dtype or torch.float32)
+
+
+def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=None, dtype=None) -> torch.Tensor:
+    """(num_heads, q_len, k_len) bias -m_h * |i - j|.
+
+    Queries are the last q_len of the k_len positions (i = k_len - q_len + row), so q_len < k_len
+    is the cached-decoding case; k_len defaults to q_len.
+    """
+    q_len = _checks.positive_int("q_len", q_len, allow_zero=True)
+    k_len = q_len if k_len is None else _checks.positive_int("k_len", k_len, allow_zero=True)
+    if q_len > k_len:
+        raise ValueError(f"q_len must be <= k_len (queries are the last q_len positions), got {q_len} > {k_len}")
+    slopes = alibi_slopes(num_heads, device=device, dtype=torch.float64 if dtype == torch.float64 else torch.float32)
+    i = torch.arange(k_len - q_len, k_len, device=device)
+    j = torch.arange(k_len, device=device)
+    distance = (j[None, :] - i[:, None]).abs().to(slopes.dtype)
+    return (-slopes[:, None, None] * distance).to(dtype or torch.float32)
+
+
+class ALiBi(PositionalEncoding):
+    """ALiBi as an encoding for MultiHeadAttention: score bias -m_h * |key - query|."""
+
+    def __init__(self, num_heads: int):
+        super().__init__()
+        self.num_heads = _checks.positive_int("num_heads", num_heads)
+
+    def score_bias(self, q, q_positions, k_positions):
+        slopes = alibi_slopes(self.num_heads, device=q.device)
+        distance = relative_positions(q_positions, k_positions).abs().to(slopes.dtype)  # (B, Tq, Tk)
+        return (-slopes[None, :, None, None] * distance[:, None]).to(q.dtype)
+
+    def extra_repr(self):
+        return f"num_heads={self.num_heads}"

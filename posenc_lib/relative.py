@@ -1,0 +1,130 @@
+"""Relative position biases: T5's log buckets and Shaw et al.'s clipped relative embeddings.
+
+Sign convention (both): relative_position = key position - query position (T5's
+"memory_position - context_position"), so a key to the left of the query (the past) has a negative
+relative position.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import _checks
+from .attention import PositionalEncoding
+
+
+def t5_relative_bucket(relative_position: torch.Tensor, *, bidirectional: bool = True, num_buckets: int = 32,
+                       max_distance: int = 128) -> torch.Tensor:
+    """T5's bucket index for each relative position (key - query); same shape, int64.
+
+    bidirectional=True (encoder): half the buckets for keys after the query (r > 0), half for r <= 0.
+    bidirectional=False (decoder): only r <= 0 is told apart; every future key shares bucket 0.
+    Within a side of n buckets: distances 0 .. n/2-1 get a bucket each; larger distances share
+    log-spaced buckets up to max_distance; anything farther lands in the last bucket n-1.
+    The log is taken in float32, as in the T5 and Hugging Face implementations, so the boundaries
+    match theirs exactly.
+    """
+    relative_position = _checks.int_tensor("relative_position", relative_position)
+    num_buckets = _checks.positive_int("num_buckets", num_buckets)
+    max_distance = _checks.positive_int("max_distance", max_distance)
+    n = num_buckets // 2 if bidirectional else num_buckets
+    if n < 2:
+        raise ValueError(f"num_buckets must be >= {4 if bidirectional else 2} "
+                         f"(bidirectional={bidirectional}), got {num_buckets}")
+    max_exact = n // 2
+    if max_distance <= max_exact:
+        raise ValueError(f"max_distance must be > {max_exact} (the exact buckets), got {max_distance}")
+    r = relative_position.long()
+    bucket = torch.zeros_like(r)
+    if bidirectional:
+        bucket = bucket + (r > 0).long() * n
+        distance = r.abs()
+    else:
+        distance = (-r).clamp(min=0)
+    log_ratio = torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact)
+    large = (max_exact + (log_ratio * (n - max_exact)).long()).clamp(max=n - 1)
+    return bucket + torch.where(distance < max_exact, distance, large)
+
+
+def relative_positions(q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+    """key - query for every pair: (Tq,), (Tk,) -> (1, Tq, Tk); batched (B, T) -> (B, Tq, Tk)."""
+    q = q_positions if q_positions.dim() == 2 else q_positions[None]
+    k = k_positions if k_positions.dim() == 2 else k_positions[None]
+    return k[:, None, :] - q[:, :, None]
+
+
+class T5RelativeBias(PositionalEncoding):
+    """A learned scalar per (bucket, head), added to the attention scores.
+
+    forward(q_len, k_len) -> (heads, q_len, k_len) for queries 0..q_len-1 and keys 0..k_len-1.
+    In T5 one such table (in the first layer) is shared by all layers; pass the same module to
+    every layer to do the same.
+    """
+
+    def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.num_heads = _checks.positive_int("num_heads", num_heads)
+        self.bidirectional, self.num_buckets, self.max_distance = bool(bidirectional), num_buckets, max_distance
+        t5_relative_bucket(torch.zeros(1, dtype=torch.long, device="meta"), bidirectional=bidirectional,
+                           num_buckets=num_buckets, max_distance=max_distance)  # validate the settings now
+        self.relative_attention_bias = nn.Embedding(num_buckets, self.num_heads)
+
+    def _bias(self, relative: torch.Tensor) -> torch.Tensor:  # (B, Tq, Tk) -> (B, H, Tq, Tk)
+        buckets = t5_relative_bucket(relative, bidirectional=self.bidirectional, num_buckets=self.num_buckets,
+                                     max_distance=self.max_distance)
+        return self.relative_attention_bias(buckets).permute(0, 3, 1, 2)
+
+    def forward(self, q_len: int, k_len: int) -> torch.Tensor:
+        q_len, k_len = _checks.positive_int("q_len", q_len), _checks.positive_int("k_len", k_len)
+        device = self.relative_attention_bias.weight.device
+        relative = relative_positions(torch.arange(q_len, device=device), torch.arange(k_len, device=device))
+        return self._bias(relative)[0]
+
+    def score_bias(self, q, q_positions, k_positions):
+        return self._bias(relative_positions(q_positions, k_positions)).to(q.dtype)
+
+
+class ShawRelativePosition(PositionalEncoding):
+    """Shaw, Uszkoreit & Vaswani (2018): learned vectors a^K_r, a^V_r for r = clip(key - query, -k, k).
+
+        e_ij = q_i . (k_j + a^K_{ij}) / sqrt(d)   ->  score bias  q_i . a^K_{ij} / sqrt(d)
+        z_i  = sum_j p_ij (v_j + a^V_{ij})        ->  value term  sum_j p_ij a^V_{ij}
+
+    Shapes: q (B, H, Tq, d) -> bias (B, H, Tq, Tk); probs (B, H, Tq, Tk) -> value term (B, H, Tq, d).
+    The (2k+1, d) tables are shared by the heads, as in the paper.
+    """
+
+    def __init__(self, head_dim: int, max_relative_position: int, *, values: bool = True):
+        super().__init__()
+        self.head_dim = _checks.positive_int("head_dim", head_dim)
+        self.max_relative_position = _checks.positive_int("max_relative_position", max_relative_position,
+                                                          allow_zero=True)
+        size = 2 * self.max_relative_position + 1
+        self.key_table = nn.Parameter(torch.randn(size, self.head_dim) * 0.02)
+        self.value_table = nn.Parameter(torch.randn(size, self.head_dim) * 0.02) if values else None
+
+    def relative_index(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
+        """clip(key - query, -k, k) + k: rows of the tables, (B or 1, Tq, Tk)."""
+        k = self.max_relative_position
+        return relative_positions(q_positions, k_positions).clamp(-k, k) + k
+
+    def score_bias(self, q, q_positions, k_positions):
+        if q.shape[-1] != self.head_dim:
+            raise ValueError(f"q's last dimension must be head_dim={self.head_dim}, got {q.shape[-1]}")
+        a_k = self.key_table[self.relative_index(q_positions, k_positions)].to(q.dtype)  # (B, Tq, Tk, d)
+        return torch.einsum("bhid,bijd->bhij", q, a_k) / math.sqrt(self.head_dim)
+
+    def value_bias(self, probs, q_positions, k_positions):
+        if self.value_table is None:
+            return None
+        a_v = self.value_table[self.relative_index(q_positions, k_positions)].to(probs.dtype)  # (B, Tq, Tk, d)
+        return torch.einsum("bhij,bijd->bhid", probs, a_v)
+
+    def forward(self, q, q_positions=None, k_positions=None):
+        """The score bias for q (B, H, T, d) attending to keys at k_positions (default: q's positions)."""
+        _checks.float_tensor("q", q)
+        pos = torch.arange(q.shape[-2], device=q.device)
+        return self.score_bias(q, pos if q_positions is None else q_positions,
+                               pos if k_positions is None else k_positions)
