@@ -1,0 +1,3 @@
+"""plots for notebooks 00-03."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""plots for notebooks 04-06."""
+
+__all__: list = []

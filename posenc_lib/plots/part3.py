@@ -1,0 +1,3 @@
+"""plots for notebooks 07-09."""
+
+__all__: list = []
