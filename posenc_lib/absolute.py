@@ -128,3 +128,54 @@ class LearnedEncoding(PositionalEncoding):
 
     def extra_repr(self):
         return f"max_len={self.max_len}, dim={self.dim}"
+
+
+def offset_matrix(k, dim: int, *, base: float = 10000.0, layout: str = "interleaved", device=None,
+                  dtype=None) -> torch.Tensor:
+    """M_k, the (dim, dim) matrix with sinusoidal_table(...)[pos + k] == M_k @ sinusoidal_table(...)[pos] for every pos.
+
+    From the angle-sum identities, with a = pos * omega_i and b = k * omega_i on the (sin, cos) pair i:
+
+        [sin(a + b)]   [ cos b   sin b] [sin a]
+        [cos(a + b)] = [-sin b   cos b] [cos a]
+
+    so M_k is block-diagonal, one 2x2 block per frequency, depending on k and omega_i only (not on pos).
+    Orientation: with sin as the first coordinate this block turns the pair CLOCKWISE by b; it is the
+    transpose of RoPE's counter-clockwise [[cos, -sin], [sin, cos]], i.e. offset_matrix(k) equals
+    rope.rope_matrix(-k) with the interleaved layout. M_{-k} = M_k^T, and M_j @ M_k = M_{j+k}.
+
+    k: a real offset (negative allowed) or a 1-D tensor of offsets, giving (len(k), dim, dim).
+    layout: which columns form a pair, as in `sinusoidal_table` ("interleaved": columns (2i, 2i+1);
+    "concat": columns (i, i + dim/2)). Returns float64 (float32 on devices without float64) unless
+    `dtype` is given.
+    """
+    import numbers
+
+    dim = _checks.even_int("dim", dim)
+    _checks.choice("layout", layout, LAYOUTS)
+    device = torch.device(device if device is not None else "cpu")
+    work = _checks.angle_dtype(device)
+    if isinstance(k, torch.Tensor):
+        if k.dim() > 1 or k.is_complex() or k.dtype == torch.bool:
+            raise TypeError(f"k must be a number or a 1-D real tensor of offsets, got a {k.dtype} tensor "
+                            f"of shape {tuple(k.shape)}")
+        offsets = k.to(device=device, dtype=work)
+    elif isinstance(k, numbers.Real) and not isinstance(k, bool):
+        offsets = torch.tensor(float(k), device=device, dtype=work)
+    else:
+        raise TypeError(f"k must be a number or a 1-D tensor of offsets, got {type(k).__name__} ({k!r})")
+    beta = offsets[..., None] * sinusoidal_frequencies(dim, base=base, device=device)  # (..., dim/2)
+    cos, sin = beta.cos(), beta.sin()
+    half = dim // 2
+    if layout == "interleaved":
+        sin_cols = torch.arange(0, dim, 2, device=device)
+        cos_cols = sin_cols + 1
+    else:
+        sin_cols = torch.arange(half, device=device)
+        cos_cols = sin_cols + half
+    m = torch.zeros(*offsets.shape, dim, dim, device=device, dtype=work)
+    m[..., sin_cols, sin_cols] = cos
+    m[..., sin_cols, cos_cols] = sin
+    m[..., cos_cols, sin_cols] = -sin
+    m[..., cos_cols, cos_cols] = cos
+    return m.to(dtype or work)
