@@ -1,3 +1,333 @@
-"""plots for notebooks 00-03."""
+"""Figures (and the small computations behind them) for notebooks 00-03.
 
-__all__: list = []
+Every render_*(ax_or_axes, ...) draws on the axes it is given and returns the data it drew.
+Conventions, as in the rest of posenc_lib:
+  * sinusoidal tables: omega_i = base ** (-2i/d) for the pair index i; layout "interleaved" puts
+    sin(pos*omega_i) in column 2i and cos in column 2i+1, "concat" puts all sines then all cosines.
+  * a permutation `perm` builds the new sentence tokens[perm[0]], tokens[perm[1]], ... (x_perm = x[perm]).
+  * unit-circle figures put sin on the horizontal axis and cos on the vertical one, so a pair (sin, cos)
+    moves CLOCKWISE as the position grows; RoPE's rotation of (x1, x2) is counter-clockwise.
+Figure fonts have no CJK glyphs, so figures label "我 爱 北京" by its pinyin (wǒ, ài, Běijīng).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import torch
+
+from ..absolute import SinusoidalEncoding, offset_matrix, sinusoidal_frequencies, sinusoidal_table
+from ..attention import attention
+from ..rope import apply_rope, rope_matrix
+
+__all__ = [
+    "TOKENS", "PINYIN", "toy_sentence", "sentence_permutations", "permutation_experiment", "diagonal_spread",
+    "relative_score_maps", "render_device_check", "render_permutation", "render_table", "render_sinusoidal_heatmap",
+    "render_wavelengths", "render_pe_dot", "render_unit_circle", "render_score_maps",
+]
+
+TOKENS = ("我", "爱", "北京")
+PINYIN = {"我": "wǒ", "爱": "ài", "北京": "Běijīng"}
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _label(token: str) -> str:
+    return PINYIN.get(token, token)
+
+
+def _tidy(ax, nbins: int = 4):
+    """Few, small tick labels: text is most of a redraw's cost."""
+    ax.locator_params(nbins=nbins)
+    ax.tick_params(labelsize=7)
+
+
+# --------------------------------------------------------------------------------------- 00: device / dtype check
+
+def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_positions: int = 512, dim: int = 16):
+    """Left: two columns of the sinusoidal table made on `device` in `dtype`. Right: the error against a
+    float64 reference, per position, for (a) the library (angles in float64, result cast to dtype) and
+    (b) a naive version that computes the positions and angles in `dtype` itself.
+    Returns dict(device, dtype, library_error, naive_error, seconds)."""
+    ax_values, ax_error = axes
+    torch_dtype = DTYPES[dtype]
+    start = time.perf_counter()
+    table = sinusoidal_table(num_positions, dim, device=device, dtype=torch_dtype)
+    omega = sinusoidal_frequencies(dim, device=device)
+    positions = torch.arange(num_positions, device=device, dtype=torch_dtype)
+    naive = (positions[:, None] * omega.to(torch_dtype)).sin()
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    reference = sinusoidal_table(num_positions, dim, dtype=torch.float64)
+    library_error = (table.cpu().double() - reference).abs().amax(dim=1).numpy()
+    naive_error = (naive.cpu().double() - reference[:, 0::2]).abs().amax(dim=1).numpy()
+    pos = np.arange(num_positions)
+    render_table(ax_values, table, title=f"{num_positions} x {dim} table made on {device} in {dtype}")
+    floor = 1e-18
+    ax_error.semilogy(pos, np.maximum(library_error, floor), lw=0.8, label="library: angles in float64")
+    ax_error.semilogy(pos, np.maximum(naive_error, floor), lw=0.8, label=f"naive: angles in {dtype}")
+    ax_error.set_ylim(1e-17, 10)
+    ax_error.set_yticks([1e-16, 1e-12, 1e-8, 1e-4, 1.0])
+    ax_error.minorticks_off()
+    ax_error.tick_params(labelsize=7)
+    ax_error.locator_params(axis="x", nbins=4)
+    ax_error.figure.subplots_adjust(bottom=0.17, wspace=0.3)
+    ax_error.set_xlabel("position", fontsize=8)
+    ax_error.set_title(f"max |error| vs float64: library {library_error.max():.1e}, naive {naive_error.max():.1e}",
+                       fontsize=9)
+    ax_error.legend(fontsize=7, loc="lower right")
+    return {"device": device, "dtype": dtype, "library_error": float(library_error.max()),
+            "naive_error": float(naive_error.max()), "seconds": seconds}
+
+
+# ------------------------------------------------------------------------------------- 01: permutation symmetry
+
+def toy_sentence(dim: int = 8, *, seed: int = 0, dtype=torch.float64) -> dict:
+    """Seeded toy embeddings for "我 爱 北京" (one row per token) and one head's W_q, W_k, W_v (dim, dim)."""
+    gen = torch.Generator().manual_seed(seed)
+    embeddings = torch.randn(len(TOKENS), dim, generator=gen, dtype=dtype)
+    w_q, w_k, w_v = (torch.randn(dim, dim, generator=gen, dtype=dtype) / math.sqrt(dim) for _ in range(3))
+    return {"tokens": TOKENS, "embeddings": embeddings, "w_q": w_q, "w_k": w_k, "w_v": w_v}
+
+
+def sentence_permutations(tokens=TOKENS) -> dict:
+    """label -> permutation tuple, for every ordering of the tokens ("爱 北京 我" -> (1, 2, 0))."""
+    return {" ".join(tokens[j] for j in perm): perm for perm in itertools.permutations(range(len(tokens)))}
+
+
+def _one_head(x, setup, *, encoding: str, causal: bool):
+    if encoding == "sinusoidal":
+        x = SinusoidalEncoding(x.shape[-1])(x)  # adds PE(0), PE(1), ... by position, not by token
+    elif encoding != "none":
+        raise ValueError(f"encoding must be 'none' or 'sinusoidal', got {encoding!r}")
+    q, k, v = x @ setup["w_q"], x @ setup["w_k"], x @ setup["w_v"]
+    return attention(q, k, v, causal=causal, return_weights=True)
+
+
+def permutation_experiment(perm, *, encoding: str = "none", causal: bool = False, setup: dict | None = None) -> dict:
+    """Run one attention head on the sentence and on its permutation x[perm].
+
+    Returns the outputs and weights of both, `equivariance_error` = max |out_perm - out[perm]| (zero when
+    the outputs permute with the inputs) and `pooled_error` = max |mean(out_perm) - mean(out)| (zero when
+    the mean-pooled readout is invariant)."""
+    setup = setup or toy_sentence()
+    perm = tuple(int(p) for p in perm)
+    if sorted(perm) != list(range(len(setup["tokens"]))):
+        raise ValueError(f"perm must be a permutation of 0..{len(setup['tokens']) - 1}, got {perm}")
+    x = setup["embeddings"]
+    index = torch.tensor(perm)
+    out, weights = _one_head(x, setup, encoding=encoding, causal=causal)
+    out_perm, weights_perm = _one_head(x[index], setup, encoding=encoding, causal=causal)
+    return {
+        "tokens": setup["tokens"], "tokens_perm": tuple(setup["tokens"][j] for j in perm), "perm": perm,
+        "out": out, "out_perm": out_perm, "weights": weights, "weights_perm": weights_perm,
+        "equivariance_error": float((out_perm - out[index]).abs().max()),
+        "weights_error": float((weights_perm - weights[index][:, index]).abs().max()),
+        "pooled_error": float((out_perm.mean(0) - out.mean(0)).abs().max()),
+        "token_errors": (out_perm - out[index]).norm(dim=-1),  # per position of the permuted sentence
+    }
+
+
+def _attention_map(ax, weights, tokens, title):
+    labels = [_label(t) for t in tokens]
+    ax.imshow(weights.double().numpy(), cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_xlabel("key", fontsize=8)
+    ax.set_ylabel("query", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    for (i, j), w in np.ndenumerate(weights.double().numpy()):
+        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="white" if w > 0.6 else "black")
+
+
+def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: bool = False, setup: dict | None = None):
+    """Three panels: attention weights for the original sentence, for the permuted one, and how far each
+    word's output moved (|out_perm - out[perm]|, zero = equivariant) next to the pooled readout's change."""
+    result = permutation_experiment(perm, encoding=encoding, causal=causal, setup=setup)
+    ax_a, ax_b, ax_c = axes
+    _attention_map(ax_a, result["weights"], result["tokens"], "original order")
+    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], "permuted order")
+    moved = result["token_errors"].double().numpy()
+    labels = [_label(t) for t in result["tokens_perm"]] + ["mean\npool"]
+    values = list(moved) + [result["pooled_error"]]
+    colors = ["tab:blue"] * len(moved) + ["tab:orange"]
+    ax_c.bar(range(len(values)), values, color=colors)
+    ax_c.set_xticks(range(len(values)), labels, fontsize=8)
+    ax_c.set_ylim(0, max(0.5, 1.15 * max(values)))
+    for j, value in enumerate(values):
+        ax_c.text(j, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom", fontsize=7)
+    ax_c.set_ylabel("change of the word's output", fontsize=8)
+    _tidy(ax_c)
+    ax_c.figure.subplots_adjust(bottom=0.17, wspace=0.45)
+    equivariant = result["equivariance_error"] < 1e-9
+    invariant = result["pooled_error"] < 1e-9
+    ax_c.set_title(f"equivariant: {'yes' if equivariant else 'NO'}, pooled invariant: {'yes' if invariant else 'NO'}",
+                   fontsize=9)
+    return result
+
+
+# ------------------------------------------------------------------------------------------ 02: sinusoidal table
+
+def render_table(ax, table, *, title: str = "", position: int | None = None):
+    """A (positions, dims) table as a heatmap, blue -1 ... red +1; a line marks `position` if given."""
+    data = table.double().cpu().numpy() if isinstance(table, torch.Tensor) else np.asarray(table, dtype=float)
+    ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    ax.set_xlabel("dimension", fontsize=8)
+    ax.set_ylabel("position", fontsize=8)
+    _tidy(ax)
+    if position is not None:
+        ax.axhline(position, color="black", lw=0.8)
+    ax.set_title(title, fontsize=9)
+    return data
+
+
+def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, length: int = 100, position: int = 20,
+                              layout: str = "interleaved"):
+    """Left: the (length, d_model) sinusoidal table. Right: the row of one position, sin and cos columns
+    marked. Returns dict(table, vector, position)."""
+    ax_table, ax_vec = axes
+    table = sinusoidal_table(length, d_model, base=base, layout=layout, dtype=torch.float64)
+    position = min(int(position), length - 1)
+    render_table(ax_table, table, position=position,
+                 title=f"PE table: {length} positions x {d_model} dims, base {base:g}, {layout}")
+    vector = table[position].numpy()
+    dims = np.arange(d_model)
+    if layout == "interleaved":
+        sin_dims, cos_dims = dims[0::2], dims[1::2]
+    else:
+        sin_dims, cos_dims = dims[: d_model // 2], dims[d_model // 2:]
+    marker = "." if d_model > 64 else "o"
+    ax_vec.plot(sin_dims, vector[sin_dims], marker, ms=3, label="sin columns")
+    ax_vec.plot(cos_dims, vector[cos_dims], marker, ms=3, label="cos columns")
+    ax_vec.set_ylim(-1.1, 1.1)
+    ax_vec.set_xlabel("dimension", fontsize=8)
+    _tidy(ax_vec)
+    ax_vec.set_title(f"PE(position={position})", fontsize=9)
+    ax_vec.legend(fontsize=7, loc="lower right")
+    ax_vec.figure.subplots_adjust(bottom=0.16, wspace=0.25)
+    return {"table": table, "vector": table[position], "position": position}
+
+
+def render_wavelengths(ax, d_model: int = 128, base: float = 10000.0):
+    """Wavelength 2*pi/omega_i of each pair i on a log axis, between the bounds 2*pi and 2*pi*base."""
+    omega = sinusoidal_frequencies(d_model, base=base, dtype=torch.float64)
+    wavelengths = (2 * math.pi / omega).numpy()
+    ax.semilogy(np.arange(len(wavelengths)), wavelengths, ".-", ms=3)
+    ax.axhline(2 * math.pi, color="gray", ls="--", lw=0.8)
+    ax.axhline(2 * math.pi * base, color="gray", ls=":", lw=0.8)
+    ax.text(0, 2 * math.pi * 1.3, "2π", fontsize=8)
+    ax.text(0, 2 * math.pi * base * 1.3, "2π·base", fontsize=8)
+    ax.set_xlabel("pair index i (dims 2i, 2i+1)", fontsize=8)
+    ax.set_ylabel("wavelength (tokens)", fontsize=8)
+    ax.set_title(f"wavelengths, d_model={d_model}, base={base:g}: a straight line = geometric", fontsize=9)
+    return wavelengths
+
+
+def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int = 50, length: int = 200):
+    """PE(position) . PE(q) for every q in [0, length), with the closed form sum_i cos((q - position) omega_i)
+    for all offsets; the curve is symmetric around q = position. Returns dict(dots, closed_form, offsets)."""
+    table = sinusoidal_table(length, d_model, base=base, dtype=torch.float64)
+    position = min(int(position), length - 1)
+    dots = (table @ table[position]).numpy()
+    offsets = np.arange(-length + 1, length)
+    omega = sinusoidal_frequencies(d_model, base=base, dtype=torch.float64).numpy()
+    closed = np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)
+    ax.plot(offsets + position, closed, color="lightgray", lw=2, label="Σ cos(k·ω_i), any k")
+    ax.plot(np.arange(length), dots, lw=1, label=f"PE({position})·PE(q)")
+    ax.axvline(position, color="black", lw=0.6)
+    ax.set_xlim(-0.5, length - 0.5)
+    ax.set_xlabel("q", fontsize=8)
+    ax.set_ylabel("dot product", fontsize=8)
+    _tidy(ax, 6)
+    ax.set_title(f"PE({position})·PE(q): depends on |q - {position}| only (max d/2 = {d_model // 2})", fontsize=9)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.figure.subplots_adjust(bottom=0.16)
+    return {"dots": dots, "closed_form": closed, "offsets": offsets, "position": position}
+
+
+# ----------------------------------------------------------------------------------------- 03: linearity proof
+
+def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int = 16, base: float = 10000.0,
+                       trail: int = 40):
+    """Pair i of PE(pos) as a point (sin, cos) on the unit circle, for pos = 0 .. trail; PE(position) moved
+    by the offset matrix M_k (lands on PE(position + k), clockwise) and by RoPE's rotation R_k (lands on
+    PE(position - k): the opposite way). Returns dict(point, offset, rope, beta, omega)."""
+    omega = sinusoidal_frequencies(dim, base=base, dtype=torch.float64)[i].item()
+    beta = k * omega
+    pair = slice(2 * i, 2 * i + 2)
+    angle = position * omega
+    start = torch.tensor([math.sin(angle), math.cos(angle)], dtype=torch.float64)
+    m_block = offset_matrix(k, dim, base=base)[pair, pair]
+    r_block = rope_matrix(k, dim, base=base, layout="interleaved")[pair, pair]
+    moved, rotated = m_block @ start, r_block @ start
+    circle = np.linspace(0, 2 * math.pi, 200)
+    ax.plot(np.sin(circle), np.cos(circle), color="lightgray", lw=1)
+    trail_pos = np.arange(trail + 1)
+    ax.plot(np.sin(trail_pos * omega), np.cos(trail_pos * omega), ".", color="silver", ms=3)
+    ax.plot(*start.numpy(), "o", color="black", ms=5, label=f"PE({position})")
+    ax.annotate("", xy=tuple(moved.numpy()), xytext=tuple(start.numpy()),
+                arrowprops={"arrowstyle": "->", "color": "tab:blue", "lw": 1.5})
+    ax.annotate("", xy=tuple(rotated.numpy()), xytext=tuple(start.numpy()),
+                arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1.2, "ls": "--"})
+    ax.plot(*moved.numpy(), "o", color="tab:blue", ms=5, label=f"M_k·PE({position}) = PE({position + k})")
+    ax.plot(*rotated.numpy(), "s", color="tab:red", ms=4, label=f"R_k·PE({position}) = PE({position - k})")
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-1.25, 1.25)
+    ax.set_xlabel(f"sin(pos·ω_{i})  (dim {2 * i})", fontsize=8)
+    ax.set_ylabel(f"cos(pos·ω_{i})  (dim {2 * i + 1})", fontsize=8)
+    ax.set_xticks([-1, 0, 1])
+    ax.set_yticks([-1, 0, 1])
+    ax.tick_params(labelsize=7)
+    ax.set_title(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad", fontsize=9)
+    ax.legend(fontsize=7, loc="lower left", framealpha=0.8)
+    return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega}
+
+
+def diagonal_spread(scores: torch.Tensor) -> float:
+    """max over offsets d of (max - min) of scores[m, m + d]: zero exactly when scores[m, n] is a
+    function of n - m alone (a Toeplitz matrix)."""
+    n = scores.shape[-1]
+    spread = 0.0
+    for d in range(-n + 1, n):
+        diag = torch.diagonal(scores, offset=d)
+        spread = max(spread, float(diag.max() - diag.min()))
+    return spread
+
+
+def relative_score_maps(dim: int = 16, length: int = 32, *, base: float = 10000.0, seed: int = 0) -> dict:
+    """Score maps (query m, key n) for the same content vector x at every position:
+
+    "PE·PE (W = I)"        p_m · p_n                          a function of n - m
+    "PE, random W"          (x + p_m) W_q W_k^T (x + p_n)^T    is not: cross terms and p_m W p_n
+    "PE·PE, random W"       p_m W_q W_k^T p_n^T                 the position-position term alone: is not either
+    "RoPE, random W"        (R_m W_q^T x) · (R_n W_k^T x)       a function of n - m for every W
+    Returns name -> (length, length) float64 tensor."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(dim, generator=gen, dtype=torch.float64)
+    w_q = torch.randn(dim, dim, generator=gen, dtype=torch.float64) / math.sqrt(dim)
+    w_k = torch.randn(dim, dim, generator=gen, dtype=torch.float64) / math.sqrt(dim)
+    p = sinusoidal_table(length, dim, base=base, dtype=torch.float64)
+    w = w_q @ w_k.T
+    h = x + p  # (length, dim)
+    positions = torch.arange(length)
+    q_rot = apply_rope((x @ w_q).expand(length, dim), positions, base=base, layout="interleaved")
+    k_rot = apply_rope((x @ w_k).expand(length, dim), positions, base=base, layout="interleaved")
+    return {"PE·PE (W = I)": p @ p.T, "PE, random W": h @ w @ h.T, "PE·PE, random W": p @ w @ p.T,
+            "RoPE, random W": q_rot @ k_rot.T}
+
+
+def render_score_maps(axes, maps: dict):
+    """One heatmap per score map (query m down, key n across), titled with its diagonal spread."""
+    spreads = {}
+    for ax, (name, scores) in zip(np.ravel(axes), maps.items()):
+        spreads[name] = diagonal_spread(scores)
+        limit = float(scores.abs().max())
+        ax.imshow(scores.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
+        ax.set_title(f"{name}\nspread along diagonals {spreads[name]:.1e}", fontsize=8)
+        ax.set_xlabel("key n", fontsize=8)
+        ax.set_ylabel("query m", fontsize=8)
+        ax.tick_params(labelsize=7)
+    return spreads

@@ -1,4 +1,100 @@
-"""widgets for notebooks 00-03."""
+"""Interactive figures for notebooks 00-03: each builder returns an InteractiveFigure over a pure
+render_* from posenc_lib.plots.part1 (see that module for the conventions drawn)."""
+from __future__ import annotations
 
-__all__: list = []
-BUILDERS: dict = {}  # name -> zero-argument builder returning an InteractiveFigure
+import ipywidgets as widgets
+import torch
+
+from ..plots import part1 as plots
+from ._base import InteractiveFigure
+
+__all__ = ["available_devices", "device_picker", "permutation_explorer", "sinusoidal_explorer", "pe_dot_explorer",
+           "unit_circle_explorer"]
+
+
+def available_devices() -> list[str]:
+    """The devices torch can use here: always "cpu", plus "cuda" and "mps" when present."""
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def device_picker() -> InteractiveFigure:
+    """00: pick a device and dtype; see the sinusoidal table made there and its error against float64."""
+    devices = available_devices()
+    controls = {
+        "device": widgets.Dropdown(options=devices, value=devices[-1] if "cuda" in devices else "cpu",
+                                   description="device"),
+        "dtype": widgets.Dropdown(options=list(plots.DTYPES), value="float32", description="dtype"),
+    }
+    return InteractiveFigure(plots.render_device_check, controls, figsize=(8.5, 2.8), ncols=2, dpi=72,
+                             title="device / dtype picker")
+
+
+def permutation_explorer() -> InteractiveFigure:
+    """01: choose an ordering of "我 爱 北京", toggle the sinusoidal encoding and the causal mask."""
+    setup = plots.toy_sentence()
+    orders = plots.sentence_permutations()
+    controls = {
+        "perm": widgets.Dropdown(options=list(orders.items()), value=orders["爱 北京 我"], description="order"),
+        "encoding": widgets.Dropdown(options=[("none (NoPE)", "none"), ("sinusoidal, added", "sinusoidal")],
+                                     value="none", description="encoding"),
+        "causal": widgets.Checkbox(value=False, description="causal mask"),
+    }
+    return InteractiveFigure(plots.render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
+                             extra={"setup": setup}, title="one attention head on a permuted sentence")
+
+
+def sinusoidal_explorer() -> InteractiveFigure:
+    """02: the sinusoidal table with sliders for d_model, base, length, the position shown, and the layout."""
+    controls = {
+        "d_model": widgets.IntSlider(value=128, min=4, max=512, step=2, description="d_model"),
+        "base": widgets.FloatLogSlider(value=10000.0, base=10, min=1, max=6, step=0.25, description="base"),
+        "length": widgets.IntSlider(value=100, min=10, max=500, step=10, description="length"),
+        "position": widgets.IntSlider(value=20, min=0, max=99, description="position"),
+        "layout": widgets.Dropdown(options=["interleaved", "concat"], value="interleaved", description="layout"),
+    }
+    fig = InteractiveFigure(plots.render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2, dpi=72,
+                            title="sinusoidal position encoding")
+    position = controls["position"]
+
+    def _fit_position(change):  # keep the position slider inside the table
+        position.max = change["new"] - 1
+
+    controls["length"].observe(_fit_position, names="value")
+    return fig
+
+
+def pe_dot_explorer() -> InteractiveFigure:
+    """02: PE(position) . PE(q) for all q, with sliders for d_model, base and the position."""
+    controls = {
+        "d_model": widgets.IntSlider(value=128, min=4, max=512, step=2, description="d_model"),
+        "base": widgets.FloatLogSlider(value=10000.0, base=10, min=1, max=6, step=0.25, description="base"),
+        "position": widgets.IntSlider(value=50, min=0, max=199, description="position"),
+    }
+    return InteractiveFigure(plots.render_pe_dot, controls, figsize=(7.0, 3.0), dpi=72, extra={"length": 200},
+                             title="dot products of position encodings")
+
+
+def unit_circle_explorer() -> InteractiveFigure:
+    """03: one (sin, cos) pair on the unit circle; sliders for the offset k, the frequency index i, the position."""
+    controls = {
+        "k": widgets.IntSlider(value=5, min=-30, max=30, description="offset k"),
+        "i": widgets.IntSlider(value=1, min=0, max=7, description="pair i"),
+        "position": widgets.IntSlider(value=3, min=0, max=40, description="position"),
+    }
+    return InteractiveFigure(plots.render_unit_circle, controls, figsize=(4.6, 4.6), dpi=72,
+                             extra={"dim": 16, "base": 10000.0}, title="PE(pos + k) = M_k · PE(pos), one pair")
+
+
+BUILDERS: dict = {
+    "device_picker": device_picker,
+    "permutation_explorer": permutation_explorer,
+    "sinusoidal_explorer": sinusoidal_explorer,
+    "pe_dot_explorer": pe_dot_explorer,
+    "unit_circle_explorer": unit_circle_explorer,
+}
