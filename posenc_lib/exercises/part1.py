@@ -91,20 +91,23 @@ def check_make_positions(make_positions) -> None:
 
 def check_wavelength(wavelength) -> None:
     """wavelength(omega) -> the number of positions after which sin(omega * pos) repeats: 2*pi / omega."""
-    for omega in (1.0, 0.1, 2.5, 1e-4):
-        got = _number(wavelength(omega), f"wavelength({omega})")
-        right = 2 * math.pi / omega
-        if math.isclose(got, right, rel_tol=1e-6):
-            continue
-        hints = {omega: "that is omega itself (radians per position), not a length",
-                 1 / omega: "missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not by 1",
-                 omega / (2 * math.pi): "that is the frequency in cycles per position, the inverse of the wavelength",
-                 2 * math.pi * omega: "multiplied by omega where you should divide"}
-        for value, hint in hints.items():
-            if math.isclose(got, value, rel_tol=1e-6):
-                raise ExerciseError(f"wavelength({omega}) = {got:.6g}: {hint} (expected {right:.6g})")
-        raise ExerciseError(f"wavelength({omega}) = {got:.6g}, expected 2*pi/omega = {right:.6g}")
-    _ok("wavelength = 2*pi / omega: omega = 1 repeats every 6.28 positions, omega = 1e-4 every 62832")
+    omegas = (0.1, 2.5, 1e-4, 1.0)
+    got = [_number(wavelength(omega), f"wavelength({omega})") for omega in omegas]
+
+    def matches(formula):
+        return all(math.isclose(g, formula(w), rel_tol=1e-6) for g, w in zip(got, omegas))
+
+    if matches(lambda w: 2 * math.pi / w):
+        _ok("wavelength = 2*pi / omega: omega = 1 repeats every 6.28 positions, omega = 1e-4 every 62832")
+        return
+    hints = [(lambda w: w, "that is omega itself (radians per position), not a length"),
+             (lambda w: 1 / w, "missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not by 1"),
+             (lambda w: w / (2 * math.pi), "that is the frequency in cycles per position, the inverse of the wavelength"),
+             (lambda w: 2 * math.pi * w, "multiplied by omega where you should divide")]
+    for formula, hint in hints:
+        if matches(formula):
+            raise ExerciseError(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected {2 * math.pi / omegas[0]:.6g})")
+    raise ExerciseError(f"wavelength({omegas[0]}) = {got[0]:.6g}, expected 2*pi/omega = {2 * math.pi / omegas[0]:.6g}")
 
 
 # ------------------------------------------------------------------------------------------ 01_permutation
