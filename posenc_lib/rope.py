@@ -197,7 +197,7 @@ class RotaryEmbedding(PositionalEncoding):
             self.cache_builds += 1
         return entry[2], entry[3], True
 
-    def _apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def _rotate_one(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         if positions.device.type != "meta" and positions.numel() and int(positions.min()) < 0:
             raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got min {int(positions.min())}")
         cos, sin, cached = self._tables(positions, _checks.compute_dtype(x.dtype))
@@ -216,7 +216,42 @@ class RotaryEmbedding(PositionalEncoding):
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
         q_positions = default_positions(q) if q_positions is None else check_positions(q_positions, q.shape[-2])
         k_positions = default_positions(k) if k_positions is None else check_positions(k_positions, k.shape[-2])
-        return self._apply(q, q_positions), self._apply(k, k_positions)
+        return self._rotate_one(q, q_positions), self._rotate_one(k, k_positions)
 
     def extra_repr(self):
         return f"dim={self.dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
+
+
+def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """RoFormer's relative upper bound on a RoPE score at relative distance r = m - n (Su et al. 2021, sec. 3.4.3).
+
+    Take the d/2 pairs of q and k as complex numbers and h_i = q_i * conj(k_i); then the score is
+    <R_m q, R_n k> = Re sum_{i<d/2} h_i e^{i r theta_i}, theta_i = base ** (-2i/d). With the partial
+    sums S_j = sum_{k<j} e^{i r theta_k} (S_0 = 0) and h_{d/2} = 0, Abel summation gives
+
+        |score| <= (max_i |h_{i+1} - h_i|) * sum_{j=1}^{d/2} |S_j|.
+
+    This returns the part that depends on the distance, averaged over the pairs:
+    (1 / (d/2)) * sum_{j=1}^{d/2} |S_j|, which equals (d/2 + 1) / 2 at r = 0 and shrinks as |r| grows
+    (the "long-term decay"). It depends on |r| only (S_j(-r) = conj S_j(r)).
+
+    distance: a number, a sequence or a tensor of real distances (any shape); dim: even head dim.
+    Returns a float64 tensor of distance's shape (float32 on devices without float64), on its device.
+    """
+    dim = _checks.even_int("dim", dim)
+    base = _checks.positive_float("base", base, minimum=1.0)
+    if isinstance(distance, torch.Tensor):
+        if distance.is_complex() or distance.dtype == torch.bool:
+            raise TypeError(f"distance must hold real numbers, got a tensor of {distance.dtype}")
+        device = distance.device
+    else:
+        device = torch.device("cpu")
+        try:
+            distance = torch.as_tensor(distance, dtype=torch.float64, device=device)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(f"distance must be a number, a sequence of numbers or a tensor, got {distance!r}") from error
+    work = _checks.angle_dtype(device)
+    inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
+    angles = distance.to(work)[..., None] * inv_freq.to(work)  # (..., d/2): r * theta_k
+    partial_sums = torch.polar(torch.ones_like(angles), angles).cumsum(dim=-1)  # S_1 .. S_{d/2}
+    return partial_sums.abs().mean(dim=-1)

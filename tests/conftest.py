@@ -1,0 +1,135 @@
+"""Shared test settings and independent float64 references.
+
+The reference functions below are written from the papers' formulas, on purpose in a different
+style from posenc_lib (explicit per-pair loops, plain Python where the sizes are small), so that a
+bug in the library is not silently repeated by its own reference. Test modules import them with
+`from conftest import ...` (pytest puts tests/ on sys.path).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+# Modest and deterministic: the whole unit suite must stay fast on 2 shared cores, and CI must not
+# flake. derandomize=True still explores many inputs; it just picks the same ones every run.
+settings.register_profile("posenc", max_examples=20, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors])
+settings.load_profile("posenc")
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
+warnings.filterwarnings("ignore", message=".*rope_parameters.*")  # HF config chatter in the reference tests
+
+DEVICE_NAMES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=["cpu", "meta", "cuda"])
+def device(request):
+    """cpu, meta (catches tensors created on the CPU behind the caller's back), cuda when present."""
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch.device(request.param)
+
+
+def is_meta(t: torch.Tensor) -> bool:
+    return t.device.type == "meta"
+
+
+# --------------------------------------------------------------------------- sinusoidal
+def ref_frequencies(dim: int, base: float) -> list[float]:
+    """omega_i = 1 / base ** (2i / dim), i = 0 .. dim/2 - 1 (Vaswani et al. 2017, section 3.5)."""
+    return [1.0 / base ** (2 * i / dim) for i in range(dim // 2)]
+
+
+def ref_sinusoidal(num_positions: int, dim: int, base: float = 10000.0, layout: str = "interleaved") -> torch.Tensor:
+    """The (num_positions, dim) table in float64, filled column by column from the formula."""
+    omega = ref_frequencies(dim, base)
+    pos = torch.arange(num_positions, dtype=torch.float64)
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    half = dim // 2
+    for i, w in enumerate(omega):
+        sin_col, cos_col = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, half + i)
+        table[:, sin_col] = torch.sin(pos * w)
+        table[:, cos_col] = torch.cos(pos * w)
+    return table
+
+
+# --------------------------------------------------------------------------- RoPE
+def pair_indices(dim: int, layout: str) -> list[tuple[int, int]]:
+    """Which dims form pair i: (2i, 2i+1) interleaved (RoFormer), (i, i + dim/2) half (GPT-NeoX/HF)."""
+    half = dim // 2
+    return [(2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + half) for i in range(half)]
+
+
+def ref_rope(x: torch.Tensor, positions, *, base: float = 10000.0, layout: str = "half",
+             inv_freq=None, attention_factor: float = 1.0) -> torch.Tensor:
+    """Rotate each pair (a, b) of x (..., T, dim) counter-clockwise by position * theta_i, in float64:
+
+        a' = a cos - b sin,   b' = a sin + b cos   (times attention_factor)
+
+    positions: (T,) or (B, T) ints; for (B, T), x is (B, ..., T, dim).
+    """
+    dim = x.shape[-1]
+    theta = torch.tensor(ref_frequencies(dim, base) if inv_freq is None else [float(v) for v in inv_freq],
+                         dtype=torch.float64)
+    pos = torch.as_tensor(positions).to(torch.float64)
+    if pos.dim() == 2:  # (B, T) -> (B, 1, ..., 1, T)
+        pos = pos.reshape(pos.shape[0], *([1] * (x.dim() - 3)), pos.shape[1])
+    xd = x.detach().to(torch.float64).cpu()
+    out = xd.clone()
+    for i, (a, b) in enumerate(pair_indices(dim, layout)):
+        angle = pos * theta[i]
+        c, s = torch.cos(angle) * attention_factor, torch.sin(angle) * attention_factor
+        out[..., a] = xd[..., a] * c - xd[..., b] * s
+        out[..., b] = xd[..., a] * s + xd[..., b] * c
+    return out
+
+
+def eager_rotate_half(x, cos, sin):
+    """The eager Hugging Face form x * cos + rotate_half(x) * sin, cos/sin of x's full width."""
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * sin
+
+
+# --------------------------------------------------------------------------- T5
+def ref_t5_bucket(r: int, bidirectional: bool, num_buckets: int, max_distance: int) -> tuple[int, int]:
+    """T5's bucket rule for one relative position r = key - query, in plain Python (float64 logs).
+
+    Returns (low, high): the bucket, and the bucket if the float64 value of the log expression sits
+    within 1e-9 of an integer boundary (there float32 and float64 may round to different sides;
+    T5 and HF compute the log in float32, so the library must match THEM there -- checked exactly
+    against HF in test_relative.py). Away from boundaries low == high.
+    """
+    n = num_buckets // 2 if bidirectional else num_buckets
+    offset = n if (bidirectional and r > 0) else 0
+    d = abs(r) if bidirectional else max(-r, 0)
+    exact = n // 2
+    if d < exact:
+        return offset + d, offset + d
+    value = exact + math.log(d / exact) / math.log(max_distance / exact) * (n - exact)
+    lo, hi = int(math.floor(value - 1e-9)), int(math.floor(value + 1e-9))
+    return offset + min(lo, n - 1), offset + min(hi, n - 1)
+
+
+# --------------------------------------------------------------------------- ALiBi
+def ref_alibi_slopes(n: int) -> list[float]:
+    """Press et al. 2022: for n a power of 2, m_h = 2 ** (-8h/n), h = 1..n; otherwise the slopes of the
+    largest power of two p < n, then every other slope (h = 1, 3, 5, ...) of 2p until there are n."""
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    slopes = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]
+    h = 1
+    while len(slopes) < n:
+        slopes.append(2.0 ** (-8.0 * h / (2 * p)))
+        h += 2
+    return slopes
+
+
+def float32_ulp(x: torch.Tensor) -> torch.Tensor:
+    """Distance from |x| (float32) to the next float32 up, as float64."""
+    x32 = x.to(torch.float32).abs()
+    return (torch.nextafter(x32, torch.full_like(x32, math.inf)) - x32).to(torch.float64)

@@ -1,0 +1,263 @@
+"""Context-extension scalings of the RoPE frequencies against Hugging Face's ROPE_INIT_FUNCTIONS and the formulas.
+
+HF computes the frequencies in float32, the library in float64: they agree to a few float32 ulps
+(HF rounds 2i/dim to float32 and the power base ** e amplifies that by ln(base)), which is the
+tolerance used here. HF has no static "ntk" type: it is checked against its formula and against
+HF "dynamic" at the length where the two coincide. HF's dynamic uses config.max_position_embeddings
+where the library's rope_parameters name it original_max_position_embeddings.
+"""
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
+from transformers.models.llama import modeling_llama as hf_llama
+
+from conftest import float32_ulp, ref_frequencies, ref_rope
+from posenc_lib import ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq
+
+
+def _config(head_dim, base, params, max_position_embeddings):
+    return LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
+                       max_position_embeddings=max_position_embeddings,
+                       rope_parameters={"rope_theta": base, **params})
+
+
+def _assert_close_to_hf(ours: torch.Tensor, hf: torch.Tensor, base: float, amplification: float = 1.0):
+    """HF's float32 frequencies are within (3 + ln(base)) float32 ulps of ours, times `amplification`
+    where HF blends two float32 values with a weight computed from them (llama3's smoothing band)."""
+    assert ours.dtype == torch.float64 and hf.shape == ours.shape
+    ulps = (hf.double() - ours).abs() / float32_ulp(ours)
+    assert ulps.max() <= (3 + math.log(base)) * amplification, f"{ulps.max().item():.1f} float32 ulps apart"
+
+
+def _hf(params, head_dim, base, max_position_embeddings, seq_len=None):
+    config = _config(head_dim, base, params, max_position_embeddings)
+    return HF_ROPE_INIT[params["rope_type"]](config, torch.device("cpu"), seq_len=seq_len)
+
+
+def _ref_yarn(dim, base, p):
+    """YaRN (Peng et al. 2023, and its reference code) in plain float64 Python: pair i keeps theta_i when
+    it turns more than beta_fast times over L0, becomes theta_i / factor below beta_slow turns, with a
+    linear ramp over the pair index between the two (fractional) pair indices, floored/ceiled unless
+    truncate=False; cos/sin are multiplied by 0.1 ln(factor) + 1 (or mscale ratio, or the given one)."""
+    factor, l0 = p["factor"], p["original_max_position_embeddings"]
+    beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
+
+    def index_at(turns):  # solve l0 * theta_d / (2 pi) = turns for d, with theta_d = base ** (-2d/dim)
+        return dim * math.log(l0 / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    lo, hi = index_at(beta_fast), index_at(beta_slow)
+    if p.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    out = []
+    for i, theta in enumerate(ref_frequencies(dim, base)):
+        ramp = min(max((i - lo) / (hi - lo), 0.0), 1.0)  # 0: keep theta, 1: theta / factor
+        out.append(theta * (1 - ramp) + theta / factor * ramp)
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    if p.get("attention_factor") is not None:
+        af = p["attention_factor"]
+    elif p.get("mscale") and p.get("mscale_all_dim"):
+        af = mscale(factor, p["mscale"]) / mscale(factor, p["mscale_all_dim"])
+    else:
+        af = mscale(factor)
+    return torch.tensor(out, dtype=torch.float64), af
+
+
+def _ref_llama3(dim, base, factor, l0, low, high):
+    """Llama 3.1 in plain float64 Python: wavelengths shorter than L0/high kept, longer than L0/low divided
+    by factor, and in between theta * ((1 - s) / factor + s) with s = (L0 / wavelength - low) / (high - low)."""
+    out = []
+    for theta in ref_frequencies(dim, base):
+        wavelength = 2 * math.pi / theta
+        if wavelength < l0 / high:
+            out.append(theta)
+        elif wavelength > l0 / low:
+            out.append(theta / factor)
+        else:
+            s = (l0 / wavelength - low) / (high - low)
+            out.append(theta * ((1 - s) / factor + s))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+HEAD_DIMS = [8, 64, 96, 128]
+BASES = [10000.0, 500000.0]
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("factor", [1.0, 2.0, 8.0, 32.0])
+def test_linear_matches_hf(head_dim, base, factor):
+    params = {"rope_type": "linear", "factor": factor}
+    hf_inv, hf_af = _hf(params, head_dim, base, 4096)
+    inv, af = rope_inv_freq(head_dim, base=base, scaling=params)
+    _assert_close_to_hf(inv, hf_inv, base)
+    assert af == hf_af == 1.0
+    torch.testing.assert_close(inv, torch.tensor(ref_frequencies(head_dim, base), dtype=torch.float64) / factor)
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("factor,l0,seq_len", [(2.0, 2048, None), (2.0, 2048, 1000), (4.0, 2048, 2048),
+                                              (4.0, 2048, 8192), (8.0, 4096, 20000), (1.5, 512, 100_000)])
+def test_dynamic_matches_hf(head_dim, base, factor, l0, seq_len):
+    hf_inv, hf_af = _hf({"rope_type": "dynamic", "factor": factor}, head_dim, base, l0, seq_len)
+    ours = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": l0}
+    inv, af = rope_inv_freq(head_dim, base=base, scaling=ours, seq_len=seq_len)
+    _assert_close_to_hf(inv, hf_inv, base)
+    assert af == hf_af == 1.0
+    if seq_len is None or seq_len <= l0:  # within the trained length dynamic NTK is plain RoPE
+        torch.testing.assert_close(inv, rope_inv_freq(head_dim, base=base)[0], atol=0, rtol=1e-14)
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("params,max_pos", [
+    ({"factor": 4.0, "original_max_position_embeddings": 2048}, 8192),
+    ({"factor": 8.0, "original_max_position_embeddings": 4096, "beta_fast": 16.0, "beta_slow": 2.0}, 32768),
+    ({"factor": 16.0, "original_max_position_embeddings": 4096, "attention_factor": 1.3}, 65536),
+    ({"factor": 40.0, "original_max_position_embeddings": 4096, "mscale": 1.0, "mscale_all_dim": 0.5}, 163840),
+    ({"factor": 4.0, "original_max_position_embeddings": 1024, "truncate": False}, 4096),
+    ({"factor": 2.0, "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0}, 128),
+])
+def test_yarn_matches_hf_including_attention_factor(head_dim, base, params, max_pos):
+    params = {"rope_type": "yarn", **params}
+    hf_inv, hf_af = _hf(params, head_dim, base, max_pos)
+    inv, af = rope_inv_freq(head_dim, base=base, scaling=params)
+    _assert_close_to_hf(inv, hf_inv, base)
+    assert af == pytest.approx(hf_af, rel=1e-12)
+    ref_inv, ref_af = _ref_yarn(head_dim, base, params)
+    torch.testing.assert_close(inv, ref_inv, atol=0, rtol=1e-12)
+    assert af == pytest.approx(ref_af, rel=1e-14)
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("factor,l0,low,high", [(8.0, 8192, 1.0, 4.0), (32.0, 8192, 1.0, 4.0), (4.0, 1024, 2.0, 8.0),
+                                               (2.0, 256, 1.0, 2.0)])
+def test_llama3_matches_hf(head_dim, base, factor, l0, low, high):
+    params = {"rope_type": "llama3", "factor": factor, "original_max_position_embeddings": l0,
+              "low_freq_factor": low, "high_freq_factor": high}
+    hf_inv, hf_af = _hf(params, head_dim, base, int(l0 * factor))
+    inv, af = rope_inv_freq(head_dim, base=base, scaling=params)
+    # in the smoothing band HF's float32 weight s multiplies theta * (1 - 1/factor): the relative
+    # error of s is amplified up to ~factor times there (seen: 26 ulps at factor 32, base 5e5, dim 96)
+    _assert_close_to_hf(inv, hf_inv, base, amplification=factor)
+    assert af == hf_af == 1.0
+    torch.testing.assert_close(inv, _ref_llama3(head_dim, base, factor, l0, low, high), atol=0, rtol=1e-12)
+
+
+def test_rope_theta_in_scaling_overrides_base():
+    params = {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}
+    hf_inv, _ = _hf({"rope_type": "linear", "factor": 2.0}, 64, 500000.0, 4096)
+    inv, _ = rope_inv_freq(64, base=10000.0, scaling=params)
+    _assert_close_to_hf(inv, hf_inv, 500000.0)
+
+
+# ------------------------------------------------------------------ static NTK: formula, and HF dynamic where they meet
+@given(dim=st.integers(2, 64).map(lambda h: 2 * h), factor=st.floats(1.0, 64.0),
+       base=st.sampled_from([10000.0, 500000.0]))
+def test_ntk_is_the_base_change_formula(dim, factor, base):
+    inv, af = rope_inv_freq(dim, base=base, scaling={"rope_type": "ntk", "factor": factor})
+    new_base = base * factor ** (dim / (dim - 2))
+    torch.testing.assert_close(inv, torch.tensor(ref_frequencies(dim, new_base), dtype=torch.float64),
+                               atol=0, rtol=1e-12)
+    assert af == 1.0
+    assert inv[0].item() == 1.0  # the highest frequency never moves
+    assert inv[-1].item() == pytest.approx(ref_frequencies(dim, base)[-1] / factor, rel=1e-12)  # the lowest: / factor
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("factor", [2.0, 4.0, 16.0])
+def test_ntk_equals_hf_dynamic_where_they_coincide(head_dim, factor):
+    """HF dynamic uses NTK factor f_d * L / L0 - (f_d - 1); with f_d = 1 that is L / L0, so HF dynamic at
+    factor 1 and L = factor * L0 is the static NTK base change with `factor`."""
+    l0 = 1024
+    hf_inv, _ = _hf({"rope_type": "dynamic", "factor": 1.0}, head_dim, 10000.0, l0, seq_len=int(factor * l0))
+    inv, _ = rope_inv_freq(head_dim, scaling={"rope_type": "ntk", "factor": factor})
+    _assert_close_to_hf(inv, hf_inv, 10000.0)
+    # and the library's own dynamic reaches the static one at the length where its factor equals `factor`
+    dyn = {"rope_type": "dynamic", "factor": factor, "original_max_position_embeddings": l0}
+    torch.testing.assert_close(rope_inv_freq(head_dim, scaling=dyn, seq_len=2 * l0)[0],
+                               rope_inv_freq(head_dim, scaling={"rope_type": "ntk", "factor": factor + 1})[0],
+                               atol=0, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ what each method does to each frequency
+def test_yarn_and_llama3_keep_high_and_divide_low_frequencies():
+    dim, base, factor, l0 = 128, 10000.0, 8.0, 4096
+    theta = torch.tensor(ref_frequencies(dim, base), dtype=torch.float64)
+    wavelength = 2 * math.pi / theta
+    yarn, af = rope_inv_freq(dim, scaling={"rope_type": "yarn", "factor": factor,
+                                           "original_max_position_embeddings": l0})
+    rotations = l0 / wavelength  # turns a pair makes over the trained length
+    fast, slow = rotations > 32, rotations < 1  # beta_fast = 32, beta_slow = 1
+    assert fast.any() and slow.any()
+    torch.testing.assert_close(yarn[fast], theta[fast])  # extrapolated: untouched
+    torch.testing.assert_close(yarn[slow], theta[slow] / factor)  # interpolated: divided by the factor
+    assert ((yarn >= theta / factor - 1e-15) & (yarn <= theta + 1e-15)).all()
+    assert af == pytest.approx(0.1 * math.log(factor) + 1)
+    llama3, _ = rope_inv_freq(dim, scaling={"rope_type": "llama3", "factor": factor, "original_max_position_embeddings": l0,
+                                            "low_freq_factor": 1.0, "high_freq_factor": 4.0})
+    short, long = wavelength < l0 / 4.0, wavelength > l0 / 1.0
+    assert short.any() and long.any()
+    torch.testing.assert_close(llama3[short], theta[short])
+    torch.testing.assert_close(llama3[long], theta[long] / factor)
+    assert (llama3[1:] <= llama3[:-1]).all()  # still ordered from fast to slow
+
+
+def test_default_rope_type_is_no_scaling():
+    torch.testing.assert_close(rope_inv_freq(32, scaling={"rope_type": "default"})[0], rope_inv_freq(32)[0])
+    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "llama3"}
+
+
+# ------------------------------------------------------------------ whole pipeline: RotaryEmbedding vs LlamaRotaryEmbedding
+@pytest.mark.parametrize("params,max_pos", [
+    ({"rope_type": "linear", "factor": 4.0}, 4096),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}, 4096),
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 512, "low_freq_factor": 1.0,
+      "high_freq_factor": 4.0}, 4096),
+])
+def test_rotary_embedding_with_scaling_matches_hf(params, max_pos):
+    torch.manual_seed(0)
+    head_dim = 64
+    q, k = torch.randn(2, 4, 40, head_dim), torch.randn(2, 4, 40, head_dim)
+    position_ids = torch.stack([torch.randperm(40), torch.arange(40)])  # < 48: HF's float32 angles still exact enough
+    config = _config(head_dim, 10000.0, params, max_pos)
+    cos, sin = hf_llama.LlamaRotaryEmbedding(config)(q, position_ids)  # includes the attention factor
+    q_hf, k_hf = hf_llama.apply_rotary_pos_emb(q, k, cos, sin)
+    q_ours, k_ours = RotaryEmbedding(head_dim, scaling=params)(q, k, position_ids)
+    torch.testing.assert_close(q_ours, q_hf, atol=1e-5, rtol=0)
+    torch.testing.assert_close(k_ours, k_hf, atol=1e-5, rtol=0)
+    inv, af = rope_inv_freq(head_dim, scaling=params)
+    torch.testing.assert_close(apply_rope(q, position_ids, inv_freq=inv, attention_factor=af), q_hf, atol=1e-5, rtol=0)
+    # far positions: against the float64 formula with the same frequencies
+    far = torch.arange(100_000, 100_040)
+    torch.testing.assert_close(RotaryEmbedding(head_dim, scaling=params)(q, k, far)[0].double(),
+                               ref_rope(q, far, inv_freq=inv, attention_factor=af), atol=1e-5, rtol=0)
+
+
+def test_rotary_embedding_dynamic_tracks_the_length():
+    """Dynamic NTK: the frequencies follow the longest position asked for (HF: max(position_ids) + 1)."""
+    torch.manual_seed(1)
+    head_dim, l0 = 32, 64
+    params = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": l0}
+    rope = RotaryEmbedding(head_dim, scaling=params)
+    q = torch.randn(1, 2, 40, head_dim)
+    for length in (40, 100, 300):
+        positions = torch.arange(length - 40, length)
+        inv, _ = rope_inv_freq(head_dim, scaling=params, seq_len=length)
+        out, _ = rope(q, q, positions)
+        torch.testing.assert_close(out.double(), ref_rope(q, positions, inv_freq=inv), atol=1e-5, rtol=0)
+        config = _config(head_dim, 10000.0, {"rope_type": "dynamic", "factor": 2.0}, l0)
+        hf_inv = HF_ROPE_INIT["dynamic"](config, torch.device("cpu"), seq_len=length)[0]
+        _assert_close_to_hf(inv, hf_inv, 10000.0)
