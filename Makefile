@@ -43,8 +43,17 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m pytest notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)
 
-test-ui: $(STAMP)
-	$(BIN)/python tests/ui_check.py
+# The browser test needs the "ui" extra (Playwright) on top of the dev install, and a Chromium
+# (/usr/bin/chromium: `apt-get install chromium`; or UI_FLAGS="--chromium PATH").
+UI_STAMP := $(VENV)/.posenc-ui-installed
+UI_FLAGS ?=
+
+$(UI_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,ui]" "$(TORCH)"
+	touch $(UI_STAMP)
+
+test-ui: $(UI_STAMP)
+	$(BIN)/python tests/ui_check.py $(UI_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m posenc_lib.bench
