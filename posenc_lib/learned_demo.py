@@ -1,0 +1,179 @@
+"""Notebook 04's experiment: a TinyLM learns its absolute position table on a task where order matters.
+
+Task ("copy the token `lag` places back"): tokens are uniform random over `vocab_size` symbols; the
+target at position t is the token at position t - lag, and the first `lag` positions have no target
+(-100, which `F.cross_entropy` ignores). Token identity carries no information about *where* the
+answer is, so the model can only solve it by knowing positions: with a learned table, the rows it
+learns are the model's notion of "where".
+
+`train_position_demo` trains the model (seeded, on one CPU thread so that a run is reproducible
+bit for bit on one machine and very closely across machines) and records the table every `every`
+steps. `make_learned_snapshots()` runs it with `SNAPSHOT_CONFIG` and writes
+data/learned_snapshots.npz (the tables) and data/learned_snapshots.json (config and provenance);
+notebook 04's checkpoint slider loads them with `load_learned_snapshots()`.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from . import _checks
+from .model import TinyLM
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+SNAPSHOT_STEM = "learned_snapshots"
+
+# The one configuration the shipped snapshots were made with (notebook 04 trains the same one live).
+SNAPSHOT_CONFIG = dict(encoding="learned", vocab_size=16, seq_len=32, lag=1, d_model=32, num_heads=2, num_layers=1,
+                       batch_size=32, lr=3e-3, weight_decay=0.1, steps=240, every=20, seed=0)
+
+
+def lag_copy_batch(batch_size: int, seq_len: int, vocab_size: int, lag: int = 1, *,
+                   generator: torch.Generator | None = None, device=None):
+    """(tokens, targets), both (batch_size, seq_len) int64: targets[:, t] = tokens[:, t - lag], -100 for t < lag."""
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    seq_len = _checks.positive_int("seq_len", seq_len)
+    vocab_size = _checks.positive_int("vocab_size", vocab_size)
+    lag = _checks.positive_int("lag", lag)
+    if lag >= seq_len:
+        raise ValueError(f"lag must be < seq_len (some position needs a target), got lag={lag}, seq_len={seq_len}")
+    device = torch.device(device if device is not None else "cpu")
+    tokens = torch.randint(0, vocab_size, (batch_size, seq_len), generator=generator, device=device)
+    targets = torch.full_like(tokens, -100)
+    targets[:, lag:] = tokens[:, :-lag]
+    return tokens, targets
+
+
+def position_similarity(table: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity of every pair of rows of a (num_positions, dim) table: (num_positions, num_positions).
+
+    Computed in float64; entry (i, j) = <P_i, P_j> / (|P_i| |P_j|), so the diagonal is 1.
+    """
+    _checks.float_tensor("table", table)
+    if table.dim() != 2:
+        raise ValueError(f"table must have shape (num_positions, dim), got {tuple(table.shape)}")
+    unit = F.normalize(table.detach().to(torch.float64), dim=-1)
+    return unit @ unit.T
+
+
+def similarity_by_distance(similarity: torch.Tensor) -> torch.Tensor:
+    """Mean of the k-th diagonal of a (T, T) similarity matrix for k = 0 .. T-1: how alike positions k apart are."""
+    T = similarity.shape[-1]
+    return torch.stack([similarity.diagonal(k).mean() for k in range(T)])
+
+
+@torch.no_grad()
+def per_position_accuracy(model: TinyLM, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(seq,) fraction of correct argmax predictions at each position (nan where no position has a target)."""
+    logits, _ = model(tokens)
+    valid = targets != -100
+    correct = (logits.argmax(-1) == targets) & valid
+    return correct.sum(0).double() / valid.sum(0).double()  # 0/0 = nan where no target
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """One intra-op thread: reductions run in a fixed order, so a seeded run repeats exactly."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def train_position_demo(encoding: str = "learned", *, vocab_size: int = 16, seq_len: int = 32, lag: int = 1,
+                        d_model: int = 32, num_heads: int = 2, num_layers: int = 1, batch_size: int = 32,
+                        lr: float = 3e-3, weight_decay: float = 0.1, steps: int = 240, every: int = 20,
+                        seed: int = 0) -> dict:
+    """Train TinyLM(encoding=...) on the lag-copy task (CPU, seeded) and record the position table.
+
+    Returns a dict: model, config, steps (the recorded steps 0, every, 2*every, ..., and `steps`),
+    tables ((n, seq_len, d_model) float32, the learned table after `step` optimizer updates for each
+    recorded step; empty for encodings without a table) and losses (the training loss at each step, len `steps`).
+    max_len is seq_len: the model has rows for exactly the trained positions.
+    """
+    config = dict(encoding=encoding, vocab_size=vocab_size, seq_len=seq_len, lag=lag, d_model=d_model,
+                  num_heads=num_heads, num_layers=num_layers, batch_size=batch_size, lr=lr,
+                  weight_decay=weight_decay, steps=_checks.positive_int("steps", steps, allow_zero=True),
+                  every=_checks.positive_int("every", every), seed=seed)
+    with _one_thread():
+        torch.manual_seed(seed)
+        model = TinyLM(vocab_size, encoding=encoding, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
+                       max_len=seq_len)
+        generator = torch.Generator().manual_seed(seed)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        table = getattr(getattr(model.encoding, "table", None), "weight", None)
+        recorded, tables, losses = [], [], []
+        for step in range(steps + 1):
+            if step % every == 0 or step == steps:
+                recorded.append(step)
+                if table is not None:
+                    tables.append(table.detach().clone())
+            if step == steps:
+                break
+            tokens, targets = lag_copy_batch(batch_size, seq_len, vocab_size, lag, generator=generator)
+            _, loss = model(tokens, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    model.eval()
+    return dict(model=model, config=config, steps=recorded,
+                tables=torch.stack(tables) if tables else torch.empty(0, seq_len, d_model),
+                losses=losses)
+
+
+def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> dict:
+    """Run `train_position_demo(**SNAPSHOT_CONFIG, **overrides)` and write <directory>/learned_snapshots.{npz,json}.
+
+    directory defaults to the repository's data/. The .npz holds `steps` (n,), `tables` (n, seq_len,
+    d_model) float32 and `losses` (steps,) float32; the .json holds the config and how, when and with
+    which versions they were made. Returns the run's dict (as train_position_demo).
+    """
+    config = {**SNAPSHOT_CONFIG, **overrides}
+    run = train_position_demo(**config)
+    directory = Path(directory) if directory is not None else DATA_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(directory / f"{SNAPSHOT_STEM}.npz", steps=np.asarray(run["steps"], dtype=np.int64),
+                        tables=run["tables"].numpy().astype(np.float32),
+                        losses=np.asarray(run["losses"], dtype=np.float32))
+    from . import __version__
+    provenance = dict(made_by="posenc_lib.learned_demo.make_learned_snapshots()", config=config,
+                      task="copy the token `lag` places back (targets -100 where t < lag), uniform random tokens",
+                      arrays={"steps": "recorded steps (n,)",
+                              "tables": "learned position table after `step` optimizer updates, for each recorded "
+                                        "step (n, seq_len, d_model)",
+                              "losses": "training loss of every step (steps,)"},
+                      final_loss=run["losses"][-1] if run["losses"] else None,
+                      torch=torch.__version__, numpy=np.__version__, posenc_lib=__version__,
+                      python=platform.python_version(), machine=platform.machine(), threads=1,
+                      made_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    (directory / f"{SNAPSHOT_STEM}.json").write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
+    return run
+
+
+def load_learned_snapshots(directory: str | Path | None = None) -> dict:
+    """The shipped snapshots: dict with steps (list), tables ((n, T, d) float32 tensor), losses (list), provenance."""
+    directory = Path(directory) if directory is not None else DATA_DIR
+    npz_path, json_path = directory / f"{SNAPSHOT_STEM}.npz", directory / f"{SNAPSHOT_STEM}.json"
+    if not npz_path.exists():
+        raise FileNotFoundError(f"{npz_path} is missing: run posenc_lib.learned_demo.make_learned_snapshots() "
+                                f"to make it (about 5 s on a CPU)")
+    with np.load(npz_path) as data:
+        steps, tables, losses = data["steps"].tolist(), torch.from_numpy(data["tables"].copy()), data["losses"].tolist()
+    provenance = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
+    return dict(steps=steps, tables=tables, losses=losses, provenance=provenance)
+
+
+if __name__ == "__main__":
+    result = make_learned_snapshots()
+    print(f"wrote {DATA_DIR / SNAPSHOT_STEM}.npz/.json: steps {result['steps'][0]}..{result['steps'][-1]}, "
+          f"final loss {result['losses'][-1]:.4f}")
