@@ -80,20 +80,26 @@ def per_position_accuracy(model: TinyLM, tokens: torch.Tensor, targets: torch.Te
 
 @contextlib.contextmanager
 def _one_thread():
-    """One intra-op thread: reductions run in a fixed order, so a seeded run repeats exactly."""
+    """One intra-op thread: reductions run in a fixed order, so a seeded run repeats exactly. Denormal
+    floats are flushed to zero meanwhile: once the model is sure of its answers, attention weights of
+    ~1e-40 would otherwise make the CPU matmuls several times slower. (torch has no getter for that
+    flag; it is set back to torch's default, off.)"""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
     try:
         yield
     finally:
         torch.set_num_threads(before)
+        torch.set_flush_denormal(False)
 
 
 def train_position_demo(encoding: str = "learned", *, vocab_size: int = 16, seq_len: int = 32, lag: int = 1,
                         d_model: int = 32, num_heads: int = 2, num_layers: int = 1, batch_size: int = 32,
                         lr: float = 3e-3, weight_decay: float = 0.1, steps: int = 240, every: int = 20,
                         seed: int = 0) -> dict:
-    """Train TinyLM(encoding=...) on the lag-copy task (CPU, seeded) and record the position table.
+    """Train TinyLM(encoding=...) on the lag-copy task (CPU, one thread, denormals flushed, seeded) and
+    record the position table.
 
     Returns a dict: model, config, steps (the recorded steps 0, every, 2*every, ..., and `steps`),
     tables ((n, seq_len, d_model) float32, the learned table after `step` optimizer updates for each
@@ -146,7 +152,7 @@ def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> 
                         tables=run["tables"].numpy().astype(np.float32),
                         losses=np.asarray(run["losses"], dtype=np.float32))
     from . import __version__
-    provenance = dict(made_by="posenc_lib.learned_demo.make_learned_snapshots()", config=config,
+    provenance = dict(made_by="posenc_lib.learned_demo.make_learned_snapshots()", config=config, flush_denormal=True,
                       task="copy the token `lag` places back (targets -100 where t < lag), uniform random tokens",
                       arrays={"steps": "recorded steps (n,)",
                               "tables": "learned position table after `step` optimizer updates, for each recorded "

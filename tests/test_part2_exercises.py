@@ -232,3 +232,13 @@ def test_permute_qk_rows_solution_makes_half_split_scores_equal_interleaved():
     converted = scores(S["permute_qk_rows"](w_q, num_heads), S["permute_qk_rows"](w_k, num_heads), "half")
     torch.testing.assert_close(converted, reference, rtol=0, atol=1e-12)
     assert (scores(w_q, w_k, "half") - reference).abs().max() > 1e-2  # without the permutation: different scores
+
+
+def test_attempt_prints_instead_of_raising(capsys):
+    def todo(*args):
+        raise NotImplementedError
+    assert ex.attempt(ex.check_rotate_half, todo) is False
+    assert "SOLUTIONS['rotate_half']" in capsys.readouterr().out
+    assert ex.attempt(ex.check_rotate_half, lambda x: -S["rotate_half"](x)) is False
+    assert "Not yet right" in capsys.readouterr().out
+    assert ex.attempt(ex.check_rotate_half, S["rotate_half"]) is True
