@@ -80,7 +80,7 @@ class SinusoidalEncoding(PositionalEncoding):
         _checks.float_tensor("x", x)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
-        positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2])
+        positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
         work = _checks.angle_dtype(x.device)
         omega = sinusoidal_frequencies(self.dim, base=self.base, device=x.device)
         table = _table(positions.to(work), omega, self.layout)  # (T, D) or (B, T, D)
@@ -117,11 +117,12 @@ class LearnedEncoding(PositionalEncoding):
                                  f"row for positions >= max_len (train with a larger max_len, or use a relative encoding)")
             positions = default_positions(x)
         else:
-            positions = check_positions(positions, seq)
+            positions = check_positions(positions, seq, device=x.device)
             if positions.device.type != "meta" and positions.numel() and (
                     int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
                 raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
-                                 f"min {int(positions.min())}, max {int(positions.max())}")
+                                 f"min {int(positions.min())}, max {int(positions.max())}: a learned table has no "
+                                 f"row outside its trained range (use a relative encoding to go further)")
         return x + self.table(positions).to(x.dtype)
 
     add_to_input = forward

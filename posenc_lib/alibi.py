@@ -59,6 +59,9 @@ class ALiBi(PositionalEncoding):
         self.num_heads = _checks.positive_int("num_heads", num_heads)
 
     def score_bias(self, q, q_positions, k_positions):
+        if q.dim() != 4 or q.shape[1] != self.num_heads:
+            raise ValueError(f"q must have shape (batch, num_heads={self.num_heads}, seq, head_dim) for this ALiBi, "
+                             f"got {tuple(q.shape)}")
         slopes = alibi_slopes(self.num_heads, device=q.device)
         distance = relative_positions(q_positions, k_positions).abs().to(slopes.dtype)  # (B, Tq, Tk)
         return (-slopes[None, :, None, None] * distance[:, None]).to(q.dtype)

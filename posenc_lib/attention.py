@@ -27,14 +27,20 @@ def default_positions(x: torch.Tensor, seq_dim: int = -2) -> torch.Tensor:
     return torch.arange(x.shape[seq_dim], device=x.device)
 
 
-def check_positions(positions, seq_len: int, name: str = "positions") -> torch.Tensor:
-    """positions must be an integer tensor of shape (seq,) or (batch, seq) with seq == seq_len."""
+def check_positions(positions, seq_len: int, name: str = "positions", *, device=None) -> torch.Tensor:
+    """positions must be an integer tensor of shape (seq,) or (batch, seq) with seq == seq_len.
+
+    With `device` (the device of the x they index), positions made elsewhere -- typically a bare
+    torch.arange on the CPU -- are moved there, so every result stays on x's device.
+    """
     positions = _checks.int_tensor(name, positions)
     if positions.dim() not in (1, 2) or positions.shape[-1] != seq_len:
         raise ValueError(
             f"{name} must have shape (seq,) or (batch, seq) with seq={seq_len} to fit x, "
             f"got shape {tuple(positions.shape)}"
         )
+    if device is not None and positions.device != torch.device(device):
+        positions = positions.to(device)
     return positions
 
 
@@ -79,6 +85,9 @@ def attention(q, k, v, *, bias=None, causal: bool = False, return_weights: bool 
         scores = scores + bias.to(work)
     if causal:
         tq, tk = scores.shape[-2:]
+        if tq > tk:
+            raise ValueError(f"causal attention needs q_len <= k_len (queries are the last q_len of the k_len "
+                             f"positions), got q_len={tq}, k_len={tk}")
         i = torch.arange(tk - tq, tk, device=q.device)[:, None]
         j = torch.arange(tk, device=q.device)[None, :]
         scores = scores.masked_fill(j > i, float("-inf"))
@@ -112,8 +121,11 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         _checks.float_tensor("x", x)
+        if x.dim() != 3 or x.shape[-1] != self.num_heads * self.head_dim:
+            raise ValueError(f"x must have shape (batch, seq, d_model={self.num_heads * self.head_dim}), "
+                             f"got {tuple(x.shape)}")
         B, T, D = x.shape
-        positions = default_positions(x) if positions is None else check_positions(positions, T)
+        positions = default_positions(x) if positions is None else check_positions(positions, T, device=x.device)
         q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, hd)
         enc = self.encoding
         q, k = enc.rotate_qk(q, k, positions, positions)

@@ -49,7 +49,12 @@ def t5_relative_bucket(relative_position: torch.Tensor, *, bidirectional: bool =
 
 
 def relative_positions(q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
-    """key - query for every pair: (Tq,), (Tk,) -> (1, Tq, Tk); batched (B, T) -> (B, Tq, Tk)."""
+    """key - query for every pair: (Tq,), (Tk,) -> (1, Tq, Tk); batched (B, T) -> (B, Tq, Tk).
+
+    out[b, i, j] = k_positions[j] - q_positions[i]: negative for keys before the query (the past).
+    """
+    _checks.int_tensor("q_positions", q_positions)
+    _checks.int_tensor("k_positions", k_positions)
     q = q_positions if q_positions.dim() == 2 else q_positions[None]
     k = k_positions if k_positions.dim() == 2 else k_positions[None]
     return k[:, None, :] - q[:, :, None]
@@ -83,6 +88,9 @@ class T5RelativeBias(PositionalEncoding):
         return self._bias(relative)[0]
 
     def score_bias(self, q, q_positions, k_positions):
+        if q.dim() != 4 or q.shape[1] != self.num_heads:
+            raise ValueError(f"q must have shape (batch, num_heads={self.num_heads}, seq, head_dim) for this "
+                             f"T5RelativeBias, got {tuple(q.shape)}")
         return self._bias(relative_positions(q_positions, k_positions)).to(q.dtype)
 
 

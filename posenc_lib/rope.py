@@ -18,6 +18,8 @@ better; bf16/fp16 inputs are rotated in float32 and returned in their own dtype 
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from . import _checks
@@ -111,7 +113,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
-    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2])
+    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
     dim = x.shape[-1]
     if inv_freq is None:
         inv_freq, _ = rope_inv_freq(dim, base=base, device=x.device)
@@ -130,7 +132,7 @@ def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base
     Same result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding.
     """
     _check_x(x)
-    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2])
+    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
     inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, device=x.device)
     angles = rope_angles(positions, inv_freq)
     work = _checks.compute_dtype(x.dtype)
@@ -145,8 +147,10 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
                 device=None, dtype=torch.float64) -> torch.Tensor:
     """The explicit (dim, dim) block-diagonal rotation R_m, so that apply_rope(x)[m] == R_m @ x[m]."""
     _checks.choice("layout", layout, LAYOUTS)
+    if isinstance(position, bool) or not isinstance(position, numbers.Integral):
+        raise TypeError(f"position must be an int (a token index), got {type(position).__name__} ({position!r})")
     inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
-    angle = position * inv_freq.to(dtype)
+    angle = int(position) * inv_freq.to(dtype)
     c, s = angle.cos(), angle.sin()
     h = dim // 2
     first = torch.arange(h, device=device) if layout == "half" else torch.arange(0, dim, 2, device=device)
@@ -214,8 +218,8 @@ class RotaryEmbedding(PositionalEncoding):
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
-        q_positions = default_positions(q) if q_positions is None else check_positions(q_positions, q.shape[-2])
-        k_positions = default_positions(k) if k_positions is None else check_positions(k_positions, k.shape[-2])
+        q_positions = default_positions(q) if q_positions is None else check_positions(q_positions, q.shape[-2], device=q.device)
+        k_positions = default_positions(k) if k_positions is None else check_positions(k_positions, k.shape[-2], device=k.device)
         return self._rotate_one(q, q_positions), self._rotate_one(k, k_positions)
 
     def extra_repr(self):

@@ -69,7 +69,7 @@ def _dynamic(dim, base, device, p, seq_len):
 
 def _yarn(dim, base, device, p, seq_len):
     factor, l0 = p["factor"], p["original_max_position_embeddings"]
-    beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
+    beta_fast, beta_slow = p.get("beta_fast") or 32.0, p.get("beta_slow") or 1.0  # None -> default, as in HF
 
     def mscale(scale, m=1.0):
         return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
