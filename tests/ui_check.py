@@ -315,10 +315,18 @@ FIND_FIGURES_JS = r"""(sel) => {
     });
     ctrls.forEach((c, j) => c.setAttribute('data-uic-ctrl', `${k}-${j}`));
     const cell = box.closest('.jp-Cell');
+    // A control a person can move: a dropdown needs a second option, a slider a range.
+    const movable = (c) => {
+      const s = c.querySelector('select'); if (s) return s.options.length > 1;
+      const h = c.querySelector('.noUi-handle'); if (h) return h.getAttribute('aria-valuemin') !== h.getAttribute('aria-valuemax');
+      if (c.classList.contains('widget-toggle-buttons')) return c.querySelectorAll('button').length > 1;
+      return !c.querySelector(':disabled');
+    };
     const label = ctrls.length ? (ctrls[0].querySelector('.widget-label')?.textContent || '') : '';
     figs.push({k, cell: cell ? Number(cell.getAttribute('data-windowed-list-index')) : null,
                title: (box.querySelector('.widget-html-content')?.textContent || '').trim().slice(0, 60),
-               kinds: ctrls.map(kind), label: label.trim(), disabled: ctrls.length ? !!ctrls[0].querySelector(':disabled') : false});
+               kinds: ctrls.map(kind), label: label.trim(), movable: ctrls.map(movable),
+               natural: [img.naturalWidth, img.naturalHeight], shown: [img.clientWidth, img.clientHeight]});
   });
   return figs;
 }"""
@@ -367,6 +375,25 @@ ARM_JS = r"""(k) => {
   return rec.src0;
 }"""
 
+# Read-only look into the kernel (a user expression: no output, no execution count, nothing
+# assigned): redraw_count and last_redraw_seconds of every InteractiveFigure, to tell how much of a
+# redraw seen in the browser is spent in the kernel.
+KERNEL_EXPR_JS = r"""async ([name, expr]) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path.endsWith(name)) {
+      const fut = w.sessionContext.session.kernel.requestExecute(
+        {code: '', silent: true, store_history: false, user_expressions: {r: expr}});
+      const reply = await fut.done;
+      const r = reply.content.user_expressions.r;
+      return r && r.status === 'ok' ? r.data['text/plain'] : null;
+    }
+  }
+  return null;
+}"""
+FIGURE_TIMES_EXPR = ("__import__('json').dumps({k: [v.redraw_count, v.last_redraw_seconds] for k, v in "
+                     "__import__('ipywidgets').widgets.widget._instances.items() if isinstance(v, "
+                     "__import__('posenc_lib.widgets._base', fromlist=['_']).InteractiveFigure)})")
+
 READ_REC_JS = r"""() => { const r = window.__uicRec; return r ? {action: r.action, change: r.change, load: r.load,
   src1: r.src1, changes: r.changes} : null; }"""
 
@@ -391,6 +418,7 @@ class Redraw:
     ms: float | None
     ok: bool
     problem: str = ""
+    kernel_ms: float | None = None
 
 
 @dataclass
@@ -413,6 +441,11 @@ class LiveResult:
     @property
     def median_ms(self):
         ms = [r.ms for r in self.ok_redraws if r.ms is not None]
+        return statistics.median(ms) if ms else None
+
+    @property
+    def median_kernel_ms(self):
+        ms = [r.kernel_ms for r in self.ok_redraws if r.kernel_ms is not None]
         return statistics.median(ms) if ms else None
 
     @property
@@ -474,6 +507,7 @@ class Runner:
 
     def _run(self, page, path: Path, res: LiveResult):
         a, name = self.args, path.name
+        self.name = name
         workspace = f"uicheck-{secrets.token_hex(4)}"
         t0 = time.monotonic()
         page.goto(f"{self.server.base}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.server.token}",
@@ -565,15 +599,25 @@ class Runner:
             if not f["kinds"]:
                 res.problems.append(f"interactive figure {f['k']} (cell {f['cell']}) has no control")
                 continue
-            if f["disabled"]:
-                res.problems.append(f"interactive figure {f['k']} (cell {f['cell']}): first control is disabled")
+            if f["shown"][0] > 1.05 * f["natural"][0]:
+                res.notes.append(f"figure {f['k']} (cell {f['cell']}): its {f['natural'][0]}x{f['natural'][1]} PNG "
+                                 f"is shown stretched to {f['shown'][0]}x{f['shown'][1]} px (blurry)")
+            # The first control; when it has nothing to move to (e.g. a device dropdown whose only
+            # option is "cpu"), the first one that has, as a learner would do.
+            j = next((j for j, m in enumerate(f["movable"]) if m), None)
+            if j is None:
+                res.problems.append(f"interactive figure {f['k']} (cell {f['cell']}): none of its "
+                                    f"{len(f['kinds'])} control(s) can be moved (single options, disabled)")
                 continue
+            if j:
+                res.notes.append(f"figure {f['k']} (cell {f['cell']}): its first control ({f['kinds'][0]}) "
+                                 f"has nothing to move to here; moved control {j + 1} ({f['kinds'][j]})")
             for move in range(a.moves):
-                r = self._move_and_time(page, f, move)
+                r = self._move_and_time(page, f, j, move)
                 res.redraws.append(r)
                 if not r.ok:
                     res.problems.append(f"figure {f['k']} `{f['title'] or f['label']}` (cell {f['cell']}), "
-                                        f"first control ({r.kind}): {r.problem}")
+                                        f"control {j + 1} ({r.kind}): {r.problem}")
                     break
             try:
                 page.locator(f'[data-uic-fig="{f["k"]}"]').screenshot(
@@ -598,17 +642,45 @@ class Runner:
         if outside:
             res.problems.append(f"kernel runs {outside[0]}, not the venv's python in {VENV_BIN}")
 
-    def _move_and_time(self, page, f, move: int) -> Redraw:
+    def _centre(self, page, ctrl) -> None:
+        """Scroll the control to the middle of the notebook area (not half under the toolbar). The
+        notebook lays out off-screen cells lazily (content-visibility), so the page shifts while it
+        scrolls: repeat until the control stays put inside the viewport."""
+        last = None
+        for _ in range(20):
+            ctrl.evaluate("e => e.scrollIntoView({block: 'center', inline: 'nearest'})")
+            page.wait_for_timeout(150)
+            box = ctrl.bounding_box()
+            pos = box and (round(box["x"]), round(box["y"]))
+            if box and pos == last and 0 <= box["y"] and box["y"] + box["height"] <= 900:
+                return
+            last = pos
+        raise UICheckError(f"could not scroll the control into a steady place in view (last box {box})")
+
+    def _figure_times(self, page) -> dict:
+        try:
+            import ast
+            text = page.evaluate(KERNEL_EXPR_JS, [self.name, FIGURE_TIMES_EXPR])
+            return json.loads(ast.literal_eval(text)) if text else {}
+        except Exception:
+            return {}
+
+    def _move_and_time(self, page, f, j: int, move: int) -> Redraw:
         k = f["k"]
-        kind = f["kinds"][0]
-        ctrl = page.locator(f'[data-uic-ctrl="{k}-0"]')
-        ctrl.scroll_into_view_if_needed()
+        times0 = self._figure_times(page)
+        kind = f["kinds"][j]
+        ctrl = page.locator(f'[data-uic-ctrl="{k}-{j}"]')
+        self._centre(page, ctrl)
         before = page.evaluate(CONTROL_VALUE_JS, ctrl.element_handle())
         src0 = page.evaluate(ARM_JS, k)
         digest0 = page.evaluate(DIGEST_JS, src0)
         page.evaluate(ARM_JS, k)  # re-arm: the fetch above must not count as the action
-        method = self._move(page, ctrl, kind, move)
-        r = Redraw(k, f["cell"], kind, method, before, "", None, False)
+        r = Redraw(k, f["cell"], kind, "", before, "", None, False)
+        try:
+            r.method = method = self._move(page, ctrl, kind, move, rearm=lambda: page.evaluate(ARM_JS, k))
+        except UICheckError as e:
+            r.problem = str(e)
+            return r
         deadline = time.monotonic() + self.args.redraw_timeout
         rec = None
         while time.monotonic() < deadline:
@@ -635,9 +707,13 @@ class Runner:
             r.problem = f"value {before} -> {r.after}: a new image arrived but its bytes are identical"
             return r
         r.ok = True
+        changed = [v for key, v in self._figure_times(page).items()
+                   if key in times0 and v[0] != times0[key][0]]
+        if len(changed) == 1:
+            r.kernel_ms = changed[0][1] * 1000
         return r
 
-    def _move(self, page, ctrl, kind: str, move: int) -> str:
+    def _move(self, page, ctrl, kind: str, move: int, rearm) -> str:
         """Move the control once, as a person would; the last input event is what ARM_JS times."""
         if kind == "slider":
             handle = ctrl.locator(".noUi-handle").first
@@ -646,11 +722,23 @@ class Runner:
             x0, y0 = hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2
             frac = (x0 - track["x"]) / max(track["width"], 1)
             dx = track["width"] * 0.35 * (-1 if frac > 0.5 else 1)
+            hit = page.evaluate("([x, y]) => { const e = document.elementFromPoint(x, y); "
+                                "return e ? (e.closest('.noUi-handle') ? 'handle' : e.className || e.tagName) : null; }",
+                                [x0, y0])
+            if hit != "handle":
+                raise UICheckError(f"the slider handle is not under the mouse at ({x0:.0f}, {y0:.0f}): "
+                                   f"{hit} is (covered or off screen)")
+            before = handle.get_attribute("aria-valuenow")
             page.mouse.move(x0, y0)
             page.mouse.down()
             page.mouse.move(x0 + dx, y0, steps=8)
             page.mouse.up()
-            return f"dragged the handle {dx:+.0f} px"
+            if handle.get_attribute("aria-valuenow") != before:
+                return f"dragged the handle {dx:+.0f} px"
+            # The drag did not take: click on the track away from the handle instead.
+            rearm()
+            page.mouse.click(x0 + dx, y0)
+            return f"dragged the handle {dx:+.0f} px (no change), then clicked the track there"
         if kind in ("dropdown", "select"):
             sel = ctrl.locator("select").first
             n = sel.locator("option").count()
@@ -797,7 +885,8 @@ def main(argv=None) -> int:
                     bad = bool(r.errors or r.problems or not all(x.ok for x in r.redraws))
                     slow = r.median_ms is not None and r.median_ms > a.max_median_ms
                     print(f"   {path.name:<32} run {fmt(r.run_s)} s, {r.figures} figure(s), {r.controls} "
-                          f"control(s), {len(r.ok_redraws)} redraw(s), median {fmt(r.median_ms, '.0f')} ms"
+                          f"control(s), {len(r.ok_redraws)} redraw(s), median {fmt(r.median_ms, '.0f')} ms (kernel "
+                          f"{fmt(r.median_kernel_ms, '.0f')} ms)"
                           f"  {'FAIL' if bad or slow else 'ok'}", flush=True)
                     for e in r.errors:
                         print(f"      - error output: {e}")
@@ -810,7 +899,8 @@ def main(argv=None) -> int:
                     if a.verbose:
                         for x in r.redraws:
                             print(f"      fig {x.fig} cell {x.cell} {x.kind}: {x.method}, {x.before} -> "
-                                  f"{x.after}, {fmt(x.ms, '.0f')} ms {'ok' if x.ok else x.problem}")
+                                  f"{x.after}, {fmt(x.ms, '.0f')} ms (kernel {fmt(x.kernel_ms, '.0f')} ms) "
+                                  f"{'ok' if x.ok else x.problem}")
                     failed |= bad or slow
                     show_log |= bad
             finally:
@@ -840,14 +930,15 @@ def main(argv=None) -> int:
         kernels = sorted({r.kernel for r in live if r.kernel})
         print(f"\n   kernel python: {', '.join(kernels) or '?'}")
         head = (f"   {'notebook':<30} {'load s':>6} {'run s':>6} {'figs':>4} {'ctrls':>5} {'redraws':>7} "
-                f"{'median ms':>9} {'max ms':>6} {'HTML PNGs':>9}  result")
+                f"{'median ms':>9} {'kernel ms':>9} {'max ms':>6} {'HTML PNGs':>9}  result")
         print(head)
         for r in live:
             s = static.get(r.name)
             bad = (r.errors or r.problems or not all(x.ok for x in r.redraws)
                    or (r.median_ms is not None and r.median_ms > a.max_median_ms) or (s and s.problems))
             print(f"   {r.name:<30} {fmt(r.load_s):>6} {fmt(r.run_s):>6} {r.figures:>4} {r.controls:>5} "
-                  f"{len(r.ok_redraws):>7} {fmt(r.median_ms, '.0f'):>9} {fmt(r.max_ms, '.0f'):>6} "
+                  f"{len(r.ok_redraws):>7} {fmt(r.median_ms, '.0f'):>9} {fmt(r.median_kernel_ms, '.0f'):>9} "
+                  f"{fmt(r.max_ms, '.0f'):>6} "
                   f"{(s.html_pngs if s else '-'):>9}  {'FAIL' if bad else 'ok'}")
         print(f"   screenshots: {shots}")
     n_bad = sum(1 for r in live if r.errors or r.problems or not all(x.ok for x in r.redraws)
