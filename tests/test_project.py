@@ -1,0 +1,107 @@
+"""The project skeleton: the two install routes name the same packages, torch is pinned where the
+README says, and the README's two commands exist."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+try:
+    import tomllib  # Python >= 3.11
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch": "torch"}  # conda-forge's name -> the PyPI name
+NOT_PACKAGES = {"python", "pip"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _pyproject_requirements() -> dict:
+    project = _pyproject()["project"]
+    reqs = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        reqs += extra
+    out = {}
+    for line in reqs:
+        req = Requirement(line)
+        out[_norm(req.name)] = str(req.specifier)
+    return out
+
+
+def _conda_requirements() -> dict:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "conda-forge" in env["channels"]
+    out = {}
+    for entry in env["dependencies"]:
+        if isinstance(entry, dict):  # the pip: section
+            for line in entry["pip"]:
+                if line.strip() in ("-e .", "-e ./", "."):
+                    continue  # the project itself, editable
+                req = Requirement(line)
+                out[_norm(req.name)] = str(req.specifier)
+            continue
+        match = re.match(r"^([A-Za-z0-9_.\-]+)\s*(.*)$", entry)
+        name, spec = match.group(1), match.group(2).replace(" ", "")
+        if name in NOT_PACKAGES:
+            continue
+        out[_norm(CONDA_TO_PIP.get(name, name))] = spec
+    return out
+
+
+def test_environment_yml_and_pyproject_name_the_same_packages():
+    pip, conda = _pyproject_requirements(), _conda_requirements()
+    assert set(pip) == set(conda), (f"only in pyproject.toml: {sorted(set(pip) - set(conda))}; "
+                                    f"only in environment.yml: {sorted(set(conda) - set(pip))}")
+    drift = {name: (pip[name], conda[name]) for name in pip if pip[name] != conda[name]}
+    assert not drift, f"version ranges differ (pyproject, environment.yml): {drift}"
+
+
+def test_environment_yml_installs_the_project_itself():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_sections = [e["pip"] for e in env["dependencies"] if isinstance(e, dict)]
+    assert pip_sections and "-e ." in pip_sections[0]
+
+
+def test_makefile_pins_torch_on_the_install_path():
+    makefile = (ROOT / "Makefile").read_text()
+    pin = re.search(r"^TORCH\s*\?=\s*torch==(\S+)\s*$", makefile, re.M)
+    assert pin and pin.group(1) == "2.13.0"
+    install = [line for line in makefile.splitlines() if "pip install" in line]
+    assert install and all('"$(TORCH)"' in line for line in install)  # every install line carries the pin
+    torch_range = Requirement([r for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")][0])
+    assert Version(pin.group(1)) in torch_range.specifier  # the pin satisfies the declared range
+
+
+def test_make_test_runs_units_and_notebooks_under_nbval():
+    try:
+        dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", "test"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)
+    except FileNotFoundError:
+        pytest.skip("make is not installed")
+    assert dry.returncode == 0, dry.stderr
+    assert re.search(r"pytest tests notebooks --nbval-lax --nbval-current-env", dry.stdout)
+    assert "MPLBACKEND=Agg" in dry.stdout
+    assert "torch==2.13.0" in dry.stdout  # -W pretends pyproject changed, so the install recipe is shown too
+
+
+def test_readme_starts_with_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make lab" in readme and "make test" in readme
+    first_block = re.search(r"```(?:bash|sh)?\n(.*?)```", readme, re.S).group(1)
+    assert "make lab" in first_block and "make test" in first_block
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^\s*make test\b", ci, re.M)

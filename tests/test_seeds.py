@@ -1,0 +1,221 @@
+"""The seed notes (/work/shared/seeds/*.txt): their right examples reproduced, and each bug in their code
+shown next to the library's behaviour. The seed code is NOT copied: each `_seed_*` helper below is a
+minimal reproduction of what the seed code does, written for this test.
+"""
+import glob
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import posenc_lib as P
+from conftest import ref_frequencies
+
+SEEDS = Path("/work/shared/seeds")
+
+# 004_*.txt prints getPositionEncoding(seq_len=4, d=4, n=100). Retyped here so the test also runs on a
+# clone without the seed notes; when the notes are present the test parses them and checks this copy.
+TABLE_004 = [[0.0, 1.0, 0.0, 1.0],
+             [0.84147098, 0.54030231, 0.09983342, 0.99500417],
+             [0.90929743, -0.41614684, 0.19866933, 0.98006658],
+             [0.14112001, -0.9899925, 0.29552021, 0.95533649]]
+
+
+def _parse_table_004():
+    files = glob.glob(str(SEEDS / "004_*.txt"))
+    if not files:
+        return None
+    text = Path(files[0]).read_text(encoding="utf-8")
+    block = re.search(r"\[\[(.*?)\]\]", text, re.S).group(1)  # the first printed numpy matrix
+    rows = [re.findall(r"-?\d+\.\d*(?:e-?\d+)?", row) for row in block.split("]")]
+    return [[float(v) for v in row] for row in rows if row]
+
+
+def test_004_robot_table_is_reproduced():
+    parsed = _parse_table_004()
+    if parsed is not None:
+        assert parsed == TABLE_004
+    table = P.sinusoidal_table(4, 4, base=100.0, dtype=torch.float64)  # n = 100, d = 4, "I am a robot"
+    torch.testing.assert_close(table, torch.tensor(TABLE_004, dtype=torch.float64), atol=1e-8, rtol=0)
+    # the same numbers in the paper's float32 default
+    torch.testing.assert_close(P.sinusoidal_table(4, 4, base=100.0), torch.tensor(TABLE_004), atol=1e-7, rtol=0)
+
+
+def test_003_offset_example_is_a_rotation_on_sin_cos():
+    """003 checks PE(pos + k) from PE(pos) at pos=10, k=3, pair i=10, d=512 with [[cos, sin], [-sin, cos]]."""
+    pe = P.sinusoidal_table(14, 512, dtype=torch.float64)
+    beta = 3 * ref_frequencies(512, 10000.0)[10]
+    s, c = pe[10, 20], pe[10, 21]
+    torch.testing.assert_close(pe[13, 20], s * math.cos(beta) + c * math.sin(beta))
+    torch.testing.assert_close(pe[13, 21], c * math.cos(beta) - s * math.sin(beta))
+    torch.testing.assert_close(P.absolute.offset_matrix(3, 512) @ pe[10], pe[13], atol=1e-12, rtol=0)
+
+
+def test_003_which_frequency_is_fast():
+    """003 labels pair 0 (omega = 1) as the slowly varying one; it is the fastest: one turn per 2*pi tokens."""
+    omega = P.sinusoidal_frequencies(512)
+    assert omega[0] == 1.0 and (omega[1:] < omega[:-1]).all()
+    table = P.sinusoidal_table(100, 512, dtype=torch.float64)
+    change = (table[1:] - table[:-1]).abs().mean(0)  # how much each column moves per token
+    assert change[0] > 100 * change[-2]
+
+
+# ------------------------------------------------------------------ bugs in the seeds' sinusoidal code (000, 001, 004)
+def _seed_sinusoidal_buffer(max_len, d_model):
+    """The 000/001 pattern: a fixed (max_len, d_model) buffer filled with pe[:, 0::2] = sin, pe[:, 1::2] = cos,
+    frequencies from exp(-log(10000) * 2i / d) in float32."""
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe[:, 0::2] = torch.sin(position * div)
+    pe[:, 1::2] = torch.cos(position * div)
+    return pe
+
+
+def test_odd_d_model_crashes_the_seed_but_gets_a_named_error_here():
+    with pytest.raises(RuntimeError):  # 1::2 has one column fewer than 0::2: a bare size mismatch
+        _seed_sinusoidal_buffer(10, 7)
+    with pytest.raises(ValueError, match="dim must be even"):
+        P.SinusoidalEncoding(7)
+    with pytest.raises(ValueError, match="dim must be even"):
+        P.sinusoidal_table(10, 7)
+
+
+def test_fixed_max_len_buffer_vs_no_maximum():
+    pe = _seed_sinusoidal_buffer(50, 8)[None]
+    x = torch.zeros(1, 60, 8)
+    with pytest.raises(RuntimeError):  # x + pe[:, :60] with only 50 rows
+        x + pe[:, : x.size(1)]
+    out = P.SinusoidalEncoding(8)(x)  # computed for the positions asked for
+    torch.testing.assert_close(out[0], P.sinusoidal_table(60, 8))
+
+
+def test_float32_angles_of_the_seed_drift_at_long_positions():
+    """The seed builds angles position * div_term in float32; at 100k+ positions they are off by ~1e-2 rad.
+    The library's angles are float64, so its float32 table stays within 1e-5 of the formula."""
+    positions = torch.arange(100_000, 100_064)
+    omega = torch.tensor(ref_frequencies(64, 10000.0), dtype=torch.float64)
+    exact = positions.double()[:, None] * omega
+    exact_table = torch.stack((exact.sin(), exact.cos()), -1).flatten(-2)
+    seed_angles = positions.float()[:, None] * torch.exp(torch.arange(0, 64, 2).float() * (-math.log(10000.0) / 64))
+    seed_table = torch.stack((seed_angles.sin(), seed_angles.cos()), -1).flatten(-2)
+    assert (seed_table.double() - exact_table).abs().max() > 1e-3
+    ours = P.SinusoidalEncoding(64)(torch.zeros(1, 64, 64), positions)[0]
+    assert (ours.double() - exact_table).abs().max() < 1e-5
+
+
+def test_004_loop_table_equals_the_vectorised_one():
+    """004 fills the table with two Python loops (~50x slower); the library's vectorised table is the same."""
+    seq_len, d, n = 30, 16, 100.0
+    loop = torch.zeros(seq_len, d, dtype=torch.float64)
+    for k in range(seq_len):
+        for i in range(d // 2):
+            denominator = n ** (2 * i / d)
+            loop[k, 2 * i], loop[k, 2 * i + 1] = math.sin(k / denominator), math.cos(k / denominator)
+    torch.testing.assert_close(P.sinusoidal_table(seq_len, d, base=n, dtype=torch.float64), loop, atol=1e-12, rtol=0)
+
+
+def test_004_plot_exponent_uses_the_column_not_the_pair_index():
+    """004's sinusoid plot uses exponent 2*j/d with j the column (the mistake `i` instead of 2*floor(i/2)):
+    then a sin column and its cos partner no longer share a frequency. In the library they do."""
+    d, n = 16, 10000.0
+    k = torch.arange(200, dtype=torch.float64)
+    wrong = torch.stack([torch.sin(k / n ** (2 * j / d)) if j % 2 == 0 else torch.cos(k / n ** (2 * j / d))
+                         for j in range(d)], 1)
+    table = P.sinusoidal_table(200, d, base=n, dtype=torch.float64)
+    pair_norm = table[:, 0::2] ** 2 + table[:, 1::2] ** 2  # sin^2 + cos^2 of one frequency: exactly 1
+    torch.testing.assert_close(pair_norm, torch.ones_like(pair_norm))
+    assert ((wrong[:, 0::2] ** 2 + wrong[:, 1::2] ** 2) - 1).abs().max() > 0.5
+
+
+# ------------------------------------------------------------------ bugs in the seed's RoPE demo (000)
+class _SeedRotary(nn.Module):
+    """What 000's RotaryPositionalEmbedding does: cos/sin buffers for max_seq_len positions, rebuilt from a
+    CPU arange whenever a call is longer than max_seq_len (and max_seq_len is never updated)."""
+
+    def __init__(self, dim, max_seq_len):
+        super().__init__()
+        self.max_seq_len = max_seq_len
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, dim, 2).float() / dim))
+        self.builds = 0
+        self._build(max_seq_len)
+
+    def _build(self, seq_len):
+        freqs = torch.outer(torch.arange(seq_len).float(), self.inv_freq)  # arange on the CPU
+        emb = torch.cat((freqs, freqs), -1)
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+        self.builds += 1
+
+    def forward(self, q, k, seq_len):
+        if seq_len > self.max_seq_len:
+            self._build(seq_len)
+        cos, sin = self.cos_cached[:seq_len], self.sin_cached[:seq_len]
+        return q * cos + P.rotate_half(q) * sin, k * cos + P.rotate_half(k) * sin
+
+
+class _SeedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rope = _SeedRotary(8, 16)
+
+
+def test_lambda_as_module_attribute_vs_nope():
+    """000 switches RoPE off with `attn.rope = lambda q, k, seq_len: (q, k)`: torch refuses to put a
+    function where a submodule lives (TypeError). The library's 'no position' is a module, NoPE."""
+    attn = _SeedAttention()
+    with pytest.raises(TypeError, match="cannot assign"):
+        attn.rope = lambda q, k, seq_len: (q, k)
+    model = P.TinyLM(10, encoding="rope", d_model=16, num_heads=2, num_layers=2)
+    model.replace_encoding(P.NoPE())
+    assert all(isinstance(b.attn.encoding, P.NoPE) for b in model.blocks)
+    model(torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(TypeError, match="encoding must be a PositionalEncoding"):
+        model.replace_encoding(lambda q, k: (q, k))
+
+
+def test_cache_rebuilt_on_every_long_call_vs_grown_once():
+    seed = _SeedRotary(8, 16)
+    q = torch.randn(1, 2, 40, 8)
+    for _ in range(5):
+        seed(q, q, 40)
+    assert seed.builds == 1 + 5  # once at init, then on EVERY call past max_seq_len
+    rope = P.RotaryEmbedding(8)
+    for _ in range(5):
+        out, _ = rope(q, q)
+    assert rope.cache_builds == 1
+    torch.testing.assert_close(out, seed(q, q, 40)[0], atol=1e-5, rtol=0)  # same rotation
+
+
+def test_seed_rebuild_makes_cpu_tensors_on_another_device():
+    """The rebuild uses a CPU arange: on any other device (here meta, standing in for CUDA) it fails."""
+    seed = _SeedRotary(8, 16).to("meta")
+    q = torch.randn(1, 2, 40, 8, device="meta")
+    with pytest.raises(RuntimeError):
+        seed(q, q, 40)
+    out, _ = P.RotaryEmbedding(8)(q, q)
+    assert out.device.type == "meta"
+
+
+def test_seed_rope_changes_the_dtype_of_half_inputs():
+    """The seed multiplies bf16 q by its float32 cos buffer: the result silently becomes float32."""
+    q = torch.randn(1, 2, 8, 8).to(torch.bfloat16)
+    assert _SeedRotary(8, 16)(q, q, 8)[0].dtype == torch.float32
+    assert P.RotaryEmbedding(8)(q, q)[0].dtype == torch.bfloat16
+
+
+def test_permutation_claim_of_000_and_001():
+    """000/001 say shuffling "我 爱 北京" leaves self-attention's result unchanged. Per token it does not:
+    the outputs are shuffled the same way (equivariance); only a pooled readout is unchanged."""
+    torch.manual_seed(0)
+    vocab = {"我": 0, "爱": 1, "北京": 2}
+    embed = nn.Embedding(3, 16)
+    attn = P.MultiHeadAttention(16, 2)
+    a = attn(embed(torch.tensor([[vocab[w] for w in ["我", "爱", "北京"]]])))
+    b = attn(embed(torch.tensor([[vocab[w] for w in ["爱", "北京", "我"]]])))
+    assert not torch.allclose(a, b, atol=1e-4)
+    torch.testing.assert_close(b, a[:, [1, 2, 0]], atol=1e-6, rtol=0)
+    torch.testing.assert_close(b.mean(1), a.mean(1), atol=1e-6, rtol=0)
