@@ -337,7 +337,7 @@ WIDGET_HEALTH_JS = r"""() => {
   return {
     views: outs.filter(e => e.querySelector(':scope > .jupyter-widgets')).length,
     loading: outs.filter(e => /Loading widget\.\.\./.test(text(e))).length,
-    broken: outs.filter(e => /Error displaying widget|Error creating widget|model not found/.test(text(e)))
+    broken: outs.filter(e => /Error displaying widget|Error creating widget/.test(text(e)))
                 .map(e => text(e).slice(0, 200)),
     images: [...document.querySelectorAll('.jp-OutputArea-output img.widget-image')]
               .map(i => !!i.getAttribute('src') && i.complete && i.naturalWidth > 0),
@@ -547,12 +547,14 @@ class Runner:
             errors = [c for c in cells if c["errors"]]
             running = [c for c in cells if c["running"]]
             pending = [c for c in cells if not c["empty"] and c["count"] is None]
-            if st["status"] in ("dead", "unknown", "no kernel"):
-                raise UICheckError(f"kernel is {st['status']} during the run")
+            if st["status"] in ("dead", "restarting", "autorestarting", "unknown", "no kernel"):
+                raise UICheckError(f"kernel is {st['status']} during the run (did it crash or run out of memory?)")
             sig = (st["status"], len(running), len(pending))
             if sig != last_sig:
                 last_sig, last_change = sig, time.monotonic()
-            done = st["busySeen"] and st["status"] == "idle" and not running and (not pending or errors)
+            has_code = any(not c["empty"] for c in cells)
+            done = ((st["busySeen"] or not has_code) and st["status"] == "idle" and not running
+                    and (not pending or errors))
             if done and time.monotonic() - last_change >= 0.5:  # idle and stable for half a second
                 break
             if time.monotonic() > deadline:
@@ -652,7 +654,7 @@ class Runner:
             page.wait_for_timeout(150)
             box = ctrl.bounding_box()
             pos = box and (round(box["x"]), round(box["y"]))
-            if box and pos == last and 0 <= box["y"] and box["y"] + box["height"] <= 900:
+            if box and pos == last and 0 <= box["y"] and box["y"] + box["height"] <= page.viewport_size["height"]:
                 return
             last = pos
         raise UICheckError(f"could not scroll the control into a steady place in view (last box {box})")
@@ -895,7 +897,9 @@ def main(argv=None) -> int:
                     for msg in r.notes:
                         print(f"      note: {msg}")
                     if slow:
-                        print(f"      - median redraw {r.median_ms:.0f} ms > {a.max_median_ms:.0f} ms")
+                        where = (f" ({r.median_kernel_ms:.0f} ms of it in the kernel's redraw)"
+                                 if r.median_kernel_ms is not None else "")
+                        print(f"      - median redraw {r.median_ms:.0f} ms > {a.max_median_ms:.0f} ms{where}")
                     if a.verbose:
                         for x in r.redraws:
                             print(f"      fig {x.fig} cell {x.cell} {x.kind}: {x.method}, {x.before} -> "
