@@ -275,3 +275,12 @@ def test_unit_circle_pe_dot_and_device_widgets_follow_their_controls():
     assert picker.controls["device"].options[0] == "cpu"
     picker.controls["dtype"].value = "bfloat16"
     assert picker.last_result["dtype"] == "bfloat16" and picker.last_result["naive_error"] > 0.1
+
+
+def test_notebook_02_layout_claim_distilbert_is_interleaved():
+    """Notebook 02 says Hugging Face's DistilBERT uses the paper's interleaved layout: check it there."""
+    distilbert = pytest.importorskip("transformers.models.distilbert.modeling_distilbert")
+    out = torch.empty(50, 32)
+    distilbert._create_sinusoidal_embeddings(50, 32, out)
+    torch.testing.assert_close(out, sinusoidal_table(50, 32), atol=1e-6, rtol=0)
+    assert not torch.allclose(out, sinusoidal_table(50, 32, layout="concat"), atol=1e-3)

@@ -30,14 +30,15 @@ __all__ = [
 
 def attempt(check, answer) -> bool:
     """Run check(answer) and print the outcome instead of raising: for exercise cells that must run
-    clean before they are solved. Returns True when the answer passed."""
+    clean before they are solved. Works for any part's checker (the hint names the checker's module).
+    Returns True when the answer passed."""
     name = check.__name__.removeprefix("check_")
     try:
         check(answer)
         return True
     except NotImplementedError:
         print(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
-              f"(A reference solution: posenc_lib.exercises.part1.SOLUTIONS[{name!r}].)")
+              f"(A reference solution: {check.__module__}.SOLUTIONS[{name!r}].)")
     except ExerciseError as err:
         print(f"Not yet right: {err}")
     return False

@@ -52,6 +52,12 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
     Returns dict(device, dtype, library_error, naive_error, seconds)."""
     ax_values, ax_error = axes
     torch_dtype = DTYPES[dtype]
+    if torch.device(device).type == "mps" and torch_dtype == torch.float64:
+        for ax in axes:
+            ax.set_axis_off()
+        ax_values.set_title("mps has no float64: pick another dtype", fontsize=9)
+        return {"device": device, "dtype": dtype, "library_error": float("nan"), "naive_error": float("nan"),
+                "seconds": 0.0}
     start = time.perf_counter()
     table = sinusoidal_table(num_positions, dim, device=device, dtype=torch_dtype)
     omega = sinusoidal_frequencies(dim, device=device)
