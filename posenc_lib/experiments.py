@@ -48,6 +48,7 @@ import torch
 
 from . import __version__
 from .absolute import LearnedEncoding
+from .attention import PositionalEncoding
 from .model import TinyLM, make_encoding
 from .scaling import rope_inv_freq
 
@@ -510,11 +511,13 @@ def summarize(runs: list, multiples) -> dict:
     return out
 
 
-def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str = DATA_DIR, workers: int = 2,
+def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str | None = DATA_DIR, workers: int = 2,
             threads: int = 1, show_progress: bool = True, extension: bool = True) -> dict:
-    """Run notebook 07's experiment (and 08's unless extension=False); write the JSON files; return them."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Run notebook 07's experiment (and 08's unless extension=False); return the results and, unless
+    out_dir is None, write them (and the seed-0 RoPE state) there."""
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus()  # fail early (and clearly) if the stdlib files are missing
     start_wall, start_cpu = time.perf_counter(), time.process_time()
     jobs = [(enc, seed) for seed in cfg.seeds for enc in cfg.encodings]
@@ -550,7 +553,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str =
                 "provenance": _provenance(cfg, workers, threads), "corpus": corpus.info,
                 "baseline_from": EXTRAPOLATION_FILE, "no_finetune": evals, "finetuned": fts,
             }
-            if 0 in states:
+            if 0 in states and out_dir is not None:
                 torch.save(states[0], out_dir / ROPE_STATE_FILE)
     finally:
         runner.close()
@@ -567,8 +570,58 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str =
         if result is None:
             continue
         result["provenance"]["timing_whole_command"] = timing
-        (out_dir / name).write_text(json.dumps(result, indent=1) + "\n")
+        if out_dir is not None:
+            (out_dir / name).write_text(json.dumps(result, indent=1) + "\n")
     return {"extrapolation": extrapolation, "context_extension": extension_result}
+
+
+def live_run(encodings=("alibi",), *, steps: int = 60, batch_size: int = 16, eval_multiples=(1, 4),
+             eval_windows: int = 16, seed: int = 0, show_progress: bool = True) -> dict:
+    """A small in-process version of the experiment (nothing written): the pipeline of notebook 07 in seconds.
+
+    Returns run_all's "extrapolation" dict (runs, summary, provenance) for these settings.
+    """
+    cfg = replace(ExperimentConfig(), steps=steps, batch_size=batch_size, encodings=tuple(encodings), seeds=(seed,),
+                  eval_multiples=tuple(eval_multiples), eval_windows=eval_windows,
+                  warmup_steps=max(1, min(ExperimentConfig.warmup_steps, steps // 5)), log_every=max(1, steps // 6))
+    threads = torch.get_num_threads()
+    try:
+        return run_all(cfg, out_dir=None, workers=1, threads=1, show_progress=show_progress,
+                       extension=False)["extrapolation"]
+    finally:
+        torch.set_num_threads(threads)
+
+
+_HOOKS = ("add_to_input", "rotate_qk", "score_bias", "value_bias")
+_HOOK_PLACES = {"add_to_input": "added to the input", "rotate_qk": "rotates q and k",
+                "score_bias": "bias on the scores", "value_bias": "term on the values"}
+
+
+def where_it_acts(encoding) -> list:
+    """The PositionalEncoding hooks an encoding overrides (its class, read off the code, not a table)."""
+    cls = encoding if isinstance(encoding, type) else type(encoding)
+    if not issubclass(cls, PositionalEncoding):
+        raise TypeError(f"encoding must be a PositionalEncoding (instance or class), got {cls.__name__}")
+    return [h for h in _HOOKS if getattr(cls, h) is not getattr(PositionalEncoding, h)]
+
+
+def encoding_summary(results: dict | None = None, cfg: ExperimentConfig | None = None) -> list:
+    """One row per encoding of the experiment: where it acts (hooks it overrides), its trainable
+    parameters inside the experiment's TinyLM, and the measured mean loss at L and its rise at every
+    longer multiple (None where the encoding has no value there). Reads `results` (default: data/)."""
+    results = load_results("extrapolation") if results is None else results
+    cfg = cfg or ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                     for k, v in results["provenance"]["config"].items()})
+    rows = []
+    for enc, row in results["summary"].items():
+        model = build_model(enc, cfg, 0)
+        hooks = where_it_acts(model.encoding)
+        base = row["1"]["mean"]
+        rise = {m: (None if v is None else round(v["mean"] - base, 4)) for m, v in row.items() if m != "1"}
+        rows.append({"encoding": enc, "acts": ", ".join(_HOOK_PLACES[h] for h in hooks) or "nowhere (no position)",
+                     "hooks": hooks, "parameters": sum(p.numel() for p in model.encoding.parameters()),
+                     "loss_at_L": base, "rise": rise})
+    return rows
 
 
 def load_results(name: str = "extrapolation", data_dir: Path | str = DATA_DIR) -> dict:

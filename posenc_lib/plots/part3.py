@@ -1,3 +1,266 @@
-"""plots for notebooks 07-09."""
+"""Figures for notebooks 07-09: train short / test long, and RoPE context extension.
 
-__all__: list = []
+Every render_*(ax_or_axes, ...) draws on the axes it is given and returns the data it drew. The
+experiment figures read the dicts written by `posenc_lib.experiments` (pass them in; a widget loads
+them once, not per redraw). Conventions:
+  * loss = mean cross-entropy in nats per character over the LAST L = train_len positions of a
+    window of m * L characters (m = "multiple"); the windows end at the same characters for every m.
+  * "spread" = min..max over the seeds; a learned table has no value past L and is drawn as "n/a".
+  * RoPE pair i turns by m * theta_i at position m; wavelength_i = 2 pi / theta_i (tokens per turn).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.ticker import FixedLocator, FuncFormatter
+
+from .. import experiments as E
+from ..scaling import rope_inv_freq
+
+__all__ = [
+    "ENCODING_COLORS", "METHOD_COLORS", "render_extrapolation", "render_position_loss", "render_training_curves",
+    "rope_scaling_data", "render_rope_scaling", "render_extension",
+]
+
+ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
+                   "rope": "#ff7f0e", "alibi": "#d62728"}
+METHOD_COLORS = {"none": "#7f7f7f", "linear": "#1f77b4", "ntk": "#2ca02c", "dynamic": "#17becf",
+                 "yarn": "#d62728", "llama3": "#9467bd"}
+METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
+                 "yarn": "YaRN", "llama3": "Llama 3"}
+
+
+_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
+
+
+def _tidy(ax, nbins: int = 5):
+    """Few, small tick labels and no minor ticks: tick text is most of a redraw's cost."""
+    ax.tick_params(labelsize=7)
+    if ax.get_yscale() == "linear":
+        ax.locator_params(axis="y", nbins=nbins)
+    ax.minorticks_off()
+
+
+def _seed_stats(results: dict, encoding: str, multiples) -> tuple:
+    """(means, lows, highs) over seeds for one encoding; NaN where a run has no value."""
+    runs = [r for r in results["runs"] if r["encoding"] == encoding]
+    if not runs:
+        raise ValueError(f"encoding {encoding!r} is not in these results; have "
+                         f"{sorted({r['encoding'] for r in results['runs']})}")
+    values = np.array([[np.nan if r["loss"][str(m)] is None else r["loss"][str(m)] for m in multiples] for r in runs])
+    with np.errstate(all="ignore"):
+        return values.mean(0), values.min(0), values.max(0)
+
+
+def _multiples(results: dict) -> list:
+    return sorted(int(m) for m in results["runs"][0]["loss"])
+
+
+def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: int = 4):
+    """Left: loss vs evaluation length per encoding (mean line, min..max band over seeds); `encoding`
+    ("all" or one name) is drawn strong and the others faint; a dotted line marks `multiple`.
+    Right: every encoding's rise (loss at multiple*L minus loss at L), "n/a" for a learned table.
+    Returns dict(lengths, mean, low, high, rise, focus, multiple)."""
+    ax_curve, ax_bar = axes
+    cfg = results["provenance"]["config"]
+    L = cfg["train_len"]
+    multiples = _multiples(results)
+    if int(multiple) not in multiples:
+        raise ValueError(f"multiple must be one of {multiples}, got {multiple!r}")
+    encodings = list(results["summary"])
+    if encoding != "all" and encoding not in encodings:
+        raise ValueError(f"encoding must be 'all' or one of {encodings}, got {encoding!r}")
+    lengths = np.array(multiples) * L
+    out = {"lengths": lengths, "mean": {}, "low": {}, "high": {}, "rise": {}, "focus": encoding,
+           "multiple": int(multiple)}
+    for enc in encodings:
+        mean, low, high = _seed_stats(results, enc, multiples)
+        out["mean"][enc], out["low"][enc], out["high"][enc] = mean, low, high
+        strong = encoding in ("all", enc)
+        color = ENCODING_COLORS.get(enc, "k")
+        alpha = 1.0 if strong else 0.15
+        ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4, label=enc)
+        ax_curve.fill_between(lengths, low, high, color=color, alpha=0.2 * alpha, lw=0)
+        if np.isnan(mean[1:]).all() and strong:
+            ax_curve.annotate(f"{enc}: no row past L", (lengths[0], mean[0]), xytext=(6, 8),
+                              textcoords="offset points", fontsize=7, color=color)
+        i = multiples.index(int(multiple))
+        out["rise"][enc] = None if np.isnan(mean[i]) else float(mean[i] - mean[0])
+    ax_curve.axvline(L, color="k", lw=0.8, ls="--")
+    ax_curve.text(L, 0.02, " train length L", fontsize=7, transform=ax_curve.get_xaxis_transform())
+    ax_curve.axvline(int(multiple) * L, color="k", lw=0.8, ls=":")
+    ax_curve.set_xscale("log", base=2)
+    ax_curve.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
+    ax_curve.set_xlabel("evaluation window (characters)", fontsize=8)
+    ax_curve.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
+    ax_curve.legend(fontsize=7, ncol=2, loc="upper left")
+    seeds = len(results["provenance"]["config"]["seeds"])
+    ax_curve.set_title(f"train at L={L}, test longer ({seeds} seed{'s' if seeds > 1 else ''}, band = min..max)",
+                       fontsize=9, y=1.0)
+    _tidy(ax_curve)
+    order = sorted(encodings, key=lambda e: (out["rise"][e] is None, out["rise"][e] or 0.0))
+    for y, enc in enumerate(order):
+        rise = out["rise"][enc]
+        color = ENCODING_COLORS.get(enc, "k")
+        if rise is None:
+            ax_bar.barh(y, 0, color=color)
+            ax_bar.text(0, y, " n/a (no value past L)", va="center", fontsize=7, color=color)
+        else:
+            ax_bar.barh(y, rise, color=color, alpha=1.0 if encoding in ("all", enc) else 0.3)
+            ax_bar.text(rise, y, f" {rise:+.2f}", va="center", fontsize=7)
+    _tidy(ax_bar)
+    ax_bar.set_yticks(range(len(order)), order, fontsize=7)
+    ax_bar.axvline(0, color="k", lw=0.6)
+    ax_bar.set_xlabel(f"loss at {multiple}L minus loss at L", fontsize=8)
+    ax_bar.set_title(f"rise at {int(multiple) * L} chars", fontsize=9, y=1.0)
+    ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.3, bottom=0.16)
+    return out
+
+
+def render_position_loss(ax, results: dict, encodings=None, bin_size: int = 8):
+    """Mean loss (over windows and seeds) at each position of the longest window, in bins of
+    `bin_size` positions; a learned table only up to L. Returns dict(encoding -> (positions, loss))."""
+    encodings = list(results["summary"]) if encodings is None else list(encodings)
+    L = results["provenance"]["config"]["train_len"]
+    out = {}
+    for enc in encodings:
+        curves = np.array([r["per_position_loss"] for r in results["runs"] if r["encoding"] == enc])
+        if curves.size == 0:
+            raise ValueError(f"encoding {enc!r} is not in these results")
+        mean = curves.mean(0)
+        n = len(mean) // bin_size * bin_size
+        binned = mean[:n].reshape(-1, bin_size).mean(1)
+        centers = np.arange(len(binned)) * bin_size + bin_size / 2
+        ax.plot(centers, binned, color=ENCODING_COLORS.get(enc, "k"), lw=1.4, label=enc)
+        out[enc] = (centers, binned)
+    ax.axvline(L, color="k", lw=0.8, ls="--")
+    ax.text(L, ax.get_ylim()[1], " L", fontsize=7, va="top")
+    ax.set_xlabel("position in the window", fontsize=8)
+    ax.set_ylabel("loss (nats/char)", fontsize=8)
+    ax.set_title(f"loss at each position of a {len(mean)}-char window (bins of {bin_size})", fontsize=9, y=1.0)
+    ax.legend(fontsize=7, ncol=3)
+    _tidy(ax)
+    return out
+
+
+def render_training_curves(ax, results: dict):
+    """Training loss (mean over seeds) against the step, per encoding. Returns dict(encoding -> (steps, loss))."""
+    out = {}
+    for enc in results["summary"]:
+        curves = [r["train_curve"] for r in results["runs"] if r["encoding"] == enc]
+        steps = np.array([s for s, _ in curves[0]])
+        loss = np.array([[v for _, v in c] for c in curves]).mean(0)
+        ax.plot(steps, loss, color=ENCODING_COLORS.get(enc, "k"), lw=1.2, label=enc)
+        out[enc] = (steps, loss)
+    ax.set_xlabel("step", fontsize=8)
+    ax.set_ylabel("training loss (nats/char)", fontsize=8)
+    ax.set_title("training at L (windows the same for every encoding)", fontsize=9, y=1.0)
+    ax.legend(fontsize=7, ncol=3)
+    _tidy(ax)
+    return out
+
+
+# ------------------------------------------------------------------------------- 08: context extension
+
+
+def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, base: float = 10000.0,
+                      original_max: int = 64) -> dict:
+    """Frequencies of plain RoPE and of `method` extended by `factor` from `original_max` positions.
+
+    The scaling dict is the experiment's (`experiments.rope_scaling`; dynamic: its fixed factor at
+    seq_len = factor * original_max). Returns dict(theta, scaled, attention_factor, wavelength,
+    scaled_wavelength, turns_train (original_max * theta / 2 pi), turns_long (factor * original_max
+    * scaled / 2 pi), ratio (scaled / theta), scaling).
+    """
+    cfg = E.ExperimentConfig(train_len=int(original_max))
+    scaling = E.rope_scaling(method, float(factor), cfg)
+    theta, _ = rope_inv_freq(dim, base=base)
+    long_len = int(round(factor * original_max))
+    scaled, attention_factor = rope_inv_freq(dim, base=base, scaling=scaling, seq_len=long_len)
+    theta, scaled = theta.numpy(), scaled.numpy()
+    return {"theta": theta, "scaled": scaled, "attention_factor": float(attention_factor),
+            "wavelength": 2 * math.pi / theta, "scaled_wavelength": 2 * math.pi / scaled,
+            "turns_train": original_max * theta / (2 * math.pi), "turns_long": long_len * scaled / (2 * math.pi),
+            "ratio": scaled / theta, "scaling": scaling, "long_len": long_len}
+
+
+def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: int = 16, base: float = 10000.0,
+                        original_max: int = 64):
+    """Left: wavelength of every pair, plain vs `method` (log axis), with the trained length and the
+    target length. Right: theta'/theta per pair (1 = untouched, 1/factor = fully interpolated), and
+    the turns each pair makes over the target window vs over the training window. Returns rope_scaling_data."""
+    ax_wave, ax_ratio = axes
+    d = rope_scaling_data(method, factor, dim, base, original_max)
+    i = np.arange(len(d["theta"]))
+    color = METHOD_COLORS.get(method, "k")
+    ax_wave.semilogy(i, d["wavelength"], "o-", color="#bbbbbb", ms=3, lw=1, label="plain RoPE")
+    ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=METHOD_LABELS[method])
+    ax_wave.axhline(original_max, color="k", ls="--", lw=0.8)
+    ax_wave.axhline(d["long_len"], color="k", ls=":", lw=0.8)
+    ax_wave.text(i[-1], original_max, f"L0={original_max}", fontsize=7, ha="right", va="bottom")
+    ax_wave.text(i[-1], d["long_len"], f"{factor:g}·L0={d['long_len']}", fontsize=7, ha="right", va="bottom")
+    ax_wave.set_xlabel("pair index i (high frequency -> low)", fontsize=8)
+    ax_wave.set_ylabel("wavelength 2π/θ (tokens)", fontsize=8)
+    ax_wave.legend(fontsize=7, loc="upper left")
+    ax_wave.set_title(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}", fontsize=9, y=1.0)
+    _tidy(ax_wave)
+    top = int(math.ceil(math.log10(max(d["scaled_wavelength"].max(), d["long_len"]))))
+    ax_wave.yaxis.set_major_locator(FixedLocator([10.0 ** k for k in range(0, top + 1, 2 if top > 5 else 1)]))
+    ax_wave.yaxis.set_major_formatter(_PLAIN)  # plain text, not mathtext: parsing "10^k" is slow
+    ax_ratio.plot(i, d["ratio"], "o-", color=color, ms=3, lw=1.4, label="θ'/θ")
+    ax_ratio.axhline(1.0, color="#bbbbbb", lw=0.8)
+    ax_ratio.axhline(1.0 / factor, color="k", ls=":", lw=0.8)
+    ax_ratio.text(0, 1.0 / factor, " 1/factor", fontsize=7, va="bottom")
+    unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
+    if unseen.any():
+        ax_ratio.axvspan(i[unseen][0] - 0.5, i[-1] + 0.5, color="#f3d7d7", lw=0, zorder=0)
+        ax_ratio.text(i[unseen][0] - 0.4, 0.02, "< 1 turn in L0 (angles unseen past L0)", fontsize=7,
+                      color="#a33", transform=ax_ratio.get_xaxis_transform())
+    ax_ratio.set_ylim(0, 1.1)
+    ax_ratio.set_xlabel("pair index i", fontsize=8)
+    ax_ratio.set_ylabel("θ' / θ (1 = untouched)", fontsize=8)
+    extra = f", attention x{d['attention_factor']:.3f}" if d["attention_factor"] != 1.0 else ""
+    ax_ratio.set_title(f"what {METHOD_LABELS[method]} does to each frequency{extra}", fontsize=9, y=1.0)
+    _tidy(ax_ratio)
+    ax_wave.figure.subplots_adjust(left=0.08, right=0.97, wspace=0.3, bottom=0.16)
+    return d
+
+
+def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned: bool = True):
+    """Loss vs evaluation length for the RoPE models of 07 with every extension method (mean line,
+    min..max band over seeds, no fine-tuning), plus (dashed) the models fine-tuned at
+    finetune_multiple * L. Returns dict(lengths, mean (method -> array), finetuned (label -> array))."""
+    cfg = extension["provenance"]["config"]
+    L = cfg["train_len"]
+    evals = extension["no_finetune"]
+    methods = list(evals[0]["loss"])
+    if highlight != "all" and highlight not in methods:
+        raise ValueError(f"highlight must be 'all' or one of {methods}, got {highlight!r}")
+    multiples = sorted(int(m) for m in evals[0]["loss"][methods[0]])
+    lengths = np.array(multiples) * L
+    out = {"lengths": lengths, "mean": {}, "finetuned": {}, "highlight": highlight}
+    for method in methods:
+        values = np.array([[e["loss"][method][str(m)] for m in multiples] for e in evals])
+        mean = values.mean(0)
+        out["mean"][method] = mean
+        alpha = 1.0 if highlight in ("all", method) else 0.15
+        color = METHOD_COLORS.get(method, "k")
+        ax.plot(lengths, mean, "o-", color=color, alpha=alpha, ms=4, lw=1.4, label=METHOD_LABELS[method])
+        ax.fill_between(lengths, values.min(0), values.max(0), color=color, alpha=0.2 * alpha, lw=0)
+    if show_finetuned:
+        for ft in extension["finetuned"]:
+            label = f"{METHOD_LABELS[ft['method']]}, fine-tuned {cfg['finetune_steps']} steps at {ft['finetune_len']}"
+            values = np.array([ft["loss"][str(m)] for m in multiples])
+            out["finetuned"][f"{ft['method']} seed {ft['seed']}"] = values
+            ax.plot(lengths, values, "s--", color=METHOD_COLORS.get(ft["method"], "k"), ms=4, lw=1.2,
+                    label=label if ft["seed"] == extension["finetuned"][0]["seed"] else None)
+    ax.axvline(L, color="k", lw=0.8, ls="--")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
+    ax.set_xlabel("evaluation window (characters)", fontsize=8)
+    ax.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
+    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L)", fontsize=9, y=1.0)
+    ax.legend(fontsize=6.5, ncol=2, loc="upper left")
+    _tidy(ax)
+    return out

@@ -1,0 +1,163 @@
+"""Figures and widgets of notebooks 07-09, driven without a browser on the cached results in data/."""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from posenc_lib import experiments as E  # noqa: E402
+from posenc_lib import rope_inv_freq  # noqa: E402
+from posenc_lib.plots import part3 as P  # noqa: E402
+from posenc_lib.widgets import part3 as W  # noqa: E402
+from posenc_lib.widgets import BUILDERS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def results():
+    return E.load_results("extrapolation")
+
+
+@pytest.fixture(scope="module")
+def extension():
+    return E.load_results("context_extension")
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _runs_mean(results, enc, m):
+    values = [r["loss"][str(m)] for r in results["runs"] if r["encoding"] == enc]
+    return None if None in values else sum(values) / len(values)
+
+
+def test_render_extrapolation_draws_the_seed_means_and_rises(results):
+    fig, axes = plt.subplots(1, 2)
+    out = P.render_extrapolation(axes, results, encoding="rope", multiple=8)
+    assert out["focus"] == "rope" and out["multiple"] == 8
+    np.testing.assert_array_equal(out["lengths"], [64, 128, 256, 512])
+    for enc in E.EXPERIMENT_ENCODINGS:
+        for i, m in enumerate((1, 2, 4, 8)):
+            expected = _runs_mean(results, enc, m)
+            if expected is None:
+                assert math.isnan(out["mean"][enc][i])
+            else:
+                assert out["mean"][enc][i] == pytest.approx(expected, abs=1e-9)
+                assert out["low"][enc][i] <= expected <= out["high"][enc][i]
+        rise = out["rise"][enc]
+        if enc == "learned":
+            assert rise is None
+        else:
+            assert rise == pytest.approx(_runs_mean(results, enc, 8) - _runs_mean(results, enc, 1), abs=1e-9)
+    assert len(axes[1].patches) == len(E.EXPERIMENT_ENCODINGS)  # one bar per encoding (learned: empty, n/a)
+
+
+@pytest.mark.parametrize("kw, match", [({"encoding": "xpos"}, "encoding"), ({"multiple": 3}, "multiple")])
+def test_render_extrapolation_rejects_bad_controls(results, kw, match):
+    fig, axes = plt.subplots(1, 2)
+    with pytest.raises(ValueError, match=match):
+        P.render_extrapolation(axes, results, **kw)
+
+
+def test_position_loss_and_training_curves(results):
+    fig, ax = plt.subplots()
+    out = P.render_position_loss(ax, results, bin_size=8)
+    assert len(out["alibi"][1]) == 64 and len(out["learned"][1]) == 8
+    curves = np.array([r["per_position_loss"] for r in results["runs"] if r["encoding"] == "alibi"])
+    assert out["alibi"][1][3] == pytest.approx(curves.mean(0)[24:32].mean())
+    fig, ax = plt.subplots()
+    curves = P.render_training_curves(ax, results)
+    steps, loss = curves["rope"]
+    assert steps[-1] == results["provenance"]["config"]["steps"] and loss[-1] < loss[0]
+
+
+@pytest.mark.parametrize("method", E.EXTENSION_METHODS)
+def test_rope_scaling_data_matches_rope_inv_freq(method):
+    d = P.rope_scaling_data(method, 4.0, dim=16)
+    cfg = E.ExperimentConfig()
+    inv, factor = rope_inv_freq(16, scaling=E.rope_scaling(method, 4.0, cfg), seq_len=256)
+    np.testing.assert_allclose(d["scaled"], inv.numpy())
+    assert d["attention_factor"] == factor
+    np.testing.assert_allclose(d["turns_long"], 256 * inv.numpy() / (2 * math.pi))
+    np.testing.assert_allclose(d["turns_train"], 64 * d["theta"] / (2 * math.pi))
+
+
+def test_rope_scaling_shapes_of_each_method():
+    ratio = {m: P.rope_scaling_data(m, 8.0, dim=64)["ratio"] for m in E.EXTENSION_METHODS}
+    np.testing.assert_allclose(ratio["none"], 1.0)
+    np.testing.assert_allclose(ratio["linear"], 1 / 8)                       # PI: every frequency / factor
+    assert ratio["ntk"][0] == pytest.approx(1.0) and ratio["ntk"][-1] == pytest.approx(1 / 8)  # NTK: ends
+    for m in ("yarn", "llama3"):                                               # ramps: high kept, low interpolated
+        assert ratio[m][0] == pytest.approx(1.0) and ratio[m][-1] == pytest.approx(1 / 8)
+        assert np.all(np.diff(ratio[m]) <= 1e-12)
+    assert P.rope_scaling_data("yarn", 8.0)["attention_factor"] == pytest.approx(0.1 * math.log(8) + 1)
+
+
+def test_render_extension_reads_the_cached_table(extension):
+    fig, ax = plt.subplots()
+    out = P.render_extension(ax, extension, highlight="yarn", show_finetuned=True)
+    for method in E.EXTENSION_METHODS:
+        expected = np.mean([[e["loss"][method][m] for m in ("1", "2", "4", "8")] for e in extension["no_finetune"]], 0)
+        np.testing.assert_allclose(out["mean"][method], expected)
+    assert len(out["finetuned"]) == len(extension["finetuned"])
+    fig, ax = plt.subplots()
+    assert P.render_extension(ax, extension, show_finetuned=False)["finetuned"] == {}
+    with pytest.raises(ValueError, match="highlight"):
+        P.render_extension(ax, extension, highlight="xpos")
+
+
+def test_part3_builders_are_registered():
+    for name in ("extrapolation_explorer", "rope_scaling_explorer", "extension_explorer"):
+        assert BUILDERS[name] is W.BUILDERS[name]
+
+
+def test_extrapolation_explorer_redraws_on_each_control(results):
+    fig = W.extrapolation_explorer()
+    count = fig.redraw_count
+    fig.controls["multiple"].value = 8
+    assert fig.redraw_count == count + 1 and fig.last_result["multiple"] == 8
+    assert fig.last_result["rise"]["sinusoidal"] == pytest.approx(
+        _runs_mean(results, "sinusoidal", 8) - _runs_mean(results, "sinusoidal", 1), abs=1e-9)
+    fig.controls["encoding"].value = "alibi"
+    assert fig.redraw_count == count + 2 and fig.last_result["focus"] == "alibi"
+    assert "8L" in fig.axes[1].get_title() or "512" in fig.axes[1].get_title()
+    assert len(fig.image.value) > 1000 and math.isfinite(fig.last_redraw_seconds)
+
+
+def test_rope_scaling_explorer_redraws_on_each_control():
+    fig = W.rope_scaling_explorer()
+    fig.controls["method"].value = "linear"
+    np.testing.assert_allclose(fig.last_result["ratio"], 1 / fig.controls["factor"].value)
+    count = fig.redraw_count
+    fig.controls["factor"].value = 8.0
+    assert fig.redraw_count == count + 1 and fig.last_result["long_len"] == 512
+    np.testing.assert_allclose(fig.last_result["ratio"], 1 / 8)
+    fig.controls["dim"].value = 128
+    assert fig.redraw_count == count + 2 and len(fig.last_result["theta"]) == 64
+    fig.controls["method"].value = "yarn"
+    assert "attention" in fig.axes[1].get_title()
+
+
+def test_extension_explorer_redraws_on_each_control(extension):
+    fig = W.extension_explorer()
+    count = fig.redraw_count
+    fig.controls["show_finetuned"].value = False
+    assert fig.redraw_count == count + 1 and fig.last_result["finetuned"] == {}
+    fig.controls["highlight"].value = "ntk"
+    assert fig.redraw_count == count + 2 and fig.last_result["highlight"] == "ntk"
+
+
+def test_renders_do_not_touch_the_results(results):
+    before = repr(results)
+    fig, axes = plt.subplots(1, 2)
+    P.render_extrapolation(axes, results)
+    fig, ax = plt.subplots()
+    P.render_position_loss(ax, results)
+    assert repr(results) == before
