@@ -200,27 +200,34 @@ def test_rope_half_mistakes():
     expect(c, lambda x, p, b: apply_rope(x, p + 1, base=b), "position 0 must not move")
 
 
-def test_permute_qk_rows_mistakes():
-    c = ex.check_permute_qk_rows
-    expect(c, lambda w, h: w[:, layout_permutation(w.shape[1])], "columns")
-    expect(c, lambda w, h: w[layout_permutation(w.shape[0])], "all rows at once")
-    expect(c, lambda w, h: w.reshape(h, -1, w.shape[1])[:, torch.argsort(layout_permutation(w.shape[0] // h))]
-           .reshape_as(w), "inverse")
-    expect(c, lambda w, h: S["permute_qk_rows"](w, h).T, "transposed")
+def test_unpermute_qk_rows_mistakes():
+    c = ex.check_unpermute_qk_rows
+
+    def per_head(w, h, index):
+        return w.reshape(h, -1, w.shape[1])[:, index].reshape_as(w)
+
+    expect(c, lambda w, h: per_head(w, h, layout_permutation(w.shape[0] // h)), "inverse permutation")
+    expect(c, lambda w, h: w[:, torch.argsort(layout_permutation(w.shape[1]))], "columns")
+    expect(c, lambda w, h: w[torch.argsort(layout_permutation(w.shape[0]))], "all rows at once")
+    expect(c, lambda w, h: S["unpermute_qk_rows"](w, h).T, "transposed")
 
 
-def test_permute_qk_rows_solution_makes_half_split_scores_equal_interleaved():
-    """The claim behind the exercise, with Hugging Face's converter formula as the independent reference."""
+def test_layout_conversion_both_ways_preserves_scores():
+    """Interleaved -> half-split with perm (Hugging Face's converter formula as the independent reference), and
+    back with the exercise's solution: the attention scores stay the same; without conversion they do not."""
     num_heads, head_dim, d_model, T = 2, 8, 16, 5
     gen = torch.Generator().manual_seed(0)
     w_q = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
     w_k = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
     x = torch.randn(T, d_model, generator=gen, dtype=torch.float64)
+    perm = layout_permutation(head_dim)
 
     def hf_permute(w):  # transformers' convert_llama_weights_to_hf.permute, written out
         return w.view(num_heads, head_dim // 2, 2, d_model).transpose(1, 2).reshape(num_heads * head_dim, d_model)
 
-    torch.testing.assert_close(S["permute_qk_rows"](w_q, num_heads), hf_permute(w_q), rtol=0, atol=0)
+    to_half = lambda w: w.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(w)  # noqa: E731
+    torch.testing.assert_close(to_half(w_q), hf_permute(w_q), rtol=0, atol=0)
+    torch.testing.assert_close(S["unpermute_qk_rows"](to_half(w_q), num_heads), w_q, rtol=0, atol=0)
 
     def scores(wq, wk, layout):
         q = (x @ wq.T).view(T, num_heads, head_dim).transpose(0, 1)
@@ -229,8 +236,7 @@ def test_permute_qk_rows_solution_makes_half_split_scores_equal_interleaved():
         return q @ k.transpose(-2, -1)
 
     reference = scores(w_q, w_k, "interleaved")
-    converted = scores(S["permute_qk_rows"](w_q, num_heads), S["permute_qk_rows"](w_k, num_heads), "half")
-    torch.testing.assert_close(converted, reference, rtol=0, atol=1e-12)
+    torch.testing.assert_close(scores(to_half(w_q), to_half(w_k), "half"), reference, rtol=0, atol=1e-12)
     assert (scores(w_q, w_k, "half") - reference).abs().max() > 1e-2  # without the permutation: different scores
 
 

@@ -91,6 +91,10 @@ def test_library_bf16_error_is_bf16_rounding_naive_is_far_worse():
     # angles in bf16: the positions themselves round to multiples of 512 and more -> errors of order |x|
     assert (err["naive_bf16"] > 50 * err["library_bf16"]).all()
     assert (err["naive_bf16"] > 0.5).all()
+    # float32 inputs: the library's angles are float64, so the error stays at float32 rounding; angles computed
+    # in float32 drift with the position (relative error ~6e-8 of an angle of up to 1e6 radians)
+    assert (err["library_fp32"] < 1e-5).all()
+    assert err["naive_fp32"][-1] > 1e-3 > 1e-5 > err["library_fp32"][-1]
 
 
 def test_naive_rope_is_exact_where_precision_suffices():

@@ -3,7 +3,7 @@ is right, and otherwise raises ExerciseError saying WHAT is wrong (a flipped sig
 missing clamp...). Reference solutions: SOLUTIONS[name].
 
 04: cosine_similarity, lag_targets, safe_lookup    05: relative_positions, t5_bucket, alibi_slopes
-06: rotate_half, rope_half, permute_qk_rows
+06: rotate_half, rope_half, unpermute_qk_rows
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..rope import apply_rope, rotate_half, rotate_every_two
 from ._errors import ExerciseError
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup", "check_relative_positions",
-           "check_t5_bucket", "check_alibi_slopes", "check_rotate_half", "check_rope_half", "check_permute_qk_rows"]
+           "check_t5_bucket", "check_alibi_slopes", "check_rotate_half", "check_rope_half", "check_unpermute_qk_rows"]
 
 
 def attempt(check, answer) -> bool:
@@ -387,17 +387,17 @@ def check_rope_half(fn) -> None:
     raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
 
 
-def _sol_permute_qk_rows(weight, num_heads):
+def _sol_unpermute_qk_rows(weight, num_heads):
     out_features, in_features = weight.shape
     head_dim = out_features // num_heads
-    perm = layout_permutation(head_dim)
-    return weight.reshape(num_heads, head_dim, in_features)[:, perm].reshape(out_features, in_features)
+    inverse = torch.argsort(layout_permutation(head_dim))  # half-split dim j came from interleaved dim perm[j]
+    return weight.reshape(num_heads, head_dim, in_features)[:, inverse].reshape(out_features, in_features)
 
 
-def check_permute_qk_rows(fn) -> None:
-    """fn(weight (num_heads*head_dim, d_model), num_heads) -> the rows reordered, within each head, from the
-    interleaved pair order to the half-split one, so that half-split RoPE on the new weights gives the scores
-    interleaved RoPE gives on the old ones (what checkpoint converters do to W_q and W_k)."""
+def check_unpermute_qk_rows(fn) -> None:
+    """fn(weight (num_heads*head_dim, d_model), num_heads) -> the rows of a HALF-SPLIT checkpoint's W_q or W_k
+    reordered, within each head, back to the interleaved pair order, so that interleaved RoPE (Meta-style code)
+    on the new weights gives the scores half-split RoPE gives on the old ones."""
     num_heads, head_dim, d_model = 2, 8, 6
     gen = torch.Generator().manual_seed(8)
     weight = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
@@ -405,24 +405,25 @@ def check_permute_qk_rows(fn) -> None:
     got = _as_tensor(_call(fn, weight, num_heads, what="your function"), "your function")
     if not torch.equal(weight, before):
         raise ExerciseError("your function changed the weight in place: return a new tensor")
-    want = _sol_permute_qk_rows(weight, num_heads)
+    want = _sol_unpermute_qk_rows(weight, num_heads)
     if got.shape != weight.shape:
         if got.shape == weight.T.shape:
             raise ExerciseError("the result is transposed: keep nn.Linear's (out_features, in_features) layout")
         raise ExerciseError(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}")
     if _same(got, want, atol=0):
-        _ok("rows permuted head by head: half-split RoPE on the new W gives interleaved RoPE's scores on the old W.")
+        _ok("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.")
         return
-    if _same(got, weight[:, layout_permutation(d_model)], atol=0):
+    perm = layout_permutation(head_dim)
+    if _same(got, weight.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(weight), atol=0):
+        raise ExerciseError("that is the interleaved -> half-split direction (perm itself); going back needs the "
+                            "inverse permutation, torch.argsort(perm): new row perm[j] = old row j")
+    if _same(got, weight[:, torch.argsort(layout_permutation(d_model))], atol=0):
         raise ExerciseError("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute rows")
-    if _same(got, weight[layout_permutation(num_heads * head_dim)], atol=0):
+    if _same(got, weight[torch.argsort(layout_permutation(num_heads * head_dim))], atol=0):
         raise ExerciseError("you permuted all rows at once, mixing the heads; permute within each head's block of "
                             "head_dim rows (reshape to (num_heads, head_dim, d_model) first)")
-    inverse = torch.argsort(layout_permutation(head_dim))
-    if _same(got, weight.reshape(num_heads, head_dim, d_model)[:, inverse].reshape_as(weight), atol=0):
-        raise ExerciseError("that is the inverse permutation (half-split -> interleaved): new row j must be old row "
-                            "perm[j] with perm = [0, 2, 4, ..., 1, 3, 5, ...]")
-    raise ExerciseError("wrong row order: within each head, new row j = old row perm[j], perm = layout_permutation(head_dim)")
+    raise ExerciseError("wrong row order: within each head, new row perm[j] = old row j, "
+                        "perm = layout_permutation(head_dim)")
 
 
 SOLUTIONS: dict = {  # exercise name -> reference solution (a function)
@@ -434,7 +435,7 @@ SOLUTIONS: dict = {  # exercise name -> reference solution (a function)
     "alibi_slopes": _sol_alibi_slopes,
     "rotate_half": _sol_rotate_half,
     "rope_half": _sol_rope_half,
-    "permute_qk_rows": _sol_permute_qk_rows,
+    "unpermute_qk_rows": _sol_unpermute_qk_rows,
 }
 
 CHECKS: dict = {  # exercise name -> its checker
@@ -446,5 +447,5 @@ CHECKS: dict = {  # exercise name -> its checker
     "alibi_slopes": check_alibi_slopes,
     "rotate_half": check_rotate_half,
     "rope_half": check_rope_half,
-    "permute_qk_rows": check_permute_qk_rows,
+    "unpermute_qk_rows": check_unpermute_qk_rows,
 }

@@ -88,7 +88,7 @@ def render_learned_snapshot(axes, step: int, *, snapshots: dict, reference=None)
     distance = np.arange(len(by_distance))
     ax_curve.plot(distance, by_distance, color="C0", lw=1.5, label=f"learned, step {step}")
     final = similarity_by_distance(position_similarity(snapshots["tables"][-1])).numpy()
-    ax_curve.plot(distance, final, color="C0", lw=0.8, ls="--", label=f"learned, step {steps[-1]}")
+    ax_curve.plot(distance, final, color="C0", lw=0.8, ls="--", label=f"learned, final (step {steps[-1]})")
     if reference is not None:
         ax_curve.plot(distance, similarity_by_distance(torch.as_tensor(reference)).numpy(), color="0.5", lw=0.8,
                       label="sinusoidal")
@@ -300,6 +300,7 @@ def naive_rope(x: torch.Tensor, positions: torch.Tensor, *, base: float = 10000.
 def rope_precision_errors(positions, *, dim: int = 64, base: float = 10000.0, seed: int = 0) -> dict:
     """Max |error| per position against a float64 rotation of the same bf16 vector, for
     library_bf16: apply_rope on a bf16 input (angles in float64 inside, result rounded to bf16),
+    library_fp32: apply_rope on the same vector in float32,
     naive_bf16: naive_rope with angles in bf16, naive_fp32: naive_rope with angles in float32.
     Also bf16_rounding: the error of merely rounding the exact result to bf16 (the best a bf16 output can do).
     Returns numpy arrays keyed by those names, plus positions."""
@@ -309,6 +310,7 @@ def rope_precision_errors(positions, *, dim: int = 64, base: float = 10000.0, se
     exact = apply_rope(x.double(), positions, base=base)
     errors = {
         "library_bf16": apply_rope(x, positions, base=base),
+        "library_fp32": apply_rope(x.float(), positions, base=base),
         "naive_bf16": naive_rope(x, positions, base=base, angle_dtype=torch.bfloat16),
         "naive_fp32": naive_rope(x, positions, base=base, angle_dtype=torch.float32),
         "bf16_rounding": exact.to(torch.bfloat16),
@@ -323,7 +325,8 @@ def render_rope_precision(ax, errors: dict):
     (from rope_precision_errors); returns errors."""
     pos = errors["positions"]
     styles = {"naive_bf16": ("C3", "naive: angles in bf16"), "naive_fp32": ("C1", "naive: angles in float32"),
-              "library_bf16": ("C0", "library on a bf16 input"), "bf16_rounding": ("0.5", "rounding to bf16 alone")}
+              "library_bf16": ("C0", "library, bf16 input"), "library_fp32": ("C2", "library, float32 input"),
+              "bf16_rounding": ("0.5", "rounding to bf16 alone")}
     for name, (color, label) in styles.items():
         if name in errors:
             ax.loglog(pos, np.maximum(errors[name], 1e-12), color=color, lw=1.2 if name != "bf16_rounding" else 0.8,
@@ -331,6 +334,6 @@ def render_rope_precision(ax, errors: dict):
     ax.set_xlabel("position", fontsize=8)
     ax.set_ylabel("max |error| vs float64", fontsize=8)
     ax.set_title("RoPE on a bf16 vector: where the angles are computed matters", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="center left")
     ax.tick_params(labelsize=7)
     return errors
