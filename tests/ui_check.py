@@ -873,7 +873,9 @@ def main(argv=None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="posenc-ui-"))
     show_log = False
     try:
-        print(f"== live run: JupyterLab ({VENV_BIN / 'jupyter'}) + headless Chromium")
+        load = (f", load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+                if hasattr(os, "getloadavg") else "")
+        print(f"== live run: JupyterLab ({VENV_BIN / 'jupyter'}) + headless Chromium{load}")
         server = LabServer(paths[0].parent, workdir, a.startup_timeout)
         print(f"   server on {server.base} (random port and token), serving a copy of {paths[0].parent}")
         with sync_playwright() as p:
