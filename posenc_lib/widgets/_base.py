@@ -26,7 +26,8 @@ class InteractiveFigure(widgets.VBox):
         self.extra = dict(extra or {})
         self.fig = Figure(figsize=figsize, dpi=dpi, layout=layout)  # constrained layout costs ~50 ms a redraw
         self.axes = self.fig.subplots(1, ncols) if ncols > 1 else self.fig.subplots()
-        self.image = widgets.Image(format="png")
+        width_px = int(round(figsize[0] * dpi))  # shown at its own size: a stretched PNG looks blurry
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{width_px}px", max_width="100%"))
         self.redraw_count = 0
         self.last_redraw_seconds = float("nan")
         self.last_result = None
