@@ -605,23 +605,54 @@ def where_it_acts(encoding) -> list:
     return [h for h in _HOOKS if getattr(cls, h) is not getattr(PositionalEncoding, h)]
 
 
-def encoding_summary(results: dict | None = None, cfg: ExperimentConfig | None = None) -> list:
-    """One row per encoding of the experiment: where it acts (hooks it overrides), its trainable
-    parameters inside the experiment's TinyLM, and the measured mean loss at L and its rise at every
-    longer multiple (None where the encoding has no value there). Reads `results` (default: data/)."""
+def config_from(results: dict) -> ExperimentConfig:
+    """The ExperimentConfig stored in a results dict's provenance."""
+    return ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v
+                               for k, v in results["provenance"]["config"].items()})
+
+
+def encoding_summary(results: dict | None = None, extra=("shaw",)) -> list:
+    """One row per encoding: where it acts (the hooks its class overrides), its trainable parameters
+    inside the experiment's TinyLM, the measured mean loss at L and its rise at every longer multiple
+    (None where it has no value there). `extra` encodings (not in the run) get measured=False and
+    None losses. Reads `results` (default: data/)."""
     results = load_results("extrapolation") if results is None else results
-    cfg = cfg or ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                     for k, v in results["provenance"]["config"].items()})
+    cfg = config_from(results)
     rows = []
-    for enc, row in results["summary"].items():
+    for enc in [*results["summary"], *[e for e in extra if e not in results["summary"]]]:
         model = build_model(enc, cfg, 0)
         hooks = where_it_acts(model.encoding)
-        base = row["1"]["mean"]
-        rise = {m: (None if v is None else round(v["mean"] - base, 4)) for m, v in row.items() if m != "1"}
+        row = results["summary"].get(enc)
+        base = None if row is None else row["1"]["mean"]
+        rise = {str(m): None for m in cfg.eval_multiples if m != 1} if row is None else {
+            m: (None if v is None else round(v["mean"] - base, 4)) for m, v in row.items() if m != "1"}
         rows.append({"encoding": enc, "acts": ", ".join(_HOOK_PLACES[h] for h in hooks) or "nowhere (no position)",
                      "hooks": hooks, "parameters": sum(p.numel() for p in model.encoding.parameters()),
-                     "loss_at_L": base, "rise": rise})
+                     "measured": row is not None, "loss_at_L": base, "rise": rise})
     return rows
+
+
+def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSION_METHODS, multiple: int = 8,
+                         windows: int = 16, cfg: ExperimentConfig | None = None, scalings: dict | None = None) -> dict:
+    """Per-position loss of a trained RoPE model on windows of multiple * L with each method's scaling
+    (factor = multiple), on `windows` of notebook 07's window ends. `scalings` (label -> scaling
+    dict) adds or overrides entries. The model's own encoding is put back afterwards.
+    Returns dict(L, multiple, curves: {label: (n,) tensor}, loss: {label: mean over the last L})."""
+    cfg = cfg or ExperimentConfig()
+    n = cfg.train_len * multiple
+    todo = {m: rope_scaling(m, float(multiple), cfg) for m in methods}
+    todo.update(scalings or {})
+    ends = eval_ends(valid, cfg.train_len * max(cfg.eval_multiples), windows)
+    original = model.encoding
+    curves, losses = {}, {}
+    try:
+        for label, scaling in todo.items():
+            with_rope_scaling(model, scaling, cfg)
+            losses[label], curves[label] = evaluate(model, valid, context_len=n, score_len=cfg.train_len, ends=ends,
+                                                    batch=cfg.eval_batch, per_position=True)
+    finally:
+        model.replace_encoding(original)
+    return {"L": cfg.train_len, "multiple": multiple, "curves": curves, "loss": losses}
 
 
 def load_results(name: str = "extrapolation", data_dir: Path | str = DATA_DIR) -> dict:

@@ -218,7 +218,7 @@ def test_saved_rope_model_reproduces_its_cached_loss(cached, corpus):
     res, _ = cached
     if res["corpus"]["text_sha256"] != corpus.info["text_sha256"]:
         pytest.skip("this Python's standard library differs from the one the cached results were made with")
-    cfg = E.ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in res["provenance"]["config"].items()})
+    cfg = E.config_from(res)
     model = E.load_rope_model(cfg=cfg)
     ends = E.eval_ends(corpus.valid, cfg.train_len * max(cfg.eval_multiples), cfg.eval_windows)
     loss = E.evaluate(model, corpus.valid, context_len=cfg.train_len, score_len=cfg.train_len, ends=ends)

@@ -20,27 +20,12 @@ import torch
 from .. import experiments as E
 from ..rope import rope_complex
 from ._errors import ExerciseError
-from .part1 import _number, _ok, _same, _tensor
+from .part1 import _number, _ok, _same, _tensor, attempt  # attempt: shared by every part
 
 __all__ = [
     "attempt", "check_last_positions_loss", "check_rise", "check_pi_inv_freq", "check_ntk_base",
     "check_rope_complex", "QUIZ", "quiz_answers", "show_quiz", "check_quiz",
 ]
-
-
-def attempt(check, answer) -> bool:
-    """Run check(answer) and print the outcome instead of raising (for exercise cells that must run
-    clean before they are solved). Returns True when the answer passed."""
-    name = check.__name__.removeprefix("check_")
-    try:
-        check(answer)
-        return True
-    except NotImplementedError:
-        print(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
-              f"(A reference solution: {check.__module__}.SOLUTIONS[{name!r}].)")
-    except ExerciseError as err:
-        print(f"Not yet right: {err}")
-    return False
 
 
 # ------------------------------------------------------------------------------------ 07_extrapolation

@@ -15,12 +15,20 @@ import math
 import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
+import torch
+
 from .. import experiments as E
+from ..absolute import LearnedEncoding, SinusoidalEncoding
+from ..alibi import ALiBi
+from ..attention import NoPE
+from ..relative import T5RelativeBias
+from ..rope import RotaryEmbedding
 from ..scaling import rope_inv_freq
 
 __all__ = [
     "ENCODING_COLORS", "METHOD_COLORS", "render_extrapolation", "render_position_loss", "render_training_curves",
-    "rope_scaling_data", "render_rope_scaling", "render_extension",
+    "rope_scaling_data", "render_rope_scaling", "render_extension", "render_method_position_loss", "shift_scores", "shift_invariance",
+    "render_shift_invariance", "encoding_table_markdown",
 ]
 
 ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
@@ -264,3 +272,97 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
     ax.legend(fontsize=6.5, ncol=2, loc="upper left")
     _tidy(ax)
     return out
+
+
+def render_method_position_loss(ax, data: dict, bin_size: int = 16):
+    """Per-position loss of the RoPE model with each method (from experiments.method_position_loss),
+    in bins of `bin_size` positions, the trained length marked. Returns dict(label -> (centers, binned))."""
+    out = {}
+    for label, curve in data["curves"].items():
+        values = np.asarray(curve, dtype=float)
+        n = len(values) // bin_size * bin_size
+        binned = values[:n].reshape(-1, bin_size).mean(1)
+        centers = np.arange(len(binned)) * bin_size + bin_size / 2
+        ax.plot(centers, binned, lw=1.4, color=METHOD_COLORS.get(label, None), label=METHOD_LABELS.get(label, label))
+        out[label] = (centers, binned)
+    ax.axvline(data["L"], color="k", lw=0.8, ls="--")
+    ax.text(data["L"], 0.02, " L", fontsize=7, transform=ax.get_xaxis_transform())
+    ax.set_xlabel("position in the window", fontsize=8)
+    ax.set_ylabel("loss (nats/char)", fontsize=8)
+    ax.set_title(f"RoPE model, windows of {data['multiple']}L, factor {data['multiple']} (bins of {bin_size})",
+                 fontsize=9, y=1.0)
+    ax.legend(fontsize=7, ncol=2)
+    _tidy(ax)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- 09: review
+
+
+def shift_scores(encoding, x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor, shift: int) -> torch.Tensor:
+    """Attention scores (T, T) (before the softmax, no 1/sqrt(d)) of the tokens x (T, d) placed at
+    positions shift .. shift+T-1, going through every hook of `encoding` (one head): input added,
+    q/k rotated, score bias added."""
+    T = x.shape[0]
+    positions = torch.arange(T, device=x.device) + int(shift)
+    h = encoding.add_to_input(x[None], positions)[0]
+    q, k = (h @ wq)[None, None], (h @ wk)[None, None]
+    q, k = encoding.rotate_qk(q, k, positions, positions)
+    scores = q @ k.transpose(-1, -2)
+    bias = encoding.score_bias(q, positions, positions)
+    return (scores if bias is None else scores + bias)[0, 0]
+
+
+def shift_invariance(shifts=(0, 1, 5, 20, 60, 200), dim: int = 16, length: int = 24, seed: int = 0) -> dict:
+    """max |S(shift) - S(0)| for the same tokens moved by `shift` positions, per encoding (float64).
+
+    Relative encodings (RoPE, T5, ALiBi) give rounding-level or exactly zero changes; absolute ones
+    (sinusoidal, learned) change the scores. Returns dict(shifts, change: {name: [...]})."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(length, dim, generator=gen, dtype=torch.float64)
+    wq, wk = (torch.randn(dim, dim, generator=gen, dtype=torch.float64) / math.sqrt(dim) for _ in range(2))
+    torch.manual_seed(seed)
+    encodings = {"nope": NoPE(), "sinusoidal": SinusoidalEncoding(dim),
+                 "learned": LearnedEncoding(max(shifts) + length, dim, init_std=1.0),
+                 "t5": T5RelativeBias(1, bidirectional=False), "rope": RotaryEmbedding(dim), "alibi": ALiBi(1)}
+    change = {}
+    with torch.no_grad():
+        for name, enc in encodings.items():
+            base = shift_scores(enc, x, wq, wk, 0)
+            change[name] = [float((shift_scores(enc, x, wq, wk, s) - base).abs().max()) for s in shifts]
+    return {"shifts": list(shifts), "change": change}
+
+
+def render_shift_invariance(ax, data: dict | None = None, floor: float = 1e-17):
+    """How much the scores change when the whole sequence moves by `shift` (log axis; exact zeros
+    drawn at `floor`). Returns the data drawn."""
+    data = shift_invariance() if data is None else data
+    shifts = np.array(data["shifts"][1:])
+    for name, values in data["change"].items():
+        v = np.maximum(np.array(values[1:]), floor)
+        ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
+    ax.axhline(1e-12, color="k", lw=0.6, ls=":")
+    ax.text(shifts[0], 1e-12, " rounding level", fontsize=7, va="bottom")
+    ax.set_xscale("log")
+    ax.set_xlabel("shift of the whole sequence (positions)", fontsize=8)
+    ax.set_ylabel("max |scores(shift) - scores(0)|", fontsize=8)
+    ax.set_title("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)", fontsize=9, y=1.0)
+    ax.legend(fontsize=7, ncol=3, loc="center right")
+    _tidy(ax)
+    return data
+
+
+def encoding_table_markdown(rows: list) -> str:
+    """A Markdown table of `experiments.encoding_summary` rows (rises in nats/char; n/a = no value)."""
+    multiples = list(rows[0]["rise"])
+    head = ("| encoding | where it acts | parameters in TinyLM | loss at L | "
+            + " | ".join(f"rise at {m}L" for m in multiples) + " |")
+    lines = [head, "|" + "---|" * (4 + len(multiples))]
+    for r in rows:
+        if not r["measured"]:
+            measured = ["not in the experiment"] + [""] * len(multiples)
+        else:
+            measured = [f"{r['loss_at_L']:.3f}"] + ["n/a" if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
+                                                    for m in multiples]
+        lines.append(f"| {r['encoding']} | {r['acts']} | {r['parameters']} | " + " | ".join(measured) + " |")
+    return "\n".join(lines)
