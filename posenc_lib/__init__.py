@@ -12,7 +12,7 @@ from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention
 from .model import ENCODINGS, TinyLM, make_encoding
 from .relative import ShawRelativePosition, T5RelativeBias, relative_positions, t5_relative_bucket
-from .rope import RotaryEmbedding, apply_rope, rope_complex, rope_matrix, rotate_half
+from .rope import RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope_matrix, rotate_half
 from .scaling import ROPE_INIT_FUNCTIONS, ROPE_TYPES, rope_inv_freq
 
 __version__ = "0.1.0"
@@ -21,6 +21,6 @@ __all__ = [
     "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_INIT_FUNCTIONS",
     "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition", "SinusoidalEncoding", "T5RelativeBias", "TinyLM",
     "alibi_bias", "alibi_slopes", "apply_rope", "attention", "layout_permutation", "make_encoding",
-    "relative_positions", "rope_complex", "rope_inv_freq", "rope_matrix", "rotate_half", "sinusoidal_frequencies",
-    "sinusoidal_table", "t5_relative_bucket",
+    "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotate_half",
+    "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket",
 ]

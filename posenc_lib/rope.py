@@ -19,6 +19,9 @@ better; bf16/fp16 inputs are rotated in float32 and returned in their own dtype 
 from __future__ import annotations
 
 import numbers
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -27,7 +30,15 @@ from .attention import PositionalEncoding, check_positions, default_positions
 from .scaling import rope_inv_freq
 
 LAYOUTS = ("half", "interleaved")
-_CHUNK_ELEMENTS = 1 << 18  # ~1 MB of float32 per step: the chunk and its temporaries stay in cache
+# Per-op tile size on the CPU (`rotate`, `rope_cos_sin`): torch runs an elementwise op on FEWER
+# elements than its grain size (at::internal::GRAIN_SIZE = 32768) inline in the calling thread,
+# without an OpenMP region (whose barrier stalls when a busy machine deschedules one of its
+# threads), and a tile of that size with its temporaries (< 1 MB) stays in the core's L2 cache.
+_TILE_ELEMENTS = 32767
+_TRIG_TILE_ELEMENTS = 2047  # cos/sin (vectorised math) go parallel from 2048 elements on
+_POOL = None  # (pid, workers, ThreadPoolExecutor), made on first use
+_POOL_PREFIX = "posenc-rope"
+_POOL_LOCK = threading.Lock()
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -52,37 +63,176 @@ def _full_width(t: torch.Tensor, layout: str) -> torch.Tensor:
     return torch.cat((t, t), dim=-1) if layout == "half" else t.repeat_interleave(2, dim=-1)
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
-    """Rotate x (..., seq, dim) by precomputed cos/sin of shape (..., seq, dim/2) broadcastable to x.
-
-    The result equals the eager form `x * cos_full + rotate_half(x) * sin_full` bit for bit (same
-    products, same sums, same rounding), but is computed in cache-sized chunks without the
-    temporaries of the eager form. Under autograd the eager form itself is used.
-    """
+def _eager_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """The reference form: x * cos_full + turn(x) * sin_full, computed in float32 or better."""
     work = _checks.compute_dtype(x.dtype)
     xw = x.to(work)
-    cos_full, sin_full = _full_width(cos.to(work), layout), _full_width(sin.to(work), layout)
     turn = rotate_half if layout == "half" else rotate_every_two
-    if (torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad)) or cos_full.dim() > 2 or x.dim() < 2:
-        return (xw * cos_full + turn(xw) * sin_full).to(x.dtype)
-    seq, dim = x.shape[-2:]
-    flat = xw.reshape(-1, seq, dim)  # (N, seq, dim); a view when x is contiguous
-    out = torch.empty(flat.shape, device=x.device, dtype=work)
-    rows = max(1, _CHUNK_ELEMENTS // max(1, seq * dim))
-    tmp = torch.empty((min(rows, flat.shape[0]), seq, dim), device=x.device, dtype=work)
-    h = dim // 2
-    for start in range(0, flat.shape[0], rows):
-        xi, oi = flat[start:start + rows], out[start:start + rows]
-        ti = tmp[: xi.shape[0]]
-        torch.mul(xi, cos_full, out=oi)  # x * cos
-        torch.mul(xi, sin_full, out=ti)  # x * sin, then moved to its partner: turn(x) * sin
-        if layout == "half":
-            oi[..., :h].sub_(ti[..., h:])  # y1 = x1 cos - x2 sin
-            oi[..., h:].add_(ti[..., :h])  # y2 = x2 cos + x1 sin
-        else:
-            oi[..., 0::2].sub_(ti[..., 1::2])
-            oi[..., 1::2].add_(ti[..., 0::2])
-    return out.view(x.shape).to(x.dtype)
+    cos_full, sin_full = _full_width(cos.to(work), layout), _full_width(sin.to(work), layout)
+    return (xw * cos_full + turn(xw) * sin_full).to(x.dtype)
+
+
+def _pair_views(t: torch.Tensor, layout: str):
+    """The two members of every pair as views: (t[..., :d/2], t[..., d/2:]) or (t[..., 0::2], t[..., 1::2])."""
+    if layout == "half":
+        h = t.shape[-1] // 2
+        return t[..., :h], t[..., h:]
+    return t[..., 0::2], t[..., 1::2]
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """One small thread pool per process (re-made after a fork: threads do not survive it)."""
+    global _POOL
+    with _POOL_LOCK:
+        pid = os.getpid()
+        if _POOL is None or _POOL[0] != pid or _POOL[1] < workers:
+            _POOL = (pid, workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix=_POOL_PREFIX))
+        return _POOL[2]
+
+
+def _run_parallel(work, jobs: list) -> None:
+    """work(jobs) split over torch.get_num_threads() threads; inline for few jobs, one thread, or inside the pool.
+
+    Each job is small (<= _TILE_ELEMENTS elements per op), so torch runs its ops inline in the worker
+    thread: no OpenMP region, hence no barrier that a descheduled thread on a busy machine can stall.
+    """
+    workers = min(torch.get_num_threads(), len(jobs) // 4)
+    if workers <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
+        work(jobs)
+        return
+    size = -(-len(jobs) // (4 * workers))  # 4 parts per worker: one that loses its core holds up little
+    pool = _executor(workers)
+    for future in [pool.submit(work, jobs[i:i + size]) for i in range(0, len(jobs), size)]:
+        future.result()
+
+
+def _tracing() -> bool:
+    if torch.jit.is_tracing() or torch.jit.is_scripting():
+        return True
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
+
+
+def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tables cos(m * theta_i) * a and sin(m * theta_i) * a for positions m, frequencies theta_i.
+
+    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (dim/2,). Returns two tensors of
+    shape (..., dim/2) in `dtype` on positions' device. The angles m * theta_i and their cos/sin are
+    computed in float64 (float32 on devices without it) and rounded once to `dtype`; a is the
+    attention factor (YaRN; 1 otherwise). Pair i of a vector at position m is turned by these.
+    """
+    work = _checks.angle_dtype(positions.device)
+    inv = inv_freq.to(device=positions.device, dtype=work)
+    h = inv.shape[-1]
+    grad = torch.is_grad_enabled() and inv_freq.requires_grad
+    if positions.device.type != "cpu" or positions.numel() * h <= _TRIG_TILE_ELEMENTS or grad or _tracing():
+        angles = positions.to(work)[..., None] * inv
+        cos, sin = angles.cos(), angles.sin()
+        if attention_factor != 1.0:
+            cos, sin = cos * attention_factor, sin * attention_factor
+        return cos.to(dtype), sin.to(dtype)
+    flat = positions.reshape(-1)
+    cos = torch.empty((flat.numel(), h), dtype=dtype, device=positions.device)
+    sin = torch.empty((flat.numel(), h), dtype=dtype, device=positions.device)
+    step = max(1, _TRIG_TILE_ELEMENTS // h)
+
+    def work_on(chunks):
+        for a, b in chunks:
+            angles = flat[a:b].to(work)[:, None] * inv
+            c, s = angles.cos(), angles.sin()
+            if attention_factor != 1.0:
+                c.mul_(attention_factor)
+                s.mul_(attention_factor)
+            cos[a:b].copy_(c)
+            sin[a:b].copy_(s)
+
+    _run_parallel(work_on, [(a, min(flat.numel(), a + step)) for a in range(0, flat.numel(), step)])
+    return cos.view(*positions.shape, h), sin.view(*positions.shape, h)
+
+
+def _as_groups(t: torch.Tensor, x: torch.Tensor):
+    """cos/sin (T, h), (1, ..., T, h) or (B, 1, ..., 1, T, h) with B = x.shape[0] -> (G, T, h); else None."""
+    T, h = x.shape[-2], x.shape[-1] // 2
+    if t.dim() < 2 or t.shape[-1] != h or t.shape[-2] != T:
+        return None
+    lead = t.shape[:-2]
+    if all(n == 1 for n in lead):
+        return t.reshape(1, T, h)
+    if x.dim() == t.dim() and lead[0] == x.shape[0] and all(n == 1 for n in lead[1:]):
+        return t.reshape(lead[0], T, h)
+    return None
+
+
+def _rotate_jobs(jobs) -> None:
+    """Each job (x1, x2, o1, o2, c, s) is one tile: the two members of every pair of a block of x,
+    the matching blocks of the output, and of cos/sin. The same products and sums as the eager form,
+    in the same order:  y1 = x1*c - x2*s (eager: x1*c + (-x2)*s, the same IEEE result),  y2 = x2*c + x1*s."""
+    tmp = None
+    for x1, x2, o1, o2, c, s in jobs:
+        if tmp is None or tmp.shape != o1.shape:
+            tmp = torch.empty(o1.shape, dtype=o1.dtype, device=o1.device)
+        torch.mul(x1, c, out=o1)
+        torch.mul(x2, s, out=tmp)
+        o1.sub_(tmp)
+        torch.mul(x2, c, out=o2)
+        torch.mul(x1, s, out=tmp)
+        o2.add_(tmp)
+
+
+def _rotate_whole(x: torch.Tensor, cos3: torch.Tensor, sin3: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same arithmetic as _rotate_jobs on the whole tensor at once (for GPUs); cos3/sin3 (G, T, D/2)."""
+    work = cos3.dtype
+    G, T, h = cos3.shape
+    shape = (G, *([1] * (x.dim() - 3)), T, h) if x.dim() >= 3 else (T, h)
+    c, s = cos3.reshape(shape), sin3.reshape(shape)
+    out = torch.empty(x.shape, dtype=work, device=x.device)
+    x1, x2 = _pair_views(x, layout)
+    o1, o2 = _pair_views(out, layout)
+    torch.mul(x1, c, out=o1)
+    o1.sub_(x2 * s)
+    torch.mul(x2, c, out=o2)
+    o2.add_(x1 * s)
+    return out.to(x.dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    """Rotate x (..., seq, dim) by precomputed cos/sin of shape (seq, dim/2) or (batch, 1, ..., seq, dim/2).
+
+    Convention: pair (x1, x2) (see `layout`) goes to (x1 cos - x2 sin, x2 cos + x1 sin), i.e. the
+    eager form `x * cos_full + turn(x) * sin_full` with cos_full = [c, c] (half) or c0 c0 c1 c1 ...
+    (interleaved) and turn = `rotate_half` / `rotate_every_two`. The result equals that eager form
+    computed in float32 (float64 for float64 x) BIT FOR BIT -- the same products and sums in the
+    same order -- and is returned as a new tensor in x's dtype on x's device.
+
+    On the CPU it runs in cache-sized tiles spread over torch.get_num_threads() threads (x is read
+    once from memory and the result written once, instead of the ~10 passes of the eager form); on
+    other devices as a few whole-tensor ops; under autograd, tracing or torch.compile, and for other
+    cos/sin shapes, the eager form itself is used.
+    """
+    work = _checks.compute_dtype(x.dtype)
+    grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
+    cos3, sin3 = _as_groups(cos, x), _as_groups(sin, x)
+    if grad or cos3 is None or sin3 is None or x.numel() == 0 or _tracing():
+        return _eager_rotate(x, cos, sin, layout)
+    cos3, sin3 = cos3.to(work), sin3.to(work)
+    G, T, D = cos3.shape[0], x.shape[-2], x.shape[-1]
+    h = D // 2
+    if x.device.type != "cpu":  # GPUs: a few whole-tensor kernels; tiling would only add launches
+        return _rotate_whole(x, cos3, sin3, layout)
+    out = torch.empty(x.shape, dtype=work, device=x.device)
+    x4 = x.reshape(G, -1, T, D)  # a view when x is contiguous (or merely viewable so)
+    out4 = out.view(x4.shape)
+    span = max(1, min(T, _TILE_ELEMENTS // h))  # positions per tile
+    rows = max(1, min(x4.shape[1], _TILE_ELEMENTS // (span * h)))  # rows (batch x heads) per tile
+    jobs = []
+    for g in range(G):  # all tile views made by a few bulk split() calls, not one slice per tile
+        columns = [part.split(span, dim=1) for part in (*_pair_views(x4[g], layout), *_pair_views(out4[g], layout))]
+        for x1, x2, o1, o2, c, s in zip(*columns, cos3[g].split(span), sin3[g].split(span)):
+            for tile in zip(x1.split(rows), x2.split(rows), o1.split(rows), o2.split(rows)):
+                jobs.append((*tile, c, s))
+    _run_parallel(_rotate_jobs, jobs)
+    return out if x.dtype == work else out.to(x.dtype)  # half inputs: rounded once, as .to(dtype) would
 
 
 def _broadcast_to_x(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -120,8 +270,9 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     elif not isinstance(inv_freq, torch.Tensor) or inv_freq.shape != (dim // 2,):
         raise ValueError(f"inv_freq must be a tensor of shape (dim/2,) = ({dim // 2},), got "
                          f"{tuple(inv_freq.shape) if isinstance(inv_freq, torch.Tensor) else type(inv_freq).__name__}")
-    angles = rope_angles(positions, inv_freq)  # (..., T, d/2)
-    cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    cos, sin = rope_cos_sin(positions, inv_freq, attention_factor=attention_factor,
+                            dtype=_checks.compute_dtype(x.dtype))  # (..., T, d/2)
     cos, sin = _broadcast_to_x(cos, x, positions), _broadcast_to_x(sin, x, positions)
     return rotate(x, cos, sin, layout)
 
@@ -185,8 +336,7 @@ class RotaryEmbedding(PositionalEncoding):
         dynamic = self.scaling is not None and self.scaling.get("rope_type") == "dynamic"
         if device.type == "meta":  # values unknowable: compute for these positions, nothing to cache
             inv, factor = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device)
-            angles = rope_angles(positions, inv)
-            return (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype), False
+            return (*rope_cos_sin(positions, inv, attention_factor=factor, dtype=dtype), False)
         needed = int(positions.max()) + 1 if positions.numel() else 1
         key = (device, dtype)
         seq_key = needed if dynamic else None
@@ -195,8 +345,8 @@ class RotaryEmbedding(PositionalEncoding):
             length = needed if dynamic else max(needed, 2 * entry[0] if entry else 0, 64)
             inv, factor = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device,
                                         seq_len=needed if dynamic else None)
-            angles = rope_angles(torch.arange(length, device=device), inv)
-            entry = (length, seq_key, (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype))
+            entry = (length, seq_key,
+                     *rope_cos_sin(torch.arange(length, device=device), inv, attention_factor=factor, dtype=dtype))
             self._cache[key] = entry
             self.cache_builds += 1
         return entry[2], entry[3], True

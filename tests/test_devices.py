@@ -41,6 +41,11 @@ FUNCTIONS = {
     "apply_rope_batched": lambda d, t: P.apply_rope(_x(d, t), torch.arange(10, device=d).view(2, 5)),
     "apply_rope_inv_freq": lambda d, t: P.apply_rope(_x(d, t), inv_freq=P.rope_inv_freq(8, device=d)[0]),
     "rope_complex": lambda d, t: P.rope_complex(_x(d, t)),
+    "rope_cos_sin": lambda d, t: P.rope_cos_sin(torch.arange(5, device=d), P.rope_inv_freq(8, device=d)[0], dtype=t),
+    "rope_cos_sin_tiled": lambda d, t: P.rope_cos_sin(torch.arange(3000, device=d).view(2, 1500),
+                                                      P.rope_inv_freq(64, device=d)[0], dtype=t),
+    "rotate_tiled": lambda d, t: P.rope.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
+                                               torch.zeros(1500, 32, device=d)),
     "rope_matrix": lambda d, t: P.rope_matrix(3, 8, device=d, dtype=t),
     "RotaryEmbedding": lambda d, t: P.RotaryEmbedding(8)(_x(d, t), _x(d, t)),
     "RotaryEmbedding_batched": lambda d, t: P.RotaryEmbedding(8, layout="interleaved")(

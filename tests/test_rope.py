@@ -191,25 +191,107 @@ def _eager_interleaved(x, cos, sin):
     return x * cos.repeat_interleave(2, -1) + turned * sin.repeat_interleave(2, -1)
 
 
+def _eager_reference(x, cos, sin, layout):
+    """The eager form in float32 (float64 for float64 x), rounded once to x's dtype."""
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xw, c, s = x.to(work), cos.to(work), sin.to(work)
+    out = eager_rotate_half(xw, torch.cat((c, c), -1), torch.cat((s, s), -1)) if layout == "half" \
+        else _eager_interleaved(xw, c, s)
+    return out.to(x.dtype)
+
+
+def _tables(positions, dim):
+    return rope_mod.rope_cos_sin(positions, rope_mod.rope_inv_freq(dim)[0])
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("shape", [(4, 16, 2048, 128), (3, 5, 7, 6), (1, 1, 1, 2), (5, 3000, 64), (9, 40),
-                                   (2, 3, 700, 256)])
-def test_rotate_is_bit_identical_to_eager_form(shape, layout):
+@pytest.mark.parametrize("shape", [(3, 5, 300, 128), (3, 5, 7, 6), (1, 1, 1, 2), (5, 3000, 64), (9, 40),
+                                   (2, 3, 700, 256)])  # several tiles with a remainder, one row > a tile, tiny
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rotate_is_bit_identical_to_eager_form(shape, layout, dtype):
     torch.manual_seed(5)
-    x = torch.randn(shape)
-    angles = torch.randint(0, 100_000, (shape[-2],)).double()[:, None] * torch.tensor(ref_frequencies(shape[-1], 1e4))
-    cos, sin = angles.cos().float(), angles.sin().float()
+    x = torch.randn(shape).to(dtype)
+    cos, sin = _tables(torch.randint(0, 100_000, (shape[-2],)), shape[-1])
+    ref = _eager_reference(x, cos, sin, layout)
     out = rope_mod.rotate(x, cos, sin, layout)
-    if layout == "half":
-        ref = eager_rotate_half(x, torch.cat((cos, cos), -1), torch.cat((sin, sin), -1))
-    else:
-        ref = _eager_interleaved(x, cos, sin)
-    assert torch.equal(out, ref)
-    # non-contiguous input (a transposed view), same answer
-    xt = x.transpose(0, -2) if x.dim() > 2 else x
-    if xt is not x:
-        out_t = rope_mod.rotate(xt.transpose(0, -2), cos, sin, layout)
-        assert torch.equal(out_t, ref)
+    assert out.dtype == dtype and torch.equal(out, ref)
+    if x.dim() > 2:  # non-contiguous input (a transposed view): same answer
+        assert torch.equal(rope_mod.rotate(x.transpose(0, -2).contiguous().transpose(0, -2), cos, sin, layout), ref)
+    # the whole-tensor form used on GPUs, checked here on the CPU
+    c3, s3 = cos.to(ref.dtype if dtype != torch.bfloat16 else torch.float32)[None], \
+        sin.to(ref.dtype if dtype != torch.bfloat16 else torch.float32)[None]
+    assert torch.equal(rope_mod._rotate_whole(x, c3, s3, layout), ref)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rotate_batched_tables_bit_identical(layout):
+    torch.manual_seed(9)
+    x = torch.randn(3, 4, 600, 64)
+    cos, sin = _tables(torch.randint(0, 50_000, (3, 600)), 64)  # (B, T, h) -> (B, 1, T, h)
+    cos, sin = cos[:, None], sin[:, None]
+    assert torch.equal(rope_mod.rotate(x, cos, sin, layout), _eager_reference(x, cos, sin, layout))
+
+
+def test_rotate_with_one_thread_and_inside_threads():
+    """The same bits whatever the thread count, and when called from worker threads (nested use)."""
+    from concurrent.futures import ThreadPoolExecutor
+    torch.manual_seed(10)
+    x = torch.randn(2, 4, 1000, 64)
+    cos, sin = _tables(torch.arange(1000), 64)
+    ref = _eager_reference(x, cos, sin, "half")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert torch.equal(rope_mod.rotate(x, cos, sin), ref)
+    finally:
+        torch.set_num_threads(threads)
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: rope_mod.rotate(x, cos, sin), range(3)))
+    assert all(torch.equal(r, ref) for r in results)
+
+
+def _pool_in_child(queue):
+    try:
+        queue.put(rope_mod._executor(2).submit(lambda: 42).result(timeout=20))
+    except Exception as error:  # a stale pool (threads lost in the fork) would time out here
+        queue.put(repr(error))
+
+
+def test_thread_pool_is_remade_after_fork():
+    """Threads do not survive fork(): the child gets a new pool instead of one whose workers are gone.
+    (Only the pool is exercised in the child: torch's own OpenMP ops hang after fork with > 1 thread,
+    which is why DataLoader workers run with one thread -- and then rotate() runs inline.)"""
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    x = torch.randn(2, 4, 1000, 64)
+    apply_rope(x)
+    parent_pool = rope_mod._executor(2)
+    assert parent_pool.submit(lambda: 1).result(timeout=20) == 1
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_pool_in_child, args=(queue,))
+    child.start()
+    result = queue.get(timeout=60)
+    child.join(timeout=10)
+    assert result == 42
+
+
+def test_cos_sin_tables_match_the_formula():
+    positions = torch.cat((torch.arange(3000), torch.tensor([65_536, 1_000_000, 4_000_001])))
+    inv = rope_mod.rope_inv_freq(128)[0]
+    cos, sin = rope_mod.rope_cos_sin(positions, inv, attention_factor=1.25)  # large: computed in tiles
+    angles = positions.double()[:, None] * torch.tensor(ref_frequencies(128, 1e4), dtype=torch.float64)
+    assert cos.dtype == torch.float32 and cos.shape == (3003, 64)
+    torch.testing.assert_close(cos.double(), 1.25 * angles.cos(), atol=2e-7, rtol=0)
+    torch.testing.assert_close(sin.double(), 1.25 * angles.sin(), atol=2e-7, rtol=0)
+    small_cos, _ = rope_mod.rope_cos_sin(positions[:100], inv, attention_factor=1.25)  # one piece
+    torch.testing.assert_close(small_cos, cos[:100], atol=1.2e-7, rtol=0)
+    batched, _ = rope_mod.rope_cos_sin(positions[:3000].view(3, 1000), inv, dtype=torch.float64)
+    torch.testing.assert_close(batched, angles[:3000].cos().view(3, 1000, 64), atol=1e-12, rtol=0)
+    learnable = inv.clone().requires_grad_(True)  # learnable frequencies: differentiable path
+    rope_mod.rope_cos_sin(positions[:600], learnable)[0].sum().backward()
+    assert learnable.grad is not None and learnable.grad.abs().sum() > 0
 
 
 # ------------------------------------------------------------------ precision: half inputs, long positions
