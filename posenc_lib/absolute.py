@@ -23,7 +23,13 @@ LAYOUTS = ("interleaved", "concat")
 
 
 def sinusoidal_frequencies(dim: int, *, base: float = 10000.0, device=None, dtype=None) -> torch.Tensor:
-    """omega_i = base ** (-2i/dim) for i = 0 .. dim/2 - 1, shape (dim/2,)."""
+    """The angular frequencies of the pairs: omega_i = base ** (-2i/dim), i = 0 .. dim/2 - 1.
+
+    Returns shape (dim/2,), float64 (float32 on devices without it) unless `dtype` is given.
+    omega_0 = 1 is the fastest pair (wavelength 2*pi tokens); the wavelengths 2*pi/omega_i grow
+    geometrically by base ** (2/dim) per pair, up to just under 2*pi*base. Pair i uses the exponent
+    2i/dim for BOTH of its columns (the mistake is to use the column index: 2*floor(j/2) is right).
+    """
     dim = _checks.even_int("dim", dim)
     base = _checks.positive_float("base", base, minimum=1.0)
     device = torch.device(device if device is not None else "cpu")
@@ -34,11 +40,14 @@ def sinusoidal_frequencies(dim: int, *, base: float = 10000.0, device=None, dtyp
 
 def sinusoidal_table(num_positions: int, dim: int, *, base: float = 10000.0, layout: str = "interleaved",
                      device=None, dtype=None) -> torch.Tensor:
-    """The (num_positions, dim) sinusoidal table for positions 0 .. num_positions-1.
+    """The (num_positions, dim) sinusoidal table PE for positions pos = 0 .. num_positions-1.
 
-    layout="interleaved": sin in even columns, cos in odd ones (the paper's formula).
-    layout="concat": all sines, then all cosines ([sin | cos], tensor2tensor/fairseq style).
-    dim must be even. Returns float32 unless `dtype` is given.
+    With omega_i = base ** (-2i/dim) (`sinusoidal_frequencies`), i = 0 .. dim/2 - 1:
+        layout="interleaved" (the paper, DistilBERT):  PE[pos, 2i] = sin(pos*omega_i), PE[pos, 2i+1] = cos(pos*omega_i)
+        layout="concat" (tensor2tensor, fairseq):       PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
+    The two hold the same numbers, columns permuted by `layout_permutation`. dim must be even.
+    Angles are computed in float64 (float32 on devices without it); the result is float32 unless
+    `dtype` is given, on `device` (default CPU).
     """
     num_positions = _checks.positive_int("num_positions", num_positions, allow_zero=True)
     _checks.choice("layout", layout, LAYOUTS)
@@ -56,8 +65,13 @@ def _table(positions: torch.Tensor, omega: torch.Tensor, layout: str) -> torch.T
 
 
 def layout_permutation(dim: int, *, device=None) -> torch.Tensor:
-    """perm with concat_table[:, j] == interleaved_table[:, perm[j]] (and the RoPE analogue:
-    half-split dim j holds what interleaved dim perm[j] holds)."""
+    """The (dim,) index tensor perm = [0, 2, 4, ..., dim-2, 1, 3, ..., dim-1] with
+
+        sinusoidal_table(layout="concat")[:, j] == sinusoidal_table(layout="interleaved")[:, perm[j]]
+
+    and the RoPE analogue: apply_rope(x[..., perm], layout="half") == apply_rope(x, layout="interleaved")[..., perm]
+    (half-split dim j holds what interleaved dim perm[j] holds). Its inverse is torch.argsort(perm).
+    """
     dim = _checks.even_int("dim", dim)
     idx = torch.arange(dim, device=device)
     return torch.cat((idx[0::2], idx[1::2]))

@@ -29,16 +29,22 @@ def _slope_values(num_heads: int) -> list[float]:
 
 
 def alibi_slopes(num_heads: int, *, device=None, dtype=None) -> torch.Tensor:
-    """The (num_heads,) slopes m_h (see the module docstring), float32 unless `dtype` is given."""
+    """The (num_heads,) slopes m_h, h = 1 .. num_heads: 2 ** (-8h/n) for n = num_heads a power of two;
+    otherwise the slopes of p = 2**floor(log2 n), then 2 ** (-8h/(2p)) for h = 1, 3, 5, ... until
+    there are n (the paper's rule). Evaluated in float64 and rounded once (float32 unless `dtype`),
+    so each slope is the correctly rounded value of the formula -- HF BLOOM's float32 powers drift
+    from it by a few ulps for n > 10 (see tests/test_alibi.py)."""
     num_heads = _checks.positive_int("num_heads", num_heads)
     return torch.tensor(_slope_values(num_heads), device=device, dtype=torch.float64).to(dtype or torch.float32)
 
 
 def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=None, dtype=None) -> torch.Tensor:
-    """(num_heads, q_len, k_len) bias -m_h * |i - j|.
+    """The (num_heads, q_len, k_len) score bias B[h, row, j] = -m_h * |i - j|, i = k_len - q_len + row.
 
-    Queries are the last q_len of the k_len positions (i = k_len - q_len + row), so q_len < k_len
-    is the cached-decoding case; k_len defaults to q_len.
+    Queries are the last q_len of the k_len key positions (q_len < k_len is cached decoding);
+    k_len defaults to q_len. The bias is symmetric in i - j, so without a causal mask keys after the
+    query are penalised too; under a causal mask it equals BLOOM's per-row-shifted m * j (the
+    softmax ignores the per-row constant). Float32 unless `dtype`, on `device`.
     """
     q_len = _checks.positive_int("q_len", q_len, allow_zero=True)
     k_len = q_len if k_len is None else _checks.positive_int("k_len", k_len, allow_zero=True)

@@ -25,7 +25,18 @@ ENCODINGS = ("nope", "sinusoidal", "learned", "t5", "shaw", "rope", "alibi")
 def make_encoding(kind: str, *, d_model: int, num_heads: int, max_len: int = 512, rope_base: float = 10000.0,
                   rope_scaling: dict | None = None, num_buckets: int = 32, max_distance: int = 128,
                   max_relative_position: int = 16) -> PositionalEncoding:
-    """One encoding by name: 'nope', 'sinusoidal', 'learned', 't5', 'shaw', 'rope', 'alibi'."""
+    """One encoding by name, ready to share between the layers of a (causal) model:
+
+        'nope'        NoPE()                                           no hook: attention sees no order
+        'sinusoidal'  SinusoidalEncoding(d_model)                      add_to_input: x + PE[pos]
+        'learned'     LearnedEncoding(max_len, d_model)                add_to_input: x + P[pos], pos < max_len
+        't5'          T5RelativeBias(num_heads, bidirectional=False)   score_bias: b[bucket(key - query), head]
+        'shaw'        ShawRelativePosition(head_dim, max_relative_position)   score and value terms
+        'rope'        RotaryEmbedding(head_dim, base=rope_base, scaling=rope_scaling)   rotate_qk
+        'alibi'       ALiBi(num_heads)                                 score_bias: -m_h * |i - j|
+
+    head_dim = d_model // num_heads. An unknown kind raises a ValueError listing the valid ones.
+    """
     _checks.choice("kind", kind, ENCODINGS)
     head_dim = d_model // num_heads
     builders = {

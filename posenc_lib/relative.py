@@ -17,14 +17,18 @@ from .attention import PositionalEncoding
 
 def t5_relative_bucket(relative_position: torch.Tensor, *, bidirectional: bool = True, num_buckets: int = 32,
                        max_distance: int = 128) -> torch.Tensor:
-    """T5's bucket index for each relative position (key - query); same shape, int64.
+    """T5's bucket index for each relative position r = key position - query position (T5's
+    "memory_position - context_position"); any integer shape -> same shape, int64.
 
-    bidirectional=True (encoder): half the buckets for keys after the query (r > 0), half for r <= 0.
-    bidirectional=False (decoder): only r <= 0 is told apart; every future key shares bucket 0.
-    Within a side of n buckets: distances 0 .. n/2-1 get a bucket each; larger distances share
-    log-spaced buckets up to max_distance; anything farther lands in the last bucket n-1.
-    The log is taken in float32, as in the T5 and Hugging Face implementations, so the boundaries
-    match theirs exactly.
+    bidirectional=True (encoder): n = num_buckets/2 buckets per side, r > 0 (key after the query)
+    adds n; the distance is d = |r|. bidirectional=False (decoder): n = num_buckets, d = max(-r, 0),
+    so every future key (r > 0) shares bucket 0 (the causal mask hides them anyway). Then, with
+    e = n/2 exact buckets:
+        bucket(d) = d                                                       if d < e
+                  = min(n - 1, e + floor(log(d/e) / log(max_distance/e) * (n - e)))   otherwise
+    i.e. one bucket per small distance, log-spaced buckets up to max_distance, everything farther
+    in the last bucket. The log is taken in float32 as in T5 and Hugging Face, so the boundaries
+    (where the expression is an exact integer) match theirs exactly.
     """
     relative_position = _checks.int_tensor("relative_position", relative_position)
     num_buckets = _checks.positive_int("num_buckets", num_buckets)

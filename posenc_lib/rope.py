@@ -42,18 +42,30 @@ _POOL_LOCK = threading.Lock()
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """[x1, x2] -> [-x2, x1] on the last dim's halves (the half-split layout's 90-degree turn)."""
+    """x (..., dim) = [x1 | x2] (halves) -> [-x2 | x1]: the half-split layout's 90-degree turn (GPT-NeoX/HF).
+
+    With it, RoPE in the "half" layout is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of
+    shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) turned counter-clockwise. Same as HF's rotate_half.
+    """
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
-    """(x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...) (the interleaved layout's 90-degree turn)."""
+    """x (..., dim) = (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): the interleaved layout's 90-degree turn.
+
+    RoPE in the "interleaved" layout (RoFormer, Meta's Llama) is x * cos_rep + rotate_every_two(x) * sin_rep
+    with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) turned counter-clockwise.
+    """
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
 def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """m * theta_i in float64 (float32 on devices without float64): (..., seq) x (dim/2,) -> (..., seq, dim/2)."""
+    """The angles m * theta_i: positions (..., seq) ints, inv_freq (dim/2,) -> (..., seq, dim/2).
+
+    Computed in float64 (float32 on devices without float64, e.g. MPS) on positions' device: in
+    float32 an angle near 1e5 rad is off by up to ~4e-3, and in bf16 positions 256 and 257 collide.
+    """
     work = _checks.angle_dtype(positions.device)
     return positions.to(work)[..., None] * inv_freq.to(device=positions.device, dtype=work)
 
@@ -255,11 +267,19 @@ def _check_x(x, name="x"):
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
                inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
                layout: str = "half") -> torch.Tensor:
-    """Rotate every pair of x (..., seq, dim) by positions * theta (see the module docstring).
+    """RoPE: turn pair i of the vector at position m counter-clockwise by m * theta_i.
 
-    positions: (seq,) or (batch, seq) integers (default 0..seq-1). inv_freq: (dim/2,) frequencies,
-    e.g. from `rope_inv_freq` with a scaling; default base ** (-2i/dim). attention_factor multiplies
-    cos and sin (YaRN). Returns a new tensor of x's shape, dtype and device; x is not modified.
+        y1 = a * (x1 cos(m theta_i) - x2 sin(m theta_i)),   y2 = a * (x2 cos(m theta_i) + x1 sin(m theta_i))
+
+    x: (..., seq, dim), usually (batch, heads, seq, head_dim), floating point, dim even.
+    positions: (seq,) or (batch, seq) integers m (default 0 .. seq-1); moved to x's device.
+    layout: which dims form pair i -- "half": (x[i], x[i + dim/2]) (GPT-NeoX, Hugging Face) or
+    "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two agree up to `layout_permutation`.
+    inv_freq: (dim/2,) frequencies theta_i, e.g. from `rope_inv_freq` with a scaling; default
+    base ** (-2i/dim). attention_factor a multiplies cos and sin (YaRN; 1 otherwise).
+    Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
+    shape, dtype and device (x is not modified), bit-identical to HF's eager
+    `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`).
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
@@ -278,9 +298,13 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
-    """The derivation's form: pairs (x[2i], x[2i+1]) as complex numbers z_i, times e^{i m theta_i}.
+    """The derivation's form: z_i = x[2i] + i x[2i+1] (complex), out = z_i * e^{i m theta_i}, back to reals.
 
-    Same result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding.
+    x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints (default 0 .. seq-1);
+    theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise turn of
+    apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama): same
+    result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding. Returns x's
+    shape, dtype and device; angles in float64, the product in complex64 (complex128 for float64 x).
     """
     _check_x(x)
     positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
@@ -296,7 +320,13 @@ def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base
 
 def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str = "interleaved",
                 device=None, dtype=torch.float64) -> torch.Tensor:
-    """The explicit (dim, dim) block-diagonal rotation R_m, so that apply_rope(x)[m] == R_m @ x[m]."""
+    """The explicit (dim, dim) rotation R_m with apply_rope(x, layout=layout)[..., m, :] == R_m @ x[..., m, :].
+
+    For each pair i = (a, b) (layout "interleaved": (2i, 2i+1), the block-diagonal form of the
+    RoFormer paper; "half": (i, i + dim/2)), with t = position * base ** (-2i/dim):
+        R[a, a] = cos t,  R[a, b] = -sin t,  R[b, a] = sin t,  R[b, b] = cos t   (counter-clockwise)
+    and zeros elsewhere; R_m^T = R_{-m} = R_m^{-1}. position: an int; returns `dtype` (float64) on `device`.
+    """
     _checks.choice("layout", layout, LAYOUTS)
     if isinstance(position, bool) or not isinstance(position, numbers.Integral):
         raise TypeError(f"position must be an int (a token index), got {type(position).__name__} ({position!r})")

@@ -147,11 +147,17 @@ def _validate(scaling: dict) -> tuple[str, dict]:
 
 def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = None, seq_len: int | None = None,
                   device=None) -> tuple[torch.Tensor, float]:
-    """(inv_freq of shape (dim/2,), attention_factor) for RoPE on head dimension `dim`.
+    """(inv_freq, attention_factor) for RoPE on head dimension `dim`: inv_freq has shape (dim/2,).
 
-    scaling: None (plain RoPE) or {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"llama3", "factor": ...,
-    "original_max_position_embeddings": ..., ...} as in Hugging Face's rope_parameters ("rope_theta",
-    if present, overrides `base`). seq_len: the current length, used by "dynamic" only.
+    Plain RoPE: theta_i = base ** (-2i/dim), i = 0 .. dim/2 - 1 (pair i turns by m * theta_i at
+    position m), attention_factor 1. scaling: None or a dict in Hugging Face's rope_parameters form,
+    {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"llama3"|"default", "factor": f (>= 1),
+    "original_max_position_embeddings": L0, ...}; each type's formula is in the module docstring
+    ("rope_theta", if present, overrides `base`). seq_len: the current length, used by "dynamic"
+    only (its L0 is what HF calls max_position_embeddings). attention_factor (YaRN) multiplies cos
+    and sin. inv_freq is float64 (float32 on devices without it) on `device` (default CPU); it
+    agrees with HF's ROPE_INIT_FUNCTIONS to a few float32 ulps (HF works in float32).
+    Unknown types, unknown/missing keys and out-of-range values raise a ValueError naming the key.
     """
     dim = _checks.even_int("dim", dim)
     if isinstance(scaling, dict) and scaling.get("rope_theta") is not None:
