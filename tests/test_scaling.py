@@ -128,6 +128,9 @@ def test_dynamic_matches_hf(head_dim, base, factor, l0, seq_len):
     ({"factor": 40.0, "original_max_position_embeddings": 4096, "mscale": 1.0, "mscale_all_dim": 0.5}, 163840),
     ({"factor": 4.0, "original_max_position_embeddings": 1024, "truncate": False}, 4096),
     ({"factor": 2.0, "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0}, 128),
+    # L0 / 2pi > base: the slow end of the ramp passes dim/2 - 1 and is clamped at dim - 1 (HF's rule)
+    ({"factor": 4.0, "original_max_position_embeddings": 131072}, 524288),
+    ({"factor": 8.0, "original_max_position_embeddings": 4_000_000, "beta_slow": 0.5}, 32_000_000),
 ])
 def test_yarn_matches_hf_including_attention_factor(head_dim, base, params, max_pos):
     params = {"rope_type": "yarn", **params}
