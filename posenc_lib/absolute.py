@@ -94,7 +94,8 @@ class SinusoidalEncoding(PositionalEncoding):
         _checks.float_tensor("x", x)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
-        positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
+        positions = (default_positions(x) if positions is None
+                     else check_positions(positions, x.shape[-2], device=x.device))
         work = _checks.angle_dtype(x.device)
         omega = sinusoidal_frequencies(self.dim, base=self.base, device=x.device)
         table = _table(positions.to(work), omega, self.layout)  # (T, D) or (B, T, D)
@@ -128,7 +129,8 @@ class LearnedEncoding(PositionalEncoding):
         if positions is None:
             if seq > self.max_len:
                 raise ValueError(f"sequence length {seq} exceeds max_len={self.max_len}: a learned table has no "
-                                 f"row for positions >= max_len (train with a larger max_len, or use a relative encoding)")
+                                 f"row for positions >= max_len (train with a larger max_len, or use a relative "
+                                 f"encoding)")
             positions = default_positions(x)
         else:
             positions = check_positions(positions, seq, device=x.device)

@@ -9,8 +9,8 @@
    slows them alike; the medians give the ratios. Goals: eager / ours >= 3 and clone / ours >= 0.6.
    The results must be identical (torch.equal) to the eager form.
 2. Every interactive figure in posenc_lib.widgets.BUILDERS: its first control (the first one that
-   has another valid value here) is moved to other valid values a few times and the median redraw time (fig.last_redraw_seconds) is compared with
-   the 100 ms goal.
+   has another valid value here) is moved to other valid values a few times, and the median redraw
+   time (fig.last_redraw_seconds) is compared with the 100 ms goal.
 
 Options: --rounds N (default 15), --no-widgets, --no-rope, --threads N (default 2).
 """

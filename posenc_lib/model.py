@@ -105,7 +105,8 @@ class TinyLM(nn.Module):
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
         T = idx.shape[1]
-        positions = torch.arange(T, device=idx.device) if positions is None else check_positions(positions, T, device=idx.device)
+        positions = (torch.arange(T, device=idx.device) if positions is None
+                     else check_positions(positions, T, device=idx.device))
         x = self.encoding.add_to_input(self.token_embedding(idx), positions)  # (B, T, D)
         for block in self.blocks:
             x = block(x, positions)

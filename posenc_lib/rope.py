@@ -283,7 +283,8 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
-    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
+    positions = (default_positions(x) if positions is None
+                 else check_positions(positions, x.shape[-2], device=x.device))
     dim = x.shape[-1]
     if inv_freq is None:
         inv_freq, _ = rope_inv_freq(dim, base=base, device=x.device)
@@ -398,8 +399,10 @@ class RotaryEmbedding(PositionalEncoding):
         for name, t in (("q", q), ("k", k)):
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
-        q_positions = default_positions(q) if q_positions is None else check_positions(q_positions, q.shape[-2], device=q.device)
-        k_positions = default_positions(k) if k_positions is None else check_positions(k_positions, k.shape[-2], device=k.device)
+        q_positions = (default_positions(q) if q_positions is None
+                       else check_positions(q_positions, q.shape[-2], device=q.device))
+        k_positions = (default_positions(k) if k_positions is None
+                       else check_positions(k_positions, k.shape[-2], device=k.device))
         return self._rotate_one(q, q_positions), self._rotate_one(k, k_positions)
 
     def extra_repr(self):

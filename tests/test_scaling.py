@@ -209,8 +209,9 @@ def test_yarn_and_llama3_keep_high_and_divide_low_frequencies():
     torch.testing.assert_close(yarn[slow], theta[slow] / factor)  # interpolated: divided by the factor
     assert ((yarn >= theta / factor - 1e-15) & (yarn <= theta + 1e-15)).all()
     assert af == pytest.approx(0.1 * math.log(factor) + 1)
-    llama3, _ = rope_inv_freq(dim, scaling={"rope_type": "llama3", "factor": factor, "original_max_position_embeddings": l0,
-                                            "low_freq_factor": 1.0, "high_freq_factor": 4.0})
+    llama3, _ = rope_inv_freq(dim, scaling={"rope_type": "llama3", "factor": factor,
+                                            "original_max_position_embeddings": l0, "low_freq_factor": 1.0,
+                                            "high_freq_factor": 4.0})
     short, long = wavelength < l0 / 4.0, wavelength > l0 / 1.0
     assert short.any() and long.any()
     torch.testing.assert_close(llama3[short], theta[short])
@@ -223,7 +224,7 @@ def test_default_rope_type_is_no_scaling():
     assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "llama3"}
 
 
-# ------------------------------------------------------------------ whole pipeline: RotaryEmbedding vs LlamaRotaryEmbedding
+# ------------------------------------------------------------------ whole pipeline: vs LlamaRotaryEmbedding
 @pytest.mark.parametrize("params,max_pos", [
     ({"rope_type": "linear", "factor": 4.0}, 4096),
     ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}, 4096),
