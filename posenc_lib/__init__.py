@@ -7,12 +7,14 @@ Conventions used throughout (each module's docstring has the details):
   * relative position = key position - query position (T5, Shaw); ALiBi bias = -slope * |i - j|.
   * angles in float64 (float32 where the device lacks it); results in the input's dtype and device.
 """
-from .absolute import LearnedEncoding, SinusoidalEncoding, layout_permutation, sinusoidal_frequencies, sinusoidal_table
+from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, sinusoidal_frequencies,
+                       sinusoidal_table)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention
 from .model import ENCODINGS, TinyLM, make_encoding
 from .relative import ShawRelativePosition, T5RelativeBias, relative_positions, t5_relative_bucket
-from .rope import RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope_matrix, rotate_half
+from .rope import (RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound, rope_matrix,
+                   rotate_half)
 from .scaling import ROPE_INIT_FUNCTIONS, ROPE_TYPES, rope_inv_freq
 
 __version__ = "0.1.0"
@@ -20,7 +22,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_INIT_FUNCTIONS",
     "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition", "SinusoidalEncoding", "T5RelativeBias", "TinyLM",
-    "alibi_bias", "alibi_slopes", "apply_rope", "attention", "layout_permutation", "make_encoding",
+    "alibi_bias", "alibi_slopes", "apply_rope", "attention", "layout_permutation", "make_encoding", "offset_matrix",
+    "rope_decay_bound",
     "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotate_half",
     "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket",
 ]

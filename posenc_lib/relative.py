@@ -76,7 +76,7 @@ class T5RelativeBias(PositionalEncoding):
         super().__init__()
         self.num_heads = _checks.positive_int("num_heads", num_heads)
         self.bidirectional, self.num_buckets, self.max_distance = bool(bidirectional), num_buckets, max_distance
-        t5_relative_bucket(torch.zeros(1, dtype=torch.long, device="meta"), bidirectional=bidirectional,
+        t5_relative_bucket(torch.zeros(1, dtype=torch.long), bidirectional=bidirectional,
                            num_buckets=num_buckets, max_distance=max_distance)  # validate the settings now
         self.relative_attention_bias = nn.Embedding(num_buckets, self.num_heads)
 
