@@ -47,6 +47,7 @@ FUNCTIONS = {
     "rotate_tiled": lambda d, t: P.rope.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
                                                torch.zeros(1500, 32, device=d)),
     "rope_matrix": lambda d, t: P.rope_matrix(3, 8, device=d, dtype=t),
+    "rope_decay_bound": lambda d, t: P.rope_decay_bound(torch.arange(5, device=d, dtype=t), 8),
     "RotaryEmbedding": lambda d, t: P.RotaryEmbedding(8)(_x(d, t), _x(d, t)),
     "RotaryEmbedding_batched": lambda d, t: P.RotaryEmbedding(8, layout="interleaved")(
         _x(d, t), _x(d, t), torch.arange(10, device=d).view(2, 5)),
@@ -74,7 +75,8 @@ for _kind in P.ENCODINGS:
         torch.zeros(2, 5, dtype=torch.long, device=d), torch.zeros(2, 5, dtype=torch.long, device=d)))(_kind)
 
 INTEGER_RESULTS = {"layout_permutation", "t5_relative_bucket", "relative_positions"}
-DTYPE_FREE = {"rope_inv_freq"} | {f"rope_inv_freq_{s['rope_type']}" for s in SCALINGS}  # documented float64
+# documented float64 (float32 on devices without it) whatever the input dtype
+DTYPE_FREE = {"rope_inv_freq", "rope_decay_bound"} | {f"rope_inv_freq_{s['rope_type']}" for s in SCALINGS}
 
 
 def _tensors(result):
