@@ -249,3 +249,26 @@ def test_fresh_short_run_reproduces_the_main_ordering(tmp_path):
     assert sin_rise > 0.3, sin_rise
     written = json.loads((tmp_path / E.EXTRAPOLATION_FILE).read_text())
     assert written["summary"] == s and written["provenance"]["config"]["steps"] == 300
+
+
+def test_method_position_loss_restores_the_encoding_and_matches_evaluate(corpus):
+    cfg = _tiny_cfg()
+    model = E.build_model("rope", cfg, 0).eval()
+    original = model.encoding
+    out = E.method_position_loss(model, corpus.valid, methods=("none", "linear"), multiple=2, windows=4, cfg=cfg)
+    assert model.encoding is original and all(b.attn.encoding is original for b in model.blocks)
+    assert set(out["curves"]) == {"none", "linear"} and out["curves"]["none"].shape == (32,)
+    ends = E.eval_ends(corpus.valid, cfg.train_len * max(cfg.eval_multiples), 4)
+    plain = E.evaluate(model, corpus.valid, context_len=32, score_len=16, ends=ends)
+    assert out["loss"]["none"] == pytest.approx(plain, abs=1e-6)
+    assert out["loss"]["linear"] != pytest.approx(plain, abs=1e-6)
+
+
+def test_encoding_summary_reads_hooks_parameters_and_rises(cached):
+    res, _ = cached
+    rows = {r["encoding"]: r for r in E.encoding_summary(res)}
+    assert rows["learned"]["parameters"] == 64 * 64 and rows["t5"]["parameters"] == 32 * 4
+    assert rows["rope"]["parameters"] == rows["alibi"]["parameters"] == rows["sinusoidal"]["parameters"] == 0
+    assert rows["shaw"]["measured"] is False and rows["shaw"]["hooks"] == ["score_bias", "value_bias"]
+    s = res["summary"]["alibi"]
+    assert rows["alibi"]["rise"]["4"] == pytest.approx(s["4"]["mean"] - s["1"]["mean"], abs=1e-4)

@@ -96,7 +96,8 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         i = multiples.index(int(multiple))
         out["rise"][enc] = None if np.isnan(mean[i]) else float(mean[i] - mean[0])
     ax_curve.axvline(L, color="k", lw=0.8, ls="--")
-    ax_curve.text(L, 0.02, " train length L", fontsize=7, transform=ax_curve.get_xaxis_transform())
+    ax_curve.text(L * 0.97, 0.03, "train length L", fontsize=7, rotation=90, ha="right", va="bottom",
+                  transform=ax_curve.get_xaxis_transform())
     ax_curve.axvline(int(multiple) * L, color="k", lw=0.8, ls=":")
     ax_curve.set_xscale("log", base=2)
     ax_curve.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
@@ -203,7 +204,8 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     i = np.arange(len(d["theta"]))
     color = METHOD_COLORS.get(method, "k")
     ax_wave.semilogy(i, d["wavelength"], "o-", color="#bbbbbb", ms=3, lw=1, label="plain RoPE")
-    ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=METHOD_LABELS[method])
+    if method != "none":
+        ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=METHOD_LABELS[method])
     ax_wave.axhline(original_max, color="k", ls="--", lw=0.8)
     ax_wave.axhline(d["long_len"], color="k", ls=":", lw=0.8)
     ax_wave.text(i[-1], original_max, f"L0={original_max}", fontsize=7, ha="right", va="bottom")
@@ -219,7 +221,8 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_ratio.plot(i, d["ratio"], "o-", color=color, ms=3, lw=1.4, label="θ'/θ")
     ax_ratio.axhline(1.0, color="#bbbbbb", lw=0.8)
     ax_ratio.axhline(1.0 / factor, color="k", ls=":", lw=0.8)
-    ax_ratio.text(0, 1.0 / factor, " 1/factor", fontsize=7, va="bottom")
+    ax_ratio.text(0, 1.0 / factor, " 1/factor: a shaded pair on or below stays in its trained angles", fontsize=7,
+                  va="bottom")
     unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
     if unseen.any():
         ax_ratio.axvspan(i[unseen][0] - 0.5, i[-1] + 0.5, color="#f3d7d7", lw=0, zorder=0)
@@ -343,6 +346,9 @@ def render_shift_invariance(ax, data: dict | None = None, floor: float = 1e-17):
         ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
     ax.axhline(1e-12, color="k", lw=0.6, ls=":")
     ax.text(shifts[0], 1e-12, " rounding level", fontsize=7, va="bottom")
+    zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
+    if zeros:
+        ax.text(shifts[0], floor * 4, " exactly 0 (overlapping): " + ", ".join(zeros), fontsize=7, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel("shift of the whole sequence (positions)", fontsize=8)
     ax.set_ylabel("max |scores(shift) - scores(0)|", fontsize=8)
