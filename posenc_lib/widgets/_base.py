@@ -14,6 +14,7 @@ import time
 import ipywidgets as widgets
 import matplotlib.ticker as mticker
 from matplotlib import rcParams
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 
@@ -90,6 +91,7 @@ class InteractiveFigure(widgets.VBox):
     def _new_figure(self):
         a = self._figure_args  # constrained layout would cost ~50 ms a redraw: renders place things themselves
         fig = Figure(figsize=a["figsize"], dpi=a["dpi"], layout=a["layout"])
+        FigureCanvasAgg(fig)  # one canvas for the figure's life: its renderer (and text-size cache) is reused
         return fig, (fig.subplots(1, a["ncols"]) if a["ncols"] > 1 else fig.subplots())
 
     def _axes_list(self, axes=None) -> list:
