@@ -101,7 +101,7 @@ class InteractiveFigure(widgets.VBox):
     @staticmethod
     def _png(fig) -> bytes:
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
+        fig.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})  # fast zlib: bigger bytes, less CPU
         return buffer.getvalue()
 
     def redraw(self):
