@@ -484,7 +484,7 @@ def _provenance(cfg: ExperimentConfig, workers: int, threads: int) -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     return {
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),  # when the run started
         "command": "python -m posenc_lib.experiments " + " ".join(sys.argv[1:]),
         "posenc_lib_version": __version__, "git_commit": commit, "torch_version": torch.__version__,
         "python_version": platform.python_version(), "platform": platform.platform(),
@@ -518,6 +518,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus()  # fail early (and clearly) if the stdlib files are missing
+    provenance = _provenance(cfg, workers, threads)  # the commit and date of the code that runs, taken now
     start_wall = time.perf_counter()
     jobs = [(enc, seed) for seed in cfg.seeds for enc in cfg.encodings]
     ft_methods = ("linear", "none")
@@ -533,7 +534,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
                 "characters, the windows ending at the same places for every multiple (null: the encoding has no "
                 "value at that length, i.e. a learned table past max_len). per_position_loss: mean loss at each "
                 "position of the longest window (learned: of a train_len window)."),
-            "provenance": _provenance(cfg, workers, threads), "corpus": corpus.info, "runs": runs,
+            "provenance": dict(provenance), "corpus": corpus.info, "runs": runs,
             "summary": summarize(runs, cfg.eval_multiples),
         }
         extension_result = None
@@ -549,7 +550,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
                     "then fine-tuned for finetune_steps at finetune_multiple * train_len with position interpolation "
                     "('linear', factor = finetune_multiple) and, as a control, with plain RoPE ('none'), and "
                     "evaluated with the scaling they were fine-tuned with ('finetuned')."),
-                "provenance": _provenance(cfg, workers, threads), "corpus": corpus.info,
+                "provenance": dict(provenance), "corpus": corpus.info,
                 "baseline_from": EXTRAPOLATION_FILE, "no_finetune": evals, "finetuned": fts,
             }
             if 0 in states and out_dir is not None:
@@ -569,6 +570,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
         if result is None:
             continue
         result["provenance"]["timing_whole_command"] = timing
+        result["provenance"]["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         if out_dir is not None:
             (out_dir / name).write_text(json.dumps(result, indent=1) + "\n")
     return {"extrapolation": extrapolation, "context_extension": extension_result}
