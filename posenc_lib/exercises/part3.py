@@ -28,6 +28,13 @@ __all__ = [
 ]
 
 
+def _diagnose(value: float, candidates, prefix: str, fallback: str, **tolerance):
+    """Raise ExerciseError: prefix + the message of the first (wrong value, message) candidate that
+    `value` matches (math.isclose with `tolerance`), or prefix + fallback when none does."""
+    hint = next((hint for wrong, hint in candidates if math.isclose(value, wrong, **tolerance)), None)
+    raise ExerciseError(f"{prefix}: {hint or fallback}")
+
+
 # ------------------------------------------------------------------------------------ 07_extrapolation
 
 
@@ -54,10 +61,8 @@ def check_last_positions_loss(last_positions_loss) -> None:
         (float(nll[:, -L - 1:-1].mean()), "off by one: nll[:, -L:] is the last L positions, you skipped the very last"),
         (float(nll[0, -L:].mean()), "you used only the first window; average over every window"),
     ]
-    for value, hint in hints:
-        if math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
-            raise ExerciseError(f"got {got:.4f}, expected {right:.4f}: {hint}")
-    raise ExerciseError(f"got {got:.4f}, expected {right:.4f}: nll[:, -L:].mean() is the mean over the last L positions")
+    _diagnose(got, hints, f"got {got:.4f}, expected {right:.4f}",
+              "nll[:, -L:].mean() is the mean over the last L positions", rel_tol=1e-9, abs_tol=1e-9)
 
 
 def _fake_results() -> dict:
@@ -105,11 +110,8 @@ def check_rise(rise) -> None:
                      (mean_m / mean_l, "that is a ratio; the rise is the difference of the two losses (in nats/char)"),
                      (runs[0][str(multiple)] - runs[0]["1"], "that is seed 0 only; average over every seed first"),
                      (mean_m, f"that is the loss at {multiple}L itself; subtract the loss at L")]
-            for wrong, hint in hints:
-                if math.isclose(value, wrong, abs_tol=1e-9):
-                    raise ExerciseError(f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}: {hint}")
-            raise ExerciseError(f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f} "
-                                f"(mean over seeds at {multiple}L minus mean over seeds at L)")
+            _diagnose(value, hints, f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}",
+                      f"the mean over seeds at {multiple}L minus the mean over seeds at L", abs_tol=1e-9)
     _ok("rise = mean loss at mL minus mean loss at L, None where an encoding has no value")
 
 
@@ -163,11 +165,9 @@ def check_ntk_base(ntk_base) -> None:
             (base * factor ** ((dim - 2) / dim), "exponent upside down: (d-2)/d should be d/(d-2)"),
             (base * factor ** 2, "factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for base'"),
         ]
-        for wrong, hint in hints:
-            if math.isclose(got, wrong, rel_tol=1e-9):
-                raise ExerciseError(f"ntk_base({base:g}, {factor:g}, {dim}) = {got:.6g}: {hint}")
-        raise ExerciseError(f"ntk_base({base:g}, {factor:g}, {dim}) = {got:.6g}, expected {right:.6g}; the lowest "
-                            f"frequency becomes {lowest(got):.3g} instead of {lowest(base) / factor:.3g}")
+        _diagnose(got, hints, f"ntk_base({base:g}, {factor:g}, {dim}) = {got:.6g}",
+                  f"expected {right:.6g}; the lowest frequency becomes {lowest(got):.3g} instead of "
+                  f"{lowest(base) / factor:.3g}", rel_tol=1e-9)
     _ok("base' = base * factor^(d/(d-2)): the lowest frequency is interpolated by the factor, the highest barely moves")
 
 

@@ -22,7 +22,7 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
         "multiple": widgets.SelectionSlider(options=[(f"{m}L = {m * L}", m) for m in multiples],
                                             value=4 if 4 in multiples else multiples[-1], description="length"),
     }
-    return InteractiveFigure(plots.render_extrapolation, controls, figsize=(9.0, 3.3), ncols=2, dpi=72,
+    return InteractiveFigure(plots.render_extrapolation, controls, figsize=(8.4, 3.1), ncols=2, dpi=72,
                              extra={"results": results}, title="train short, test long (cached results in data/)")
 
 
@@ -34,7 +34,7 @@ def rope_scaling_explorer() -> InteractiveFigure:
         "factor": widgets.FloatLogSlider(value=4.0, base=2, min=0, max=5, step=0.5, description="factor"),
         "dim": widgets.Dropdown(options=[16, 64, 128], value=16, description="head dim"),
     }
-    return InteractiveFigure(plots.render_rope_scaling, controls, figsize=(9.0, 3.1), ncols=2, dpi=72,
+    return InteractiveFigure(plots.render_rope_scaling, controls, figsize=(8.4, 3.0), ncols=2, dpi=72,
                              title="RoPE frequencies under each context-extension method (L0 = 64)")
 
 
@@ -47,7 +47,7 @@ def extension_explorer(extension: dict | None = None) -> InteractiveFigure:
                                       value="all", description="method"),
         "show_finetuned": widgets.Checkbox(value=True, description="fine-tuned runs"),
     }
-    return InteractiveFigure(plots.render_extension, controls, figsize=(6.4, 3.4), dpi=72,
+    return InteractiveFigure(plots.render_extension, controls, figsize=(6.2, 3.2), dpi=72,
                              extra={"extension": extension}, title="context extension of the RoPE model (cached)")
 
 
