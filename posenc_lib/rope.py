@@ -30,12 +30,11 @@ from .attention import PositionalEncoding, check_positions, default_positions
 from .scaling import rope_inv_freq
 
 LAYOUTS = ("half", "interleaved")
-# Per-op tile size on the CPU (`rotate`, `rope_cos_sin`): torch runs an elementwise op on FEWER
+# Per-op tile size on the CPU (`rotate`): torch runs an elementwise op on FEWER
 # elements than its grain size (at::internal::GRAIN_SIZE = 32768) inline in the calling thread,
 # without an OpenMP region (whose barrier stalls when a busy machine deschedules one of its
 # threads), and a tile of that size with its temporaries (< 1 MB) stays in the core's L2 cache.
 _TILE_ELEMENTS = 32767
-_TRIG_TILE_ELEMENTS = 2047  # cos/sin (vectorised math) go parallel from 2048 elements on
 _POOL = None  # (pid, workers, ThreadPoolExecutor), made on first use
 _POOL_PREFIX = "posenc-rope"
 _POOL_LOCK = threading.Lock()
@@ -134,33 +133,11 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_f
     computed in float64 (float32 on devices without it) and rounded once to `dtype`; a is the
     attention factor (YaRN; 1 otherwise). Pair i of a vector at position m is turned by these.
     """
-    work = _checks.angle_dtype(positions.device)
-    inv = inv_freq.to(device=positions.device, dtype=work)
-    h = inv.shape[-1]
-    grad = torch.is_grad_enabled() and inv_freq.requires_grad
-    if positions.device.type != "cpu" or positions.numel() * h <= _TRIG_TILE_ELEMENTS or grad or _tracing():
-        angles = positions.to(work)[..., None] * inv
-        cos, sin = angles.cos(), angles.sin()
-        if attention_factor != 1.0:
-            cos, sin = cos * attention_factor, sin * attention_factor
-        return cos.to(dtype), sin.to(dtype)
-    flat = positions.reshape(-1)
-    cos = torch.empty((flat.numel(), h), dtype=dtype, device=positions.device)
-    sin = torch.empty((flat.numel(), h), dtype=dtype, device=positions.device)
-    step = max(1, _TRIG_TILE_ELEMENTS // h)
-
-    def work_on(chunks):
-        for a, b in chunks:
-            angles = flat[a:b].to(work)[:, None] * inv
-            c, s = angles.cos(), angles.sin()
-            if attention_factor != 1.0:
-                c.mul_(attention_factor)
-                s.mul_(attention_factor)
-            cos[a:b].copy_(c)
-            sin[a:b].copy_(s)
-
-    _run_parallel(work_on, [(a, min(flat.numel(), a + step)) for a in range(0, flat.numel(), step)])
-    return cos.view(*positions.shape, h), sin.view(*positions.shape, h)
+    angles = rope_angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
+    cos, sin = angles.cos(), angles.sin()
+    if attention_factor != 1.0:
+        cos, sin = cos * attention_factor, sin * attention_factor
+    return cos.to(dtype), sin.to(dtype)
 
 
 def _as_groups(t: torch.Tensor, x: torch.Tensor):

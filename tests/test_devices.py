@@ -42,7 +42,7 @@ FUNCTIONS = {
     "apply_rope_inv_freq": lambda d, t: P.apply_rope(_x(d, t), inv_freq=P.rope_inv_freq(8, device=d)[0]),
     "rope_complex": lambda d, t: P.rope_complex(_x(d, t)),
     "rope_cos_sin": lambda d, t: P.rope_cos_sin(torch.arange(5, device=d), P.rope_inv_freq(8, device=d)[0], dtype=t),
-    "rope_cos_sin_tiled": lambda d, t: P.rope_cos_sin(torch.arange(3000, device=d).view(2, 1500),
+    "rope_cos_sin_batched": lambda d, t: P.rope_cos_sin(torch.arange(3000, device=d).view(2, 1500),
                                                       P.rope_inv_freq(64, device=d)[0], dtype=t),
     "rotate_tiled": lambda d, t: P.rope.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
                                                torch.zeros(1500, 32, device=d)),

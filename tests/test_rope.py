@@ -280,12 +280,12 @@ def test_thread_pool_is_remade_after_fork():
 def test_cos_sin_tables_match_the_formula():
     positions = torch.cat((torch.arange(3000), torch.tensor([65_536, 1_000_000, 4_000_001])))
     inv = rope_mod.rope_inv_freq(128)[0]
-    cos, sin = rope_mod.rope_cos_sin(positions, inv, attention_factor=1.25)  # large: computed in tiles
+    cos, sin = rope_mod.rope_cos_sin(positions, inv, attention_factor=1.25)  # long positions too
     angles = positions.double()[:, None] * torch.tensor(ref_frequencies(128, 1e4), dtype=torch.float64)
     assert cos.dtype == torch.float32 and cos.shape == (3003, 64)
     torch.testing.assert_close(cos.double(), 1.25 * angles.cos(), atol=2e-7, rtol=0)
     torch.testing.assert_close(sin.double(), 1.25 * angles.sin(), atol=2e-7, rtol=0)
-    small_cos, _ = rope_mod.rope_cos_sin(positions[:100], inv, attention_factor=1.25)  # one piece
+    small_cos, _ = rope_mod.rope_cos_sin(positions[:100], inv, attention_factor=1.25)  # a prefix gives the same rows
     torch.testing.assert_close(small_cos, cos[:100], atol=1.2e-7, rtol=0)
     batched, _ = rope_mod.rope_cos_sin(positions[:3000].view(3, 1000), inv, dtype=torch.float64)
     torch.testing.assert_close(batched, angles[:3000].cos().view(3, 1000, 64), atol=1e-12, rtol=0)
