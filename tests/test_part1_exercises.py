@@ -10,15 +10,8 @@ from posenc_lib.exercises import ExerciseError
 from posenc_lib.exercises import part1 as ex
 
 
-def test_solutions_and_checks_cover_the_same_exercises():
-    assert set(ex.SOLUTIONS) == set(ex.CHECKS)
-    assert len(ex.SOLUTIONS) >= 8  # 2-4 exercises for each of the four notebooks
-
-
-@pytest.mark.parametrize("name", sorted(ex.SOLUTIONS))
-def test_reference_solution_passes(name, capsys):
-    ex.CHECKS[name](ex.SOLUTIONS[name])
-    assert capsys.readouterr().out.startswith("✓")
+def test_every_notebook_has_exercises():
+    assert len(ex.SOLUTIONS) >= 8  # 2-4 exercises for each of the four notebooks (solutions: test_exercises.py)
 
 
 def _rejects(check, answer, *fragments):

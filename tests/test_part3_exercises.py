@@ -12,12 +12,6 @@ from posenc_lib.exercises import ExerciseError
 from posenc_lib.exercises import part3 as X
 
 
-@pytest.mark.parametrize("name", [n for n in X.SOLUTIONS if n != "quiz"])
-def test_solutions_pass(name, capsys):
-    X.CHECKS[name](X.SOLUTIONS[name])
-    assert capsys.readouterr().out.startswith("✓")
-
-
 def _fails_with(check, answer, *fragments):
     with pytest.raises(ExerciseError) as err:
         check(answer)

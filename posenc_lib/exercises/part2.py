@@ -18,7 +18,7 @@ from ..learned_demo import position_similarity
 from ..relative import t5_relative_bucket
 from ..rope import apply_rope, rotate_half, rotate_every_two
 from ._errors import ExerciseError
-from .part1 import attempt  # shared: the hint names the checker's module (part2 here)
+from .part1 import _ok, attempt  # shared: one success mark (✓) in every part; attempt's hint names part2
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup", "check_relative_positions",
            "check_t5_bucket", "check_alibi_slopes", "check_rotate_half", "check_rope_half", "check_unpermute_qk_rows"]
@@ -47,10 +47,6 @@ def _as_tensor(value, what: str) -> torch.Tensor:
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
     return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol)
-
-
-def _ok(message: str) -> None:
-    print(f"Correct: {message}")
 
 
 # ------------------------------------------------------------------------------------------ 04

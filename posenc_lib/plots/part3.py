@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Polygon
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 import torch
@@ -48,6 +50,16 @@ def _tidy(ax, nbins: int = 5):
     if ax.get_yscale() == "linear":
         ax.locator_params(axis="y", nbins=nbins)
     ax.minorticks_off()
+
+
+def _band(ax, x, low, high, *, color, alpha: float) -> None:
+    """Shade low..high over x: fill_between's look, drawn as one polygon (fill_between costs ~4 ms each)."""
+    x, low, high = (np.asarray(v, dtype=float) for v in (x, low, high))
+    if np.isnan(low).any() or np.isnan(high).any():  # gaps: fill_between knows how to leave them out
+        ax.fill_between(x, low, high, color=color, alpha=alpha, lw=0)
+        return
+    outline = np.column_stack((np.concatenate((x, x[::-1])), np.concatenate((high, low[::-1]))))
+    ax.add_patch(Polygon(outline, closed=True, facecolor=color, edgecolor="none", alpha=alpha, lw=0))
 
 
 def _seed_stats(results: dict, encoding: str, multiples) -> tuple:
@@ -91,7 +103,7 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         alpha = 1.0 if strong else 0.15
         ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4, label=enc)
         if not np.isnan(mean[1:]).all():  # a learned table: one point, nothing to shade
-            ax_curve.fill_between(lengths, low, high, color=color, alpha=0.2 * alpha, lw=0)
+            _band(ax_curve, lengths, low, high, color=color, alpha=0.2 * alpha)
         i = multiples.index(int(multiple))
         out["rise"][enc] = None if np.isnan(mean[i]) else float(mean[i] - mean[0])
     ax_curve.axvline(L, color="k", lw=0.8, ls="--")
@@ -107,14 +119,14 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
                        "colours as on the right)", fontsize=9, y=1.0)
     _tidy(ax_curve)
     order = sorted(encodings, key=lambda e: (out["rise"][e] is None, out["rise"][e] or 0.0))
+    rises = [out["rise"][enc] or 0.0 for enc in order]  # a learned table (None) gets an empty bar
+    faded = [to_rgba(ENCODING_COLORS.get(enc, "k"), 1.0 if encoding in ("all", enc) else 0.3) for enc in order]
+    ax_bar.barh(range(len(order)), rises, color=faded)  # one call for all bars: each barh call costs ~2 ms
     for y, enc in enumerate(order):
         rise = out["rise"][enc]
-        color = ENCODING_COLORS.get(enc, "k")
         if rise is None:
-            ax_bar.barh(y, 0, color=color)
-            ax_bar.text(0, y, " n/a (no value past L)", va="center", fontsize=7, color=color)
+            ax_bar.text(0, y, " n/a (no value past L)", va="center", fontsize=7, color=ENCODING_COLORS.get(enc, "k"))
         else:
-            ax_bar.barh(y, rise, color=color, alpha=1.0 if encoding in ("all", enc) else 0.3)
             ax_bar.text(rise, y, f" {rise:+.2f}", va="center", fontsize=7)
     _tidy(ax_bar)
     ax_bar.set_yticks(range(len(order)), order, fontsize=7)
@@ -260,7 +272,7 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
         alpha = 1.0 if highlight in ("all", method) else 0.15
         color = METHOD_COLORS.get(method, "k")
         ax.plot(lengths, mean, "o-", color=color, alpha=alpha, ms=4, lw=1.4, label=METHOD_LABELS[method])
-        ax.fill_between(lengths, values.min(0), values.max(0), color=color, alpha=0.2 * alpha, lw=0)
+        _band(ax, lengths, values.min(0), values.max(0), color=color, alpha=0.2 * alpha)
     if show_finetuned:
         for ft in extension["finetuned"]:
             label = f"{METHOD_LABELS[ft['method']]}, fine-tuned {cfg['finetune_steps']} steps at {ft['finetune_len']}"

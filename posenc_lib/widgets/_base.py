@@ -95,8 +95,8 @@ class InteractiveFigure(widgets.VBox):
         FigureCanvasAgg(fig)  # one canvas for the figure's life: its renderer (and text-size cache) is reused
         return fig, (fig.subplots(1, a["ncols"]) if a["ncols"] > 1 else fig.subplots())
 
-    def _axes_list(self, axes=None) -> list:
-        axes = self.axes if axes is None else axes
+    def _axes_list(self) -> list:
+        axes = self.axes
         return list(getattr(axes, "flat", axes if isinstance(axes, (list, tuple)) else [axes]))
 
     @staticmethod
