@@ -59,7 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python -m posenc_lib.bench
 
 refresh: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 --ExecutePreprocessor.record_timing=False notebooks/[0-9][0-9]_*.ipynb
 	$(BIN)/python tests/strip_widget_state.py notebooks/[0-9][0-9]_*.ipynb
 
 experiments: $(STAMP)

@@ -1,4 +1,5 @@
-"""Make stored notebooks safe to open: drop saved widget state and widget-view outputs.
+"""Make stored notebooks safe to open: drop saved widget state and widget-view outputs, and the
+per-cell execution timestamps (they change on every run and would hide the real changes in a diff).
 
 A stored widget view whose state is not saved shows "model not found" in JupyterLab; without the
 view, the learner sees the static figure above it and re-runs the cell to get live sliders.
@@ -15,6 +16,7 @@ def strip(path: str) -> bool:
         nb = json.load(f)
     changed = nb.get("metadata", {}).pop("widgets", None) is not None
     for cell in nb["cells"]:
+        changed |= cell.get("metadata", {}).pop("execution", None) is not None
         outputs = cell.get("outputs")
         if not outputs:
             continue
@@ -32,4 +34,4 @@ def strip(path: str) -> bool:
 if __name__ == "__main__":
     for p in sys.argv[1:]:
         if strip(p):
-            print(f"stripped widget state from {p}")
+            print(f"stripped widget state / timestamps from {p}")

@@ -105,3 +105,28 @@ def test_readme_starts_with_the_two_commands():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^\s*make test\b", ci, re.M)
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_notebook_is_executed_and_clean(path):
+    """What GitHub and a fresh JupyterLab show: every code cell run in order, no tracebacks, static
+    figures present, and nothing that would break or churn (widget state, execution timestamps)."""
+    import json
+
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert "widgets" not in nb.get("metadata", {}), "saved widget state: run `make refresh`"
+    code = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
+    counts = [cell.get("execution_count") for cell in code]
+    assert None not in counts and counts == sorted(counts), f"not executed top to bottom: {counts}"
+    images = 0
+    for cell in code:
+        assert "execution" not in cell.get("metadata", {}), "execution timestamps: run `make refresh`"
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", f"stored traceback: {output.get('ename')}"
+            data = output.get("data", {})
+            assert "application/vnd.jupyter.widget-view+json" not in data, "stored widget view: run `make refresh`"
+            images += "image/png" in data
+    assert images >= 1, "no static figure stored"
