@@ -6,7 +6,9 @@
      - the eager rotate-half form `x * cos + rotate_half(x) * sin` with cos/sin precomputed, and
      - `x.clone()` (one read and one write of the tensor: the memory-bound floor).
    The candidates are timed round-robin in one run (one call of each per round), so a busy machine
-   slows them alike; the medians give the ratios. Goals: eager / ours >= 3 and clone / ours >= 0.6.
+   slows them alike; the medians give the ratios (the verdict). Goals: eager / ours >= 3 and clone / ours
+   >= 0.6. The quartiles of the ratio within each round are printed too: their spread shows how much
+   the machine's speed moved during the run.
    The results must be identical (torch.equal) to the eager form.
 2. Every interactive figure in posenc_lib.widgets.BUILDERS: its first control (the first one that
    has another valid value here) is moved to other valid values a few times, and the median redraw
@@ -72,10 +74,16 @@ def bench_rope(device="cpu", *, shape=(4, 16, 2048, 128), rounds: int = 15, seed
                 _sync(device)
                 times[name].append(time.perf_counter() - start)
     median = {name: statistics.median(values) for name, values in times.items()}
+
+    def paired(baseline, name):  # the ratio within each round, then its quartiles: how much the machine moved
+        return statistics.quantiles([b / t for b, t in zip(times[baseline], times[name])], n=4)
+
     return {
         "device": str(device), "shape": tuple(shape), "rounds": rounds, "median_s": median, "identical": identical,
         "eager_ratio": {name: median["eager"] / median[name] for name in ("apply_rope", "rope.rotate")},
         "copy_ratio": {name: median["clone"] / median[name] for name in ("apply_rope", "rope.rotate")},
+        "round_quartiles": {name: {"eager": paired("eager", name), "clone": paired("clone", name)}
+                            for name in ("apply_rope", "rope.rotate")},
     }
 
 
@@ -95,6 +103,9 @@ def print_rope(result: dict) -> bool:
         print(f"  {name:12s} eager/ours = {eager:5.2f} (goal >= {EAGER_GOAL}: {_verdict(eager >= EAGER_GOAL)})   "
               f"clone/ours = {copy:4.2f} (goal >= {COPY_GOAL}: {_verdict(copy >= COPY_GOAL)})   "
               f"identical to eager: {'yes' if same else 'NO'}")
+    for name, q in result["round_quartiles"].items():
+        print(f"  {name:12s} per-round ratios, quartiles: eager/ours {q['eager'][0]:.2f} {q['eager'][1]:.2f} "
+              f"{q['eager'][2]:.2f}   clone/ours {q['clone'][0]:.2f} {q['clone'][1]:.2f} {q['clone'][2]:.2f}")
     return ok
 
 
