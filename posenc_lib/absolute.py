@@ -5,8 +5,9 @@ Sinusoidal (Vaswani et al. 2017), with i = 0 .. dim/2 - 1 the pair index:
     omega_i      = base ** (-2i / dim)              (wavelength 2*pi / omega_i: 2*pi ... 2*pi*base)
     PE[pos, 2i]   = sin(pos * omega_i)               layout="interleaved"  (the paper, DistilBERT)
     PE[pos, 2i+1] = cos(pos * omega_i)
-    PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="concat" (tensor2tensor, fairseq
-                                                                 -- fairseq also divides by dim/2 - 1)
+    PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="concat" (Transformer-XL; tensor2tensor
+                                                                 and fairseq concatenate too, but divide the
+                                                                 exponent by dim/2 - 1: a different table)
 
 The two layouts hold the same numbers; column j of one is column perm[j] of the other
 (`layout_permutation`). Angles are computed in float64 (float32 where the device has no float64).
@@ -44,7 +45,7 @@ def sinusoidal_table(num_positions: int, dim: int, *, base: float = 10000.0, lay
 
     With omega_i = base ** (-2i/dim) (`sinusoidal_frequencies`), i = 0 .. dim/2 - 1:
         layout="interleaved" (the paper, DistilBERT):  PE[pos, 2i] = sin(pos*omega_i), PE[pos, 2i+1] = cos(pos*omega_i)
-        layout="concat" (tensor2tensor, fairseq):       PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
+        layout="concat" (Transformer-XL):               PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
     The two hold the same numbers, columns permuted by `layout_permutation`. dim must be even.
     Angles are computed in float64 (float32 on devices without it); the result is float32 unless
     `dtype` is given, on `device` (default CPU).

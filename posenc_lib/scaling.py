@@ -7,8 +7,8 @@
 looked up in one registry, with the parameter names users already know:
 
     linear   PI (Chen et al. 2023): every theta_i / factor  (positions squeezed into the trained range)
-    ntk      NTK-aware, static (bloc97): base' = base * factor ** (dim / (dim - 2)) -- high frequencies
-             barely move, the lowest is divided by ~factor
+    ntk      NTK-aware, static (bloc97): base' = base * factor ** (dim / (dim - 2)) -- the highest
+             frequency is kept, the lowest is divided by exactly factor, geometric in between
     dynamic  dynamic NTK (emozilla, as in HF): the ntk base with factor' = factor*L/L0 - (factor-1),
              L = max(seq_len, L0), L0 = original_max_position_embeddings; equal to default for L <= L0
     yarn     YaRN (Peng et al. 2023): per-frequency ramp between interpolation (theta/factor) and

@@ -210,12 +210,13 @@ MISTAKES = ("concat", "swapped", "exponent_per_column", "exponent_i", "multiply"
 def mistaken_table(kind: str, num_positions: int, dim: int, base: float = 10000.0) -> torch.Tensor:
     """A sinusoidal table (float64) made with one typical mistake, for figures and for diagnosing answers:
 
-    "concat"               [sin | cos] columns (tensor2tensor/fairseq) instead of interleaved
+    "concat"               [sin | cos] columns (Transformer-XL) instead of interleaved
     "swapped"              cos in the even columns, sin in the odd ones
     "exponent_per_column"  column j uses base**(-j/dim): the cos of a pair gets a different frequency than its sin
     "exponent_i"           pair i uses base**(-i/dim) (i where the formula has 2i)
     "multiply"             pos * base**(2i/dim): multiplied where the formula divides
-    "fairseq"              base**(-i/(dim/2 - 1)) (fairseq's denominator), interleaved; "fairseq_concat": concat
+    "fairseq"              base**(-i/(dim/2 - 1)) (tensor2tensor's and fairseq's denominator), interleaved;
+                           "fairseq_concat": that exponent with the [sin | cos] columns, as those libraries do
     "from_one"             positions 1 .. n instead of 0 .. n-1
     """
     if kind not in MISTAKES:
@@ -240,7 +241,7 @@ def mistaken_table(kind: str, num_positions: int, dim: int, base: float = 10000.
 
 
 _TABLE_HINTS = {
-    "concat": "your table is the concatenated layout [sin | cos] (tensor2tensor, fairseq, many blog heatmaps); the "
+    "concat": "your table is the concatenated layout [sin | cos] (Transformer-XL, many blog heatmaps); the "
               "paper interleaves: sin in column 2i, cos in column 2i+1. Same numbers, columns permuted by "
               "layout_permutation(dim)",
     "swapped": "sin and cos are swapped: the paper puts sin in the even columns 2i and cos in the odd columns 2i+1",
@@ -248,8 +249,8 @@ _TABLE_HINTS = {
                            "2*floor(j/2)/dim, so the sin and the cos of a pair share one frequency",
     "exponent_i": "wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
     "multiply": "you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
-    "fairseq": "that is fairseq's variant: it divides the exponent by dim/2 - 1 instead of using 2i/dim",
-    "fairseq_concat": "that is fairseq's table: [sin | cos] layout and the exponent divided by dim/2 - 1; the paper "
+    "fairseq": "that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
+    "fairseq_concat": "that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided by dim/2 - 1; the paper "
                       "interleaves and uses 2i/dim",
     "from_one": "positions start at 0, not 1: row 0 must be [0, 1, 0, 1, ...]",
 }

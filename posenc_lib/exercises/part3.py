@@ -202,7 +202,7 @@ def check_rope_complex(rope_by_complex) -> None:
                                 "permutation of dims and must not be mixed")
         if _same(got, clockwise, 1e-9):
             raise ExerciseError("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}; with the "
-                                "sign flipped the score depends on n - m instead of m - n")
+                                "sign flipped the relative angle is reversed: a key k positions back scores as if it were k ahead")
         if _same(got, wrong_exp, 1e-9):
             raise ExerciseError("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)")
         raise ExerciseError(f"at m={m} the result differs from the reference by up to "

@@ -285,7 +285,7 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
     ax.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
     ax.set_xlabel("evaluation window (characters)", fontsize=8)
     ax.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
-    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L)", fontsize=9, y=1.0)
+    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2)", fontsize=9, y=1.0)
     ax.legend(fontsize=6.5, ncol=2, loc="upper left")
     _tidy(ax)
     return out
