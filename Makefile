@@ -10,6 +10,8 @@ PORT   ?= 8888
 # torch is pinned on this path: an unpinned torch would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 PYTEST_FLAGS ?=
+# JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
 .PHONY: help install lab test test-unit test-notebooks test-ui bench refresh experiments clean
 
@@ -31,8 +33,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	@echo "Starting JupyterLab on http://127.0.0.1:$(PORT)/lab (Ctrl-C to stop; PORT=... to change)"
-	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks
+	@echo "Starting JupyterLab on port $(PORT): open the http://127.0.0.1:$(PORT)/lab?token=... address it prints below (Ctrl-C to stop; PORT=... to change)"
+	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
 test: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)

@@ -95,6 +95,21 @@ def test_make_test_runs_units_and_notebooks_under_nbval():
     assert "torch==2.13.0" in dry.stdout  # -W pretends pyproject changed, so the install recipe is shown too
 
 
+def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
+    import os
+
+    try:
+        dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", "lab", "PORT=8123"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("make is not installed")
+    assert dry.returncode == 0, dry.stderr
+    command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
+    assert "--no-browser" in command and "--port=8123" in command and "root_dir=notebooks" in command
+    # JupyterLab exits at once as root (containers, CI) without --allow-root; a normal user does not need it
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
+
+
 def test_readme_starts_with_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "make lab" in readme and "make test" in readme
