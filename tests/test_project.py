@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 try:
@@ -55,7 +56,7 @@ def _conda_requirements() -> dict:
         name, spec = match.group(1), match.group(2).replace(" ", "")
         if name in NOT_PACKAGES:
             continue
-        out[_norm(CONDA_TO_PIP.get(name, name))] = spec
+        out[_norm(CONDA_TO_PIP.get(name, name))] = str(SpecifierSet(spec))  # ">=a,<b" in any order
     return out
 
 

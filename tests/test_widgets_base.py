@@ -48,3 +48,17 @@ def test_redraw_matches_a_fresh_figure(name):
             assert fig.redraw_count == before + 1, f"{name}: {control_name} did not redraw"
             assert np.array_equal(pixels(fig.image.value), pixels(fig.fresh_png())), (
                 f"{name}: the redraw after {control_name}={value!r} differs from a fresh figure")
+
+
+def test_redraw_ms_is_the_median_of_its_redraws(monkeypatch):
+    fig = W.BUILDERS["rope_decay"]()
+    before = fig.redraw_count
+    seconds = iter([0.30, 0.02, 0.01])  # one slow outlier; median 0.02 (not the mean, not the last)
+
+    def timed_redraw():
+        fig.redraw_count += 1
+        fig.last_redraw_seconds = next(seconds)
+
+    monkeypatch.setattr(fig, "redraw", timed_redraw)
+    assert fig.redraw_ms(3) == pytest.approx(20.0)
+    assert fig.redraw_count == before + 3

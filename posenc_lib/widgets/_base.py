@@ -9,6 +9,7 @@ PNG. The axes are reset (`reset_axes`), not rebuilt, which keeps redraws fast. T
 from __future__ import annotations
 
 import io
+import statistics
 import time
 
 import ipywidgets as widgets
@@ -121,6 +122,14 @@ class InteractiveFigure(widgets.VBox):
         self.redraw_count += 1
         self.last_redraw_seconds = time.perf_counter() - start
         return self.last_result
+
+    def redraw_ms(self, repeats: int = 3) -> float:
+        """Redraw `repeats` times at the current settings; the median time in ms (one redraw is a noisy number)."""
+        times = []
+        for _ in range(max(1, int(repeats))):
+            self.redraw()
+            times.append(self.last_redraw_seconds)
+        return 1e3 * statistics.median(times)
 
     def fresh_png(self) -> bytes:
         """The current settings drawn on a brand-new figure (what redraw() must reproduce exactly)."""
