@@ -1,5 +1,6 @@
 """The project skeleton: the two install routes name the same packages, torch is pinned where the
 README says, and the README's two commands exist."""
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -84,27 +85,26 @@ def test_makefile_pins_torch_on_the_install_path():
     assert Version(pin.group(1)) in torch_range.specifier  # the pin satisfies the declared range
 
 
-def test_make_test_runs_units_and_notebooks_under_nbval():
+def _make_dry_run(*args) -> subprocess.CompletedProcess:
+    """`make -n` (print, do not run) as if pyproject.toml had changed, so the install recipe shows too."""
     try:
-        dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", "test"], cwd=ROOT, capture_output=True, text=True,
+        dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", *args], cwd=ROOT, capture_output=True, text=True,
                              timeout=60)
     except FileNotFoundError:
         pytest.skip("make is not installed")
     assert dry.returncode == 0, dry.stderr
+    return dry
+
+
+def test_make_test_runs_units_and_notebooks_under_nbval():
+    dry = _make_dry_run("test")
     assert re.search(r"pytest tests notebooks --nbval-lax --nbval-current-env", dry.stdout)
     assert "MPLBACKEND=Agg" in dry.stdout
-    assert "torch==2.13.0" in dry.stdout  # -W pretends pyproject changed, so the install recipe is shown too
+    assert "torch==2.13.0" in dry.stdout  # the install recipe carries the pin
 
 
 def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
-    import os
-
-    try:
-        dry = subprocess.run(["make", "-n", "-W", "pyproject.toml", "lab", "PORT=8123"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        pytest.skip("make is not installed")
-    assert dry.returncode == 0, dry.stderr
+    dry = _make_dry_run("lab", "PORT=8123")
     command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
     assert "--no-browser" in command and "--port=8123" in command and "root_dir=notebooks" in command
     # JupyterLab exits at once as root (containers, CI) without --allow-root; a normal user does not need it

@@ -250,8 +250,8 @@ _TABLE_HINTS = {
     "exponent_i": "wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
     "multiply": "you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
     "fairseq": "that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
-    "fairseq_concat": "that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided by dim/2 - 1; the paper "
-                      "interleaves and uses 2i/dim",
+    "fairseq_concat": "that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
+                      "by dim/2 - 1; the paper interleaves and uses 2i/dim",
     "from_one": "positions start at 0, not 1: row 0 must be [0, 1, 0, 1, ...]",
 }
 

@@ -97,8 +97,8 @@ class InteractiveFigure(widgets.VBox):
         return fig, (fig.subplots(1, a["ncols"]) if a["ncols"] > 1 else fig.subplots())
 
     def _axes_list(self) -> list:
-        axes = self.axes
-        return list(getattr(axes, "flat", axes if isinstance(axes, (list, tuple)) else [axes]))
+        axes = self.axes  # one Axes, or an array of them (ncols > 1)
+        return list(getattr(axes, "flat", [axes]))
 
     @staticmethod
     def _png(fig) -> bytes:
