@@ -57,13 +57,13 @@ def test_permuted_weights_mistakes():
     check = ex.check_permuted_weights
 
     def index(w, perm):
-        return torch.tensor(perm)
+        return torch.as_tensor(perm)
 
     _rejects(check, lambda w, perm: w[index(w, perm)], "rows (queries) but not the columns")
     _rejects(check, lambda w, perm: w[:, index(w, perm)], "columns (keys) but not the rows")
 
     def inverse(w, perm):
-        inv = torch.argsort(torch.tensor(perm))
+        inv = torch.argsort(torch.as_tensor(perm))
         return w[inv][:, inv]
 
     _rejects(check, inverse, "inverse permutation")
@@ -234,3 +234,21 @@ def test_checkers_do_not_modify_the_learners_inputs_they_get():
 
     ex.check_relative_part(spy)
     assert seen
+
+
+def test_natural_right_answers_pass(capsys):
+    """Right answers written the way the notebooks teach (perm is a tensor there), or in another valid form."""
+    ex.check_permutation_matrix(lambda perm: torch.eye(len(perm))[perm])
+    ex.check_permuted_weights(lambda w, perm: w[perm][:, perm])
+    ex.check_invariant_readout(lambda out: out.sort(0).values.flatten())  # invariant, same size as the input
+    ex.check_wavelengths(lambda d, base: [2 * math.pi * base ** (2 * i / d) for i in range(d // 2)])  # a list
+    assert capsys.readouterr().out.count("✓") == 4
+
+
+def test_odd_dim_error_must_name_dim():
+    def vague(n, d, base):
+        if d % 2:
+            raise ValueError("odd")
+        return ex.SOLUTIONS["sinusoidal_table"](n, d, base)
+
+    _rejects(ex.check_sinusoidal_table, vague, "does not name the parameter")

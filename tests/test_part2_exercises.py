@@ -240,3 +240,19 @@ def test_attempt_prints_instead_of_raising(capsys):
     assert ex.attempt(ex.check_rotate_half, lambda x: -S["rotate_half"](x)) is False
     assert "Not yet right" in capsys.readouterr().out
     assert ex.attempt(ex.check_rotate_half, S["rotate_half"]) is True
+
+
+def test_own_index_error_and_alibi_first_slopes_get_the_right_hint():
+    def own_check(table, positions):
+        if (positions >= table.shape[0]).any() or (positions < 0).any():
+            raise IndexError(f"positions must be < max_len={table.shape[0]}")
+        return table[positions]
+
+    expect(ex.check_safe_lookup, own_check, "your check is right", "ValueError")
+    from posenc_lib.alibi import alibi_slopes
+
+    def first_n(n):  # the first n slopes of the next power of two
+        closest = 2 ** math.floor(math.log2(n))
+        return alibi_slopes(n if n == closest else 2 * closest, dtype=torch.float64)[:n]
+
+    expect(ex.check_alibi_slopes, first_n, "(6 heads)", "2^-1, 2^-3")

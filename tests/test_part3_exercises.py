@@ -160,3 +160,17 @@ def test_attempt_prints_instead_of_raising(capsys):
     assert X.attempt(X.check_last_positions_loss, lambda nll, L: nll.mean()) is False
     assert "Not yet right" in capsys.readouterr().out
     assert X.attempt(X.check_last_positions_loss, X.SOLUTIONS["last_positions_loss"]) is True
+
+
+def test_right_answers_in_float32_pass(capsys):
+    """The exercises do not ask for float64: a right formula computed in float32 must pass."""
+    def rope_float32(x, m, base=10000.0):  # Meta's Llama style: float32 frequencies and complex64
+        d = x.shape[-1]
+        theta = base ** (-torch.arange(0, d, 2) / d)
+        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+        return torch.view_as_real(z * torch.polar(torch.ones_like(theta), m * theta)).flatten(-2)
+
+    X.check_rope_complex(rope_float32)
+    X.check_last_positions_loss(lambda nll, L: nll[:, -L:].float().mean())
+    X.check_ntk_base(lambda b, f, d: torch.tensor(b * f ** (d / (d - 2)), dtype=torch.float32))
+    assert capsys.readouterr().out.count("✓") == 3

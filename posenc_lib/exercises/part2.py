@@ -157,6 +157,9 @@ def check_safe_lookup(fn) -> None:
                                     f"reader knows the limit; your message: {error}") from error
             continue
         except IndexError as error:
+            if "max_len" in str(error):  # the learner's own check, with the wrong exception type
+                raise ExerciseError(f"for positions {bad.tolist()} your check is right, but it raises IndexError; "
+                                    f"raise a ValueError (a bad argument, not a bad index)") from error
             raise ExerciseError(f"for positions {bad.tolist()} torch raised its bare IndexError ({error}): {why}; "
                                 f"check first and raise a ValueError naming max_len") from error
         except Exception as error:  # noqa: BLE001
@@ -282,9 +285,11 @@ def check_alibi_slopes(fn) -> None:
                                 f"below it, then every other slope (h = 1, 3, 5, ...) of twice that")
         closest = 2 ** math.floor(math.log2(n))
         if _same(got, alibi_slopes(2 * closest, dtype=torch.float64)[:n], atol=0, rtol=1e-6):
+            extra = torch.log2(alibi_slopes(2 * closest, dtype=torch.float64)[0::2][:n - closest]).tolist()
             raise ExerciseError(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the paper keeps all "
-                                f"{closest} slopes of {closest} heads and adds the odd-indexed slopes of "
-                                f"{2 * closest} heads (2^-0.5, 2^-1.5, ...)")
+                                f"{closest} slopes of {closest} heads and adds the slopes of {2 * closest} heads with odd "
+                                f"h = 1, 3, 5, ... (the paper's [0::2]): here "
+                                f"{', '.join(f'2^{v:g}' for v in extra)}")
         if len(set(round(v, 12) for v in got.tolist())) < n:
             raise ExerciseError(f"({n} heads) two heads share a slope: the extra slopes must be 2^(-8h/{2 * closest}) "
                                 f"for ODD h; even h repeats slopes of {closest} heads")
