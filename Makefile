@@ -7,8 +7,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.posenc-installed
 PORT   ?= 8888
-# torch is pinned on this path: an unpinned torch would pull a multi-GB CUDA build.
+# torch is pinned on this path, and taken from PyTorch's CPU wheel index: on Linux, PyPI's torch is
+# the CUDA build with gigabytes of NVIDIA libraries. TORCH_INDEX= (empty) uses PyPI's build;
+# a CUDA index (e.g. .../whl/cu126) gives a CUDA build. pip prefers the index's 2.13.0+cpu.
 TORCH  ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
@@ -28,7 +31,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" "$(TORCH)"
 	touch $(STAMP)
 

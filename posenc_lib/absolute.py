@@ -2,7 +2,7 @@
 
 Sinusoidal (Vaswani et al. 2017), with i = 0 .. dim/2 - 1 the pair index:
 
-    omega_i      = base ** (-2i / dim)              (wavelength 2*pi / omega_i: 2*pi ... 2*pi*base)
+    omega_i      = base ** (-2i / dim)              (wavelength 2*pi / omega_i: 2*pi ... just under 2*pi*base)
     PE[pos, 2i]   = sin(pos * omega_i)               layout="interleaved"  (the paper, DistilBERT)
     PE[pos, 2i+1] = cos(pos * omega_i)
     PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="concat" (Transformer-XL; tensor2tensor

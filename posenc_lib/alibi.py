@@ -3,8 +3,9 @@
     bias[h, i, j] = -m_h * |i - j|        (query i, key j; under a causal mask only j <= i matters)
 
 Slopes: for n a power of two, m_h = 2 ** (-8 h / n), h = 1..n (a geometric sequence starting and
-stepping at 2 ** (-8/n)). For other n, take the n' = 2**floor(log2 n) slopes of n', then the
-odd-indexed slopes of 2n' (2 ** (-8 h / (2 n')), h = 1, 3, 5, ...) until there are n.
+stepping at 2 ** (-8/n)). For other n, take the n' = 2**floor(log2 n) slopes of n', then every
+other slope of 2n', starting with the first (2 ** (-8 h / (2 n')), h = 1, 3, 5, ...; the paper's
+`[0::2]`) until there are n.
 
 Under a causal mask (j <= i), -m*(i-j) = m*j - m*i: the term -m*i is a constant per row and the
 softmax ignores per-row constants, which is why implementations may add the same row

@@ -1,11 +1,13 @@
 """Scaled dot-product attention and the one protocol every positional encoding speaks.
 
 An encoding can act in exactly four places, and `PositionalEncoding` has one hook for each; the
-defaults do nothing, so an encoding overrides only the hook it needs and the attention code calls
-all hooks unconditionally (no `if kind == ...` ladder):
+defaults do nothing, so an encoding overrides only the hook it needs. `MultiHeadAttention` calls the
+three attention-side hooks unconditionally and `TinyLM` calls `add_to_input` once, before the first
+block (no `if kind == ...` ladder anywhere); code that uses `MultiHeadAttention` on its own must call
+`add_to_input` itself:
 
     add_to_input(x, positions)        x + P[positions]            sinusoidal, learned
-    rotate_qk(q, k, positions)        (R_m q, R_n k)              RoPE
+    rotate_qk(q, k, q_pos, k_pos)     (R_m q, R_n k)              RoPE
     score_bias(q, q_pos, k_pos)       scores + B[i, j]            T5, Shaw, ALiBi
     value_bias(probs, q_pos, k_pos)   out + sum_j p_ij a_{j-i}    Shaw (value term)
 

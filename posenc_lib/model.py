@@ -80,7 +80,7 @@ class TinyLM(nn.Module):
         _checks.positive_int("num_heads", num_heads)
         _checks.positive_int("num_layers", num_layers)
         if isinstance(encoding, str):
-            self.kind = encoding
+            self.kind = _checks.choice("encoding", encoding, ENCODINGS)
             encoding = make_encoding(encoding, d_model=d_model, num_heads=num_heads, max_len=max_len, **encoding_kwargs)
         elif isinstance(encoding, PositionalEncoding):
             self.kind = type(encoding).__name__

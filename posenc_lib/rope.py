@@ -5,7 +5,8 @@ Pair i of a query or key at position m is rotated by the angle m * theta_i (coun
     [y1]   [cos(m t)  -sin(m t)] [x1]        y1 = x1 cos - x2 sin
     [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * e^{i m t})
 
-so <R_m q, R_n k> = Re[sum_i q_i conj(k_i) e^{i (m-n) theta_i}] depends on m - n only.
+so <R_m q, R_n k> = Re[sum_i q_i conj(k_i) e^{i (m-n) theta_i}] depends on m - n only
+(m - n = query - key: the negative of the key - query convention of relative.py and alibi.py).
 
 Which dimensions form a pair is the layout:
     layout="half"         pair i = (x[i], x[i + dim/2])   GPT-NeoX, Hugging Face (`rotate_half`)
@@ -255,8 +256,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     inv_freq: (dim/2,) frequencies theta_i, e.g. from `rope_inv_freq` with a scaling; default
     base ** (-2i/dim). attention_factor a multiplies cos and sin (YaRN; 1 otherwise).
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
-    shape, dtype and device (x is not modified), bit-identical to HF's eager
-    `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`).
+    shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
+    `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
+    HF rounds the tables to that dtype and multiplies in it, while this rotates in float32 and rounds
+    once, so the two differ by about one unit in the last place of the input's dtype.
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)

@@ -3,8 +3,11 @@
     theta_i = base ** (-2i / dim),  i = 0 .. dim/2 - 1        (pair i turns by m * theta_i at position m)
     wavelength_i = 2 * pi / theta_i                            (tokens per full turn)
 
-`scaling` is a dict in Hugging Face's `rope_parameters` form; one small function per `rope_type`,
-looked up in one registry, with the parameter names users already know:
+`scaling` is a dict modelled on Hugging Face's `rope_parameters`, with the parameter names users
+already know; one small function per `rope_type`, looked up in one registry. Differences from HF:
+`ntk` (static NTK-aware) is a posenc-only type with no HF counterpart; `dynamic` needs
+`original_max_position_embeddings` in the dict (HF takes it from `config.max_position_embeddings`);
+`partial_rotary_factor` is not supported (it is rejected as an unknown key).
 
     linear   PI (Chen et al. 2023): every theta_i / factor  (positions squeezed into the trained range)
     ntk      NTK-aware, static (bloc97): base' = base * factor ** (dim / (dim - 2)) -- the highest
@@ -150,7 +153,8 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     """(inv_freq, attention_factor) for RoPE on head dimension `dim`: inv_freq has shape (dim/2,).
 
     Plain RoPE: theta_i = base ** (-2i/dim), i = 0 .. dim/2 - 1 (pair i turns by m * theta_i at
-    position m), attention_factor 1. scaling: None or a dict in Hugging Face's rope_parameters form,
+    position m), attention_factor 1. scaling: None or a dict modelled on Hugging Face's rope_parameters
+    (the differences are in the module docstring),
     {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"llama3"|"default", "factor": f (>= 1),
     "original_max_position_embeddings": L0, ...}; each type's formula is in the module docstring
     ("rope_theta", if present, overrides `base`). seq_len: the current length, used by "dynamic"

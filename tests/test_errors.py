@@ -202,3 +202,10 @@ def test_yarn_optional_keys_given_as_none_fall_back_to_defaults():
     got = P.rope_inv_freq(32, scaling={**base, "beta_fast": None, "beta_slow": None, "attention_factor": None})
     torch.testing.assert_close(got[0], expected[0])
     assert got[1] == expected[1]
+
+
+def test_tinylm_names_the_encoding_parameter():
+    from posenc_lib.model import TinyLM
+
+    with pytest.raises(ValueError, match=r"encoding must be one of .*'rope'.*got 'ropee'"):
+        TinyLM(129, encoding="ropee")

@@ -100,7 +100,9 @@ def test_make_test_runs_units_and_notebooks_under_nbval():
     dry = _make_dry_run("test")
     assert re.search(r"pytest tests notebooks --nbval-lax --nbval-current-env", dry.stdout)
     assert "MPLBACKEND=Agg" in dry.stdout
-    assert "torch==2.13.0" in dry.stdout  # the install recipe carries the pin
+    assert "torch==2.13.0" in dry.stdout  # the install recipe carries the pin ...
+    # ... and takes the CPU build (PyPI's Linux torch is the multi-GB CUDA one)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in dry.stdout
 
 
 def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
