@@ -9,7 +9,8 @@ STAMP  := $(VENV)/.posenc-installed
 PORT   ?= 8888
 # torch is pinned on this path, and taken from PyTorch's CPU wheel index: on Linux, PyPI's torch is
 # the CUDA build with gigabytes of NVIDIA libraries. TORCH_INDEX= (empty) uses PyPI's build;
-# a CUDA index (e.g. .../whl/cu126) gives a CUDA build. pip prefers the index's 2.13.0+cpu.
+# a CUDA index (e.g. .../whl/cu126) gives a CUDA build. pip prefers the index's 2.13.0+cpu. Only torch
+# itself comes from there (--no-deps); its dependencies come with the next line, from PyPI.
 TORCH  ?= torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_FLAGS ?=
@@ -31,7 +32,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" "$(TORCH)"
 	touch $(STAMP)
 
