@@ -256,3 +256,7 @@ def test_own_index_error_and_alibi_first_slopes_get_the_right_hint():
         return alibi_slopes(n if n == closest else 2 * closest, dtype=torch.float64)[:n]
 
     expect(ex.check_alibi_slopes, first_n, "(6 heads)", "2^-1, 2^-3")
+
+
+def test_rotate_half_with_a_hard_coded_half_is_caught():
+    expect(ex.check_rotate_half, lambda x: torch.cat((-x[..., 4:], x[..., :4]), -1), "wrong for a (2, 6) input")

@@ -316,6 +316,11 @@ def check_rotate_half(fn) -> None:
     if got.shape != want.shape:
         raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}")
     if torch.equal(got, want):
+        other = torch.arange(1.0, 13.0).reshape(2, 6)  # another size and a batch: no hard-coded half of 4
+        got_other = _as_tensor(_call(fn, other, what="your rotate_half"), "your rotate_half")
+        if got_other.shape != other.shape or not torch.equal(got_other, rotate_half(other)):
+            raise ExerciseError("right for d = 8, wrong for a (2, 6) input: split at d // 2 = x.shape[-1] // 2 of the "
+                                "LAST dim, whatever its size and however many leading dims x has")
         _ok(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.")
         return
     if torch.equal(got, rotate_every_two(x)):
