@@ -18,7 +18,7 @@ from ..learned_demo import position_similarity
 from ..relative import t5_relative_bucket
 from ..rope import apply_rope, rotate_half, rotate_every_two
 from ._errors import ExerciseError
-from .part1 import _ok, attempt  # shared: one success mark (✓) in every part; attempt's hint names part2
+from .part1 import _as_tensor, _ok, attempt  # shared: one success mark (✓) in every part; attempt's hint names part2
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup", "check_relative_positions",
            "check_t5_bucket", "check_alibi_slopes", "check_rotate_half", "check_rope_half", "check_unpermute_qk_rows"]
@@ -34,15 +34,6 @@ def _call(fn, *args, what: str):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
         raise ExerciseError(f"{what} raised {type(error).__name__}: {error}") from error
-
-
-def _as_tensor(value, what: str) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value
-    try:
-        return torch.as_tensor(value)
-    except Exception as error:  # noqa: BLE001
-        raise ExerciseError(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}") from error
 
 
 def _same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
@@ -284,8 +275,9 @@ def check_alibi_slopes(fn) -> None:
                                 f"count that is not a power of two, take all slopes of the largest power of two "
                                 f"below it, then every other slope (h = 1, 3, 5, ...) of twice that")
         closest = 2 ** math.floor(math.log2(n))
-        if _same(got, alibi_slopes(2 * closest, dtype=torch.float64)[:n], atol=0, rtol=1e-6):
-            extra = torch.log2(alibi_slopes(2 * closest, dtype=torch.float64)[0::2][:n - closest]).tolist()
+        doubled = alibi_slopes(2 * closest, dtype=torch.float64)
+        if _same(got, doubled[:n], atol=0, rtol=1e-6):
+            extra = torch.log2(doubled[0::2][:n - closest]).tolist()
             raise ExerciseError(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the paper keeps all "
                                 f"{closest} slopes of {closest} heads and adds the slopes of {2 * closest} heads with odd "
                                 f"h = 1, 3, 5, ... (the paper's [0::2]): here "
