@@ -26,16 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from . import _checks
+from . import _checks, _rope_cpu
 from .attention import PositionalEncoding, check_positions, default_positions
 from .scaling import rope_inv_freq
 
 LAYOUTS = ("half", "interleaved")
-# Per-op tile size on the CPU (`rotate`): torch runs an elementwise op on FEWER
-# elements than its grain size (at::internal::GRAIN_SIZE = 32768) inline in the calling thread,
-# without an OpenMP region (whose barrier stalls when a busy machine deschedules one of its
-# threads), and a tile of that size with its temporaries (< 1 MB) stays in the core's L2 cache.
-_TILE_ELEMENTS = 32767
+# On the CPU, inputs with fewer elements than this are rotated by a few whole-tensor torch ops
+# (`_rotate_whole`): the compiled loop's first use in a process costs ~0.5 s (importing numba), which
+# small tensors -- most of the course's -- need not pay. Inputs of at least _PARALLEL_MIN_ELEMENTS
+# are split over torch.get_num_threads() threads; below that a thread hand-off costs more than it saves.
+_KERNEL_MIN_ELEMENTS = 1 << 16
+_PARALLEL_MIN_ELEMENTS = 1 << 18
 _POOL = None  # (pid, workers, ThreadPoolExecutor), made on first use
 _POOL_PREFIX = "posenc-rope"
 _POOL_LOCK = threading.Lock()
@@ -92,6 +93,13 @@ def _pair_views(t: torch.Tensor, layout: str):
     return t[..., 0::2], t[..., 1::2]
 
 
+def _member_view(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """(..., D) -> a (..., 2, D/2) view whose [..., m, i] is member m of pair i: [x1 | x2] or (x1_0, x2_0, x1_1, ...)."""
+    if layout == "half":
+        return t.unflatten(-1, (2, t.shape[-1] // 2))
+    return t.unflatten(-1, (t.shape[-1] // 2, 2)).transpose(-1, -2)
+
+
 def _executor(workers: int) -> ThreadPoolExecutor:
     """One small thread pool per process (re-made after a fork: threads do not survive it)."""
     global _POOL
@@ -102,19 +110,20 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _POOL[2]
 
 
-def _run_parallel(work, jobs: list) -> None:
-    """work(jobs) split over torch.get_num_threads() threads; inline for few jobs, one thread, or inside the pool.
+def _run_parallel(work, total: int) -> None:
+    """work(start, stop) over the range 0 .. total-1, split over torch.get_num_threads() threads.
 
-    Each job is small (<= _TILE_ELEMENTS elements per op), so torch runs its ops inline in the worker
-    thread: no OpenMP region, hence no barrier that a descheduled thread on a busy machine can stall.
+    4 parts per thread, so that one whose core is taken away holds up little. Runs in the calling
+    thread when one thread is asked for, or when called from the pool itself (nested use).
     """
-    workers = min(torch.get_num_threads(), len(jobs) // 4)
+    workers = min(torch.get_num_threads(), total)
     if workers <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
-        work(jobs)
+        work(0, total)
         return
-    size = -(-len(jobs) // (4 * workers))  # 4 parts per worker: one that loses its core holds up little
+    parts = min(4 * workers, total)
+    bounds = [total * i // parts for i in range(parts + 1)]
     pool = _executor(workers)
-    for future in [pool.submit(work, jobs[i:i + size]) for i in range(0, len(jobs), size)]:
+    for future in [pool.submit(work, start, stop) for start, stop in zip(bounds, bounds[1:])]:
         future.result()
 
 
@@ -154,22 +163,6 @@ def _as_groups(t: torch.Tensor, x: torch.Tensor):
     return None
 
 
-def _rotate_jobs(jobs) -> None:
-    """Each job (x1, x2, o1, o2, c, s) is one tile: the two members of every pair of a block of x,
-    the matching blocks of the output, and of cos/sin. The same products and sums as the eager form,
-    in the same order:  y1 = x1*c - x2*s (eager: x1*c + (-x2)*s, the same IEEE result),  y2 = x2*c + x1*s."""
-    tmp = None
-    for x1, x2, o1, o2, c, s in jobs:
-        if tmp is None or tmp.shape != o1.shape:
-            tmp = torch.empty(o1.shape, dtype=o1.dtype, device=o1.device)
-        torch.mul(x1, c, out=o1)
-        torch.mul(x2, s, out=tmp)
-        o1.sub_(tmp)
-        torch.mul(x2, c, out=o2)
-        torch.mul(x1, s, out=tmp)
-        o2.add_(tmp)
-
-
 def _rotate_whole(x: torch.Tensor, cos3: torch.Tensor, sin3: torch.Tensor, layout: str) -> torch.Tensor:
     """The same arithmetic as _rotate_jobs on the whole tensor at once (for GPUs); cos3/sin3 (G, T, D/2)."""
     work = cos3.dtype
@@ -195,9 +188,10 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     computed in float32 (float64 for float64 x) BIT FOR BIT -- the same products and sums in the
     same order -- and is returned as a new tensor in x's dtype on x's device.
 
-    On the CPU it runs in cache-sized tiles spread over torch.get_num_threads() threads (x is read
-    once from memory and the result written once, instead of the ~10 passes of the eager form); on
-    other devices as a few whole-tensor ops; under autograd, tracing or torch.compile, and for other
+    On the CPU, inputs of 65,536 elements or more go through one compiled loop (`_rope_cpu`, numba)
+    spread over torch.get_num_threads() threads: x is read once and the result written once,
+    instead of the ~10 passes of the eager form. Smaller inputs, other devices, and CPUs without
+    numba use a few whole-tensor ops; under autograd, tracing or torch.compile, and for other
     cos/sin shapes, the eager form itself is used.
     """
     work = _checks.compute_dtype(x.dtype)
@@ -206,22 +200,20 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     if grad or cos3 is None or sin3 is None or x.numel() == 0 or _tracing():
         return _eager_rotate(x, cos, sin, layout)
     cos3, sin3 = cos3.to(work), sin3.to(work)
-    G, T, D = cos3.shape[0], x.shape[-2], x.shape[-1]
-    h = D // 2
-    if x.device.type != "cpu":  # GPUs: a few whole-tensor kernels; tiling would only add launches
+    loop = _rope_cpu.kernel() if x.device.type == "cpu" and x.numel() >= _KERNEL_MIN_ELEMENTS else None
+    if loop is None:  # GPUs (a loop per element would only add launches), small inputs, no numba
         return _rotate_whole(x, cos3, sin3, layout)
+    T, D = x.shape[-2], x.shape[-1]
+    x4 = x.detach().to(work).reshape(x.shape[0] if x.dim() > 2 else 1, -1, T, D)  # (B, R, T, D); a view for 2-4 dims
     out = torch.empty(x.shape, dtype=work, device=x.device)
-    x4 = x.reshape(G, -1, T, D)  # a view when x is contiguous (or merely viewable so)
-    out4 = out.view(x4.shape)
-    span = max(1, min(T, _TILE_ELEMENTS // h))  # positions per tile
-    rows = max(1, min(x4.shape[1], _TILE_ELEMENTS // (span * h)))  # rows (batch x heads) per tile
-    jobs = []
-    for g in range(G):  # all tile views made by a few bulk split() calls, not one slice per tile
-        columns = [part.split(span, dim=1) for part in (*_pair_views(x4[g], layout), *_pair_views(out4[g], layout))]
-        for x1, x2, o1, o2, c, s in zip(*columns, cos3[g].split(span), sin3[g].split(span)):
-            for tile in zip(x1.split(rows), x2.split(rows), o1.split(rows), o2.split(rows)):
-                jobs.append((*tile, c, s))
-    _run_parallel(_rotate_jobs, jobs)
+    x5, out5 = _member_view(x4, layout), _member_view(out.view(x4.shape), layout)  # (B, R, T, 2, D/2) views
+    arrays = (x5.numpy(), cos3.numpy(), sin3.numpy(), out5.numpy())
+    group_step = 1 if cos3.shape[0] > 1 else 0  # batch b uses table b (batched positions) or table 0
+    vectors = x4.shape[0] * x4.shape[1] * T
+    if x4.numel() < _PARALLEL_MIN_ELEMENTS:
+        loop(*arrays, group_step, 0, vectors)
+    else:
+        _run_parallel(lambda start, stop: loop(*arrays, group_step, start, stop), vectors)
     return out if x.dtype == work else out.to(x.dtype)  # half inputs: rounded once, as .to(dtype) would
 
 

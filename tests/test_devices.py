@@ -44,8 +44,8 @@ FUNCTIONS = {
     "rope_cos_sin": lambda d, t: P.rope_cos_sin(torch.arange(5, device=d), P.rope_inv_freq(8, device=d)[0], dtype=t),
     "rope_cos_sin_batched": lambda d, t: P.rope_cos_sin(torch.arange(3000, device=d).view(2, 1500),
                                                       P.rope_inv_freq(64, device=d)[0], dtype=t),
-    "rotate_tiled": lambda d, t: P.rope.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
-                                               torch.zeros(1500, 32, device=d)),
+    "rotate_large": lambda d, t: P.rope.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
+                                               torch.zeros(1500, 32, device=d)),  # the compiled loop on the CPU
     "rope_matrix": lambda d, t: P.rope_matrix(3, 8, device=d, dtype=t),
     "rope_decay_bound": lambda d, t: P.rope_decay_bound(torch.arange(5, device=d, dtype=t), 8),
     "RotaryEmbedding": lambda d, t: P.RotaryEmbedding(8)(_x(d, t), _x(d, t)),

@@ -206,7 +206,7 @@ def _tables(positions, dim):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", [(3, 5, 300, 128), (3, 5, 7, 6), (1, 1, 1, 2), (5, 3000, 64), (9, 40),
-                                   (2, 3, 700, 256)])  # several tiles with a remainder, one row > a tile, tiny
+                                   (2, 3, 700, 256), (2, 3, 2, 90, 64)])  # compiled loop (>= 65,536 elements; 3-d and 5-d x reshaped to 4-d) or whole-tensor ops
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_rotate_is_bit_identical_to_eager_form(shape, layout, dtype):
     torch.manual_seed(5)
@@ -230,6 +230,53 @@ def test_rotate_batched_tables_bit_identical(layout):
     cos, sin = _tables(torch.randint(0, 50_000, (3, 600)), 64)  # (B, T, h) -> (B, 1, T, h)
     cos, sin = cos[:, None], sin[:, None]
     assert torch.equal(rope_mod.rotate(x, cos, sin, layout), _eager_reference(x, cos, sin, layout))
+    x3 = torch.randn(3, 600, 128)  # (B, T, D) with (B, T, D/2) tables: one table per batch row
+    cos, sin = _tables(torch.randint(0, 50_000, (3, 600)), 128)
+    assert torch.equal(rope_mod.rotate(x3, cos, sin, layout), _eager_reference(x3, cos, sin, layout))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_large_cpu_inputs_use_the_compiled_loop_and_small_ones_do_not(layout, monkeypatch):
+    loop = rope_mod._rope_cpu.kernel()
+    assert loop is not None, "numba is a dependency: the compiled loop must be available"
+    calls = []
+
+    def counting_kernel():
+        calls.append(loop)
+        return loop
+    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", counting_kernel)
+    cos, sin = _tables(torch.arange(512), 128)
+    rope_mod.rotate(torch.randn(1, 1, 512, 128), cos, sin, layout)  # 65,536 elements: the loop
+    assert len(calls) == 1
+    rope_mod.rotate(torch.randn(1, 1, 511, 128), cos[:511], sin[:511], layout)  # one position fewer: torch ops
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rotate_without_numba_is_still_bit_identical(layout, monkeypatch):
+    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", lambda: None)  # as if numba were not installed
+    torch.manual_seed(12)
+    x = torch.randn(2, 4, 300, 128)
+    cos, sin = _tables(torch.arange(300), 128)
+    assert torch.equal(rope_mod.rotate(x, cos, sin, layout), _eager_reference(x, cos, sin, layout))
+
+
+def test_rotate_under_no_grad_of_tensors_that_require_grad():
+    """Inference on a model's parameters: the compiled loop reads tensors that require grad."""
+    x = torch.randn(2, 4, 300, 128, requires_grad=True)
+    cos, sin = (t.requires_grad_() for t in _tables(torch.arange(300), 128))
+    with torch.no_grad():
+        out = rope_mod.rotate(x, cos, sin)
+    assert not out.requires_grad and torch.equal(out, _eager_reference(x.detach(), cos.detach(), sin.detach(), "half"))
+
+
+def test_importing_the_library_does_not_import_numba():
+    """numba (~0.5 s to import) is loaded on the first large CPU rotation, not by `import posenc_lib`."""
+    import subprocess
+    import sys
+    code = "import sys, posenc_lib; print('numba' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "False", result.stderr
 
 
 def test_rotate_with_one_thread_and_inside_threads():

@@ -1,0 +1,59 @@
+"""The CPU kernel behind `rope.rotate`: one compiled loop for both layouts, run on a few threads.
+
+The eager form `x * cos_full + turn(x) * sin_full` reads and writes the whole tensor about ten times
+(four temporaries). This loop reads x once and writes the result once, doing per pair (x1, x2) the
+eager form's own products and sums in its own order, each rounded on its own:
+
+    y1 = x1*c - x2*s        (eager: x1*c + (-x2)*s -- the same IEEE result: negation is exact)
+    y2 = x2*c + x1*s
+
+numba compiles it without fast-math, so LLVM may not fuse a product into the sum (no FMA): the
+result is bit-identical to the eager form, which `tests/test_rope.py` checks. Each call covers a range
+of (row, position) pairs and releases the GIL (nogil), so `rope.rotate` runs a few ranges at once on
+its own threads. Compiled code is cached on disk (numba's cache=True) after the first call; numba
+itself is imported on first use, so `import posenc_lib` does not pay for it.
+"""
+from __future__ import annotations
+
+import threading
+
+_UNSET = object()
+_KERNEL = _UNSET  # the compiled function once made (None: numba is not importable)
+_LOCK = threading.Lock()
+
+
+def _rotate_pairs(x, cos, sin, out, group_step, start, stop):
+    # x, out: (B, R, T, 2, D/2), e.g. (batch, heads, seq, member, pair): member 0 and 1 of pair i at
+    # [..., 0, i] and [..., 1, i] -- a view of (B, R, T, D) in either layout (see rope.rotate).
+    # cos, sin: (G, T, D/2); batch b uses table b * group_step (1: one table per batch; 0: one for all).
+    # Covers the flat (b, r, t) indices start .. stop-1.
+    R, T = x.shape[1], x.shape[2]
+    h = cos.shape[2]
+    for k in range(start, stop):
+        b, rest = divmod(k, R * T)
+        r, t = divmod(rest, T)
+        g = b * group_step
+        for i in range(h):
+            x1 = x[b, r, t, 0, i]
+            x2 = x[b, r, t, 1, i]
+            c = cos[g, t, i]
+            s = sin[g, t, i]
+            out[b, r, t, 0, i] = x1 * c - x2 * s
+            out[b, r, t, 1, i] = x2 * c + x1 * s
+
+
+def kernel():
+    """The compiled loop, or None when numba is not installed (compiled on first call, then cached)."""
+    global _KERNEL
+    with _LOCK:
+        if _KERNEL is _UNSET:
+            try:
+                import numba
+            except ImportError:
+                _KERNEL = None
+            else:
+                try:
+                    _KERNEL = numba.njit(nogil=True, cache=True, boundscheck=False)(_rotate_pairs)
+                except RuntimeError:  # no writable place for numba's cache: compile in every process
+                    _KERNEL = numba.njit(nogil=True, boundscheck=False)(_rotate_pairs)
+        return _KERNEL
