@@ -43,7 +43,7 @@ def _rotate_pairs(x, cos, sin, out, group_step, start, stop):
 
 
 def kernel():
-    """The compiled loop, or None when numba is not installed (compiled on first call, then cached)."""
+    """The compiled loop (compiled on its first call, then cached on disk), or None without numba or its JIT."""
     global _KERNEL
     with _LOCK:
         if _KERNEL is _UNSET:
@@ -52,6 +52,9 @@ def kernel():
             except ImportError:
                 _KERNEL = None
             else:
+                if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 would run the loop in Python: far slower than torch
+                    _KERNEL = None
+                    return _KERNEL
                 try:
                     _KERNEL = numba.njit(nogil=True, cache=True, boundscheck=False)(_rotate_pairs)
                 except RuntimeError:  # no writable place for numba's cache: compile in every process

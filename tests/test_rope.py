@@ -270,6 +270,31 @@ def test_rotate_under_no_grad_of_tensors_that_require_grad():
     assert not out.requires_grad and torch.equal(out, _eager_reference(x.detach(), cos.detach(), sin.detach(), "half"))
 
 
+def test_kernel_without_jit_or_without_a_cache_directory(monkeypatch):
+    import numba
+    cpu = rope_mod._rope_cpu
+    monkeypatch.setattr(cpu, "_KERNEL", cpu._UNSET)
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    assert cpu.kernel() is None  # a loop run by the Python interpreter would be far slower than torch ops
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", False)
+    monkeypatch.setattr(cpu, "_KERNEL", cpu._UNSET)
+    njit = numba.njit
+
+    def njit_without_cache_locator(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function '_rotate_pairs': no locator available")
+        return njit(*args, **kwargs)
+    monkeypatch.setattr(numba, "njit", njit_without_cache_locator)
+    loop = cpu.kernel()  # compiled, just not cached on disk
+    torch.manual_seed(13)
+    x = torch.randn(1, 2, 300, 128)
+    cos, sin = _tables(torch.arange(300), 128)
+    out = torch.empty_like(x)
+    loop(rope_mod._member_view(x, "half").numpy(), cos[None].numpy(), sin[None].numpy(),
+         rope_mod._member_view(out, "half").numpy(), 0, 0, 600)
+    assert torch.equal(out, _eager_reference(x, cos, sin, "half"))
+
+
 def test_importing_the_library_does_not_import_numba():
     """numba (~0.5 s to import) is loaded on the first large CPU rotation, not by `import posenc_lib`."""
     import subprocess
