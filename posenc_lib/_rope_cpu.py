@@ -42,21 +42,23 @@ def _rotate_pairs(x, cos, sin, out, group_step, start, stop):
             out[b, r, t, 1, i] = x2 * c + x1 * s
 
 
+def _compile():
+    try:
+        import numba
+    except ImportError:
+        return None
+    if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 would run the loop in Python: far slower than torch
+        return None
+    try:
+        return numba.njit(nogil=True, cache=True, boundscheck=False)(_rotate_pairs)
+    except RuntimeError:  # no writable place for numba's cache: compile in every process instead
+        return numba.njit(nogil=True, boundscheck=False)(_rotate_pairs)
+
+
 def kernel():
     """The compiled loop (compiled on its first call, then cached on disk), or None without numba or its JIT."""
     global _KERNEL
     with _LOCK:
         if _KERNEL is _UNSET:
-            try:
-                import numba
-            except ImportError:
-                _KERNEL = None
-            else:
-                if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 would run the loop in Python: far slower than torch
-                    _KERNEL = None
-                    return _KERNEL
-                try:
-                    _KERNEL = numba.njit(nogil=True, cache=True, boundscheck=False)(_rotate_pairs)
-                except RuntimeError:  # no writable place for numba's cache: compile in every process
-                    _KERNEL = numba.njit(nogil=True, boundscheck=False)(_rotate_pairs)
+            _KERNEL = _compile()
         return _KERNEL

@@ -182,12 +182,6 @@ def print_widgets(results: list[dict]) -> bool:
     return ok
 
 
-def _numba_version() -> str:
-    import numba
-
-    return numba.__version__
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m posenc_lib.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -199,9 +193,12 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"posenc bench: torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"{os.cpu_count()} CPUs, load average {load:.1f}, {platform.processor() or platform.machine()}")
-    if not args.no_rope:
-        loop = rope._rope_cpu.kernel()
-        print(f"rope.rotate on the CPU: {'the compiled loop, numba ' + _numba_version() if loop else 'whole-tensor torch ops (numba is not installed)'}")
+    if not args.no_rope and rope._rope_cpu.kernel() is None:
+        print("rope.rotate on the CPU: whole-tensor torch ops (numba is missing or NUMBA_DISABLE_JIT is set)")
+    elif not args.no_rope:
+        import numba
+
+        print(f"rope.rotate on the CPU: the compiled loop, numba {numba.__version__}")
     print("(timings on a shared machine are noisy; the ratios compare candidates measured in the same rounds)")
     ok = True
     if not args.no_rope:

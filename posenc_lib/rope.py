@@ -85,16 +85,9 @@ def _eager_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout:
     return (xw * cos_full + turn(xw) * sin_full).to(x.dtype)
 
 
-def _pair_views(t: torch.Tensor, layout: str):
-    """The two members of every pair as views: (t[..., :d/2], t[..., d/2:]) or (t[..., 0::2], t[..., 1::2])."""
-    if layout == "half":
-        h = t.shape[-1] // 2
-        return t[..., :h], t[..., h:]
-    return t[..., 0::2], t[..., 1::2]
-
-
 def _member_view(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """(..., D) -> a (..., 2, D/2) view whose [..., m, i] is member m of pair i: [x1 | x2] or (x1_0, x2_0, x1_1, ...)."""
+    """(..., D) -> a (..., 2, D/2) view of t whose [..., m, i] is member m of pair i (see `layout`):
+    t = [x1 | x2] (half) or (x1_0, x2_0, x1_1, x2_1, ...) (interleaved)."""
     if layout == "half":
         return t.unflatten(-1, (2, t.shape[-1] // 2))
     return t.unflatten(-1, (t.shape[-1] // 2, 2)).transpose(-1, -2)
@@ -164,14 +157,14 @@ def _as_groups(t: torch.Tensor, x: torch.Tensor):
 
 
 def _rotate_whole(x: torch.Tensor, cos3: torch.Tensor, sin3: torch.Tensor, layout: str) -> torch.Tensor:
-    """The same arithmetic as _rotate_jobs on the whole tensor at once (for GPUs); cos3/sin3 (G, T, D/2)."""
+    """The compiled loop's arithmetic (`_rope_cpu`) as whole-tensor ops: GPUs, small inputs; cos3/sin3 (G, T, D/2)."""
     work = cos3.dtype
     G, T, h = cos3.shape
     shape = (G, *([1] * (x.dim() - 3)), T, h) if x.dim() >= 3 else (T, h)
     c, s = cos3.reshape(shape), sin3.reshape(shape)
     out = torch.empty(x.shape, dtype=work, device=x.device)
-    x1, x2 = _pair_views(x, layout)
-    o1, o2 = _pair_views(out, layout)
+    xm, om = _member_view(x, layout), _member_view(out, layout)  # (..., 2, D/2) views
+    x1, x2, o1, o2 = xm[..., 0, :], xm[..., 1, :], om[..., 0, :], om[..., 1, :]
     torch.mul(x1, c, out=o1)
     o1.sub_(x2 * s)
     torch.mul(x2, c, out=o2)
