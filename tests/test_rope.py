@@ -322,31 +322,41 @@ def test_rotate_with_one_thread_and_inside_threads():
     assert all(torch.equal(r, ref) for r in results)
 
 
-def _pool_in_child(queue):
+def _rotate_in_child(queue, x, cos, sin):
     try:
         queue.put(rope_mod._executor(2).submit(lambda: 42).result(timeout=20))
+        queue.put(rope_mod.rotate(x, cos, sin).numpy().tobytes())  # bytes: pickling a tensor may run torch ops
     except Exception as error:  # a stale pool (threads lost in the fork) would time out here
         queue.put(repr(error))
 
 
-def test_thread_pool_is_remade_after_fork():
-    """Threads do not survive fork(): the child gets a new pool instead of one whose workers are gone.
-    (Only the pool is exercised in the child: torch's own OpenMP ops hang after fork with > 1 thread,
-    which is why DataLoader workers run with one thread -- and then rotate() runs inline.)"""
+def test_rotate_works_after_fork():
+    """Threads do not survive fork(): the child gets a new pool instead of one whose workers are gone,
+    and a large rotation runs there on 2 threads (the compiled loop on that pool, no OpenMP region).
+    Only rotate itself runs in the child: torch's own OpenMP ops hang after fork with > 1 thread,
+    which is why DataLoader workers run with one thread."""
     import multiprocessing
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork on this platform")
     x = torch.randn(2, 4, 1000, 64)
-    apply_rope(x)
+    cos, sin = _tables(torch.arange(1000), 64)
+    ref = rope_mod.rotate(x, cos, sin)  # made the parent's pool and compiled the loop before the fork
     parent_pool = rope_mod._executor(2)
     assert parent_pool.submit(lambda: 1).result(timeout=20) == 1
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_pool_in_child, args=(queue,))
-    child.start()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        child = ctx.Process(target=_rotate_in_child, args=(queue, x, cos, sin))
+        child.start()
+    finally:
+        torch.set_num_threads(threads)
+    assert queue.get(timeout=60) == 42
     result = queue.get(timeout=60)
     child.join(timeout=10)
-    assert result == 42
+    same = result == ref.numpy().tobytes()
+    assert same, result if isinstance(result, str) else "the child's rotation differs from the parent's"
 
 
 def test_cos_sin_tables_match_the_formula():
