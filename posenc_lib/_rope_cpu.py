@@ -4,8 +4,8 @@ The eager form `x * cos_full + turn(x) * sin_full` reads and writes the whole te
 (four temporaries). This loop reads x once and writes the result once, doing per pair (x1, x2) the
 eager form's own products and sums in its own order, each rounded on its own:
 
-    y1 = x1*c - x2*s        (eager: x1*c + (-x2)*s -- the same IEEE result: negation is exact)
-    y2 = x2*c + x1*s
+    y1 = x1*c - x2*s        (eager: x1*c + (-x2)*s -- the same IEEE result: negation is exact;
+    y2 = x2*c + x1*s         only a NaN may come out with the other sign bit, still a NaN)
 
 numba compiles it without fast-math, so LLVM may not fuse a product into the sum (no FMA): the
 result is bit-identical to the eager form, which `tests/test_rope.py` checks. Each call covers a range
@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 _UNSET = object()
-_KERNEL = _UNSET  # the compiled function once made (None: numba is not importable)
+_KERNEL = _UNSET  # the compiled function once made (None: no numba, or NUMBA_DISABLE_JIT)
 _LOCK = threading.Lock()
 
 

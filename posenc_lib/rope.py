@@ -120,13 +120,6 @@ def _run_parallel(work, total: int) -> None:
         future.result()
 
 
-def _tracing() -> bool:
-    if torch.jit.is_tracing() or torch.jit.is_scripting():
-        return True
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
-
-
 def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
                  dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """The tables cos(m * theta_i) * a and sin(m * theta_i) * a for positions m, frequencies theta_i.
@@ -149,11 +142,26 @@ def _as_groups(t: torch.Tensor, x: torch.Tensor):
     if t.dim() < 2 or t.shape[-1] != h or t.shape[-2] != T:
         return None
     lead = t.shape[:-2]
+    if t.dim() > x.dim():  # more leading dims than x: the result takes the tables' shape (eager form)
+        return None
     if all(n == 1 for n in lead):
         return t.reshape(1, T, h)
     if x.dim() == t.dim() and lead[0] == x.shape[0] and all(n == 1 for n in lead[1:]):
         return t.reshape(lead[0], T, h)
     return None
+
+
+def _traced(*tensors: torch.Tensor) -> bool:
+    """Is something recording or transforming these ops? torch.jit, torch.compile, torch.func (vmap,
+    grad: wrapped tensors), a dispatch mode (make_fx, FakeTensorMode) or a tensor subclass. Then rotate
+    uses the eager form's pure ops: no buffer written in place, no memory handed to compiled code."""
+    compiler = getattr(torch, "compiler", None)
+    if torch.jit.is_tracing() or torch.jit.is_scripting() or getattr(compiler, "is_compiling", lambda: False)():
+        return True
+    functorch = getattr(torch._C, "_functorch", None)
+    wrapped = getattr(functorch, "is_functorch_wrapped_tensor", lambda t: False)
+    modes = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+    return modes() > 0 or any(type(t) is not torch.Tensor or wrapped(t) for t in tensors)
 
 
 def _rotate_whole(x: torch.Tensor, cos3: torch.Tensor, sin3: torch.Tensor, layout: str) -> torch.Tensor:
@@ -179,28 +187,32 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     eager form `x * cos_full + turn(x) * sin_full` with cos_full = [c, c] (half) or c0 c0 c1 c1 ...
     (interleaved) and turn = `rotate_half` / `rotate_every_two`. The result equals that eager form
     computed in float32 (float64 for float64 x) BIT FOR BIT -- the same products and sums in the
-    same order -- and is returned as a new tensor in x's dtype on x's device.
+    same order (a NaN stays a NaN, though its sign bit may differ) -- and is returned as a new tensor
+    in x's dtype on x's device. cos and sin must be on x's device.
 
     On the CPU, inputs of 65,536 elements or more go through one compiled loop (`_rope_cpu`, numba)
     spread over torch.get_num_threads() threads: x is read once and the result written once,
     instead of the ~10 passes of the eager form. Smaller inputs, other devices, and CPUs without
-    numba use a few whole-tensor ops; under autograd, tracing or torch.compile, and for other
-    cos/sin shapes, the eager form itself is used.
+    numba use a few whole-tensor ops; under autograd, tracing, torch.compile or torch.func, and for
+    other cos/sin shapes, the eager form itself is used.
     """
+    for name, table in (("cos", cos), ("sin", sin)):
+        if table.device != x.device:
+            raise ValueError(f"{name} must be on x's device ({x.device}), got {table.device}")
     work = _checks.compute_dtype(x.dtype)
     grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
     cos3, sin3 = _as_groups(cos, x), _as_groups(sin, x)
-    if grad or cos3 is None or sin3 is None or x.numel() == 0 or _tracing():
+    if grad or cos3 is None or sin3 is None or x.numel() == 0 or _traced(x, cos, sin):
         return _eager_rotate(x, cos, sin, layout)
     cos3, sin3 = cos3.to(work), sin3.to(work)
     loop = _rope_cpu.kernel() if x.device.type == "cpu" and x.numel() >= _KERNEL_MIN_ELEMENTS else None
     if loop is None:  # GPUs (a loop per element would only add launches), small inputs, no numba
         return _rotate_whole(x, cos3, sin3, layout)
     T, D = x.shape[-2], x.shape[-1]
-    x4 = x.detach().to(work).reshape(x.shape[0] if x.dim() > 2 else 1, -1, T, D)  # (B, R, T, D); a view for 2-4 dims
+    x4 = x.detach().resolve_neg().to(work).reshape(x.shape[0] if x.dim() > 2 else 1, -1, T, D)  # (B, R, T, D); a view for 2-4 dims
     out = torch.empty(x.shape, dtype=work, device=x.device)
     x5, out5 = _member_view(x4, layout), _member_view(out.view(x4.shape), layout)  # (B, R, T, 2, D/2) views
-    arrays = (x5.numpy(), cos3.numpy(), sin3.numpy(), out5.numpy())
+    arrays = (x5.numpy(), cos3.resolve_neg().numpy(), sin3.resolve_neg().numpy(), out5.numpy())
     group_step = 1 if cos3.shape[0] > 1 else 0  # batch b uses table b (batched positions) or table 0
     vectors = x4.shape[0] * x4.shape[1] * T
     if x4.numel() < _PARALLEL_MIN_ELEMENTS:

@@ -241,15 +241,21 @@ def test_large_cpu_inputs_use_the_compiled_loop_and_small_ones_do_not(layout, mo
     assert loop is not None, "numba is a dependency: the compiled loop must be available"
     calls = []
 
-    def counting_kernel():
-        calls.append(loop)
-        return loop
-    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", counting_kernel)
+    def counting_loop(*args):  # counts the loop's runs, not just kernel() lookups
+        calls.append(args[-2:])
+        return loop(*args)
+    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", lambda: counting_loop)
     cos, sin = _tables(torch.arange(512), 128)
-    rope_mod.rotate(torch.randn(1, 1, 512, 128), cos, sin, layout)  # 65,536 elements: the loop
-    assert len(calls) == 1
+    rope_mod.rotate(torch.randn(1, 1, 512, 128), cos, sin, layout)  # 65,536 elements: the loop, in one run
+    assert calls == [(0, 512)]
     rope_mod.rotate(torch.randn(1, 1, 511, 128), cos[:511], sin[:511], layout)  # one position fewer: torch ops
-    assert len(calls) == 1
+    assert calls == [(0, 512)]
+    x = torch.randn(2, 4, 512, 128)  # 524,288 elements: ranges on the threads that cover all 4,096 vectors
+    rope_mod.rotate(x, cos, sin, layout)
+    covered = sorted(calls[1:])
+    assert covered[0][0] == 0 and covered[-1][1] == 2 * 4 * 512
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+    assert len(covered) == (1 if torch.get_num_threads() == 1 else 4 * min(torch.get_num_threads(), 2 * 4 * 512))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -293,6 +299,45 @@ def test_kernel_without_jit_or_without_a_cache_directory(monkeypatch):
     loop(rope_mod._member_view(x, "half").numpy(), cos[None].numpy(), sin[None].numpy(),
          rope_mod._member_view(out, "half").numpy(), 0, 0, 600)
     assert torch.equal(out, _eager_reference(x, cos, sin, "half"))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (2, 4, 512, 128)])  # whole-tensor ops / the compiled loop
+def test_rope_under_tracers_and_function_transforms(shape):
+    """make_fx, vmap, torch.func.grad and fake tensors see the eager form's pure torch ops: a graph
+    recorded from rotate computes the rotation of a NEW input, and vmap/grad give the plain answers."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    torch.manual_seed(14)
+    x, y = torch.randn(shape), torch.randn(shape)
+    graph = make_fx(lambda t: apply_rope(t))(x)
+    assert torch.equal(graph(y), apply_rope(y))
+    assert torch.equal(torch.func.vmap(apply_rope)(x), apply_rope(x))
+    weights = torch.randn(shape)
+    leaf = x.clone().requires_grad_()
+    (apply_rope(leaf) * weights).sum().backward()
+    assert torch.allclose(torch.func.grad(lambda t: (apply_rope(t) * weights).sum())(x), leaf.grad)
+    with FakeTensorMode():
+        assert apply_rope(torch.randn(shape)).shape == shape
+
+
+def test_rope_of_a_tensor_with_the_negative_bit():
+    """x.conj().imag is a lazily negated view (is_neg()); numpy cannot read it without resolve_neg()."""
+    x = torch.randn(2, 4, 512, 128, dtype=torch.complex64).conj().imag
+    assert x.is_neg()
+    assert torch.equal(apply_rope(x), apply_rope(x.clone()))
+
+
+def test_rotate_tables_must_be_on_x_device_and_extra_table_dims_broadcast():
+    cos, sin = _tables(torch.arange(300), 128)
+    x = torch.randn(300, 128)
+    with pytest.raises(ValueError, match="cos must be on x's device"):
+        rope_mod.rotate(x, cos.to("meta"), sin)
+    with pytest.raises(ValueError, match="sin must be on x's device"):
+        rope_mod.rotate(x, cos, sin.to("meta"))
+    c6, s6 = cos.reshape(1, 1, 1, 1, 300, 64), sin.reshape(1, 1, 1, 1, 300, 64)  # more dims than x
+    out = rope_mod.rotate(x, c6, s6)
+    ref = _eager_reference(x, c6, s6, "half")
+    assert out.shape == ref.shape == (1, 1, 1, 1, 300, 128) and torch.equal(out, ref)
 
 
 def test_importing_the_library_does_not_import_numba():
@@ -352,9 +397,14 @@ def test_rotate_works_after_fork():
         child.start()
     finally:
         torch.set_num_threads(threads)
-    assert queue.get(timeout=60) == 42
-    result = queue.get(timeout=60)
-    child.join(timeout=10)
+    try:  # a child that hangs (torch's OpenMP ops after fork) must fail the test, not hang the run
+        assert queue.get(timeout=60) == 42
+        result = queue.get(timeout=60)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+            child.join()
     same = result == ref.numpy().tobytes()
     assert same, result if isinstance(result, str) else "the child's rotation differs from the parent's"
 
@@ -400,14 +450,15 @@ def test_half_precision_at_long_positions(dtype, layout):
         assert (naive.double() - ref).abs().max() > 0.5
 
 
-def test_input_never_modified_and_dtype_device_kept():
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (2, 3, 1024, 32)])  # whole-tensor ops / the compiled loop
+def test_input_never_modified_and_dtype_device_kept(shape):
     for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
-        x = torch.randn(2, 3, 5, 8).to(dtype)
+        x = torch.randn(shape).to(dtype)
         before = x.clone()
         for layout in LAYOUTS:
             out = apply_rope(x, layout=layout)
             assert out.dtype == dtype and out.device == x.device and out.data_ptr() != x.data_ptr()
-        q, k = RotaryEmbedding(8)(x, x)
+        q, k = RotaryEmbedding(shape[-1])(x, x)
         rope_complex(x)
         assert q.dtype == k.dtype == dtype
         assert torch.equal(x, before)
