@@ -182,6 +182,15 @@ def print_widgets(results: list[dict]) -> bool:
     return ok
 
 
+def _cpu_rotation() -> str:
+    """Which path rope.rotate takes for large CPU inputs here."""
+    if rope._rope_cpu.kernel() is None:
+        return "whole-tensor torch ops (numba is missing or NUMBA_DISABLE_JIT is set)"
+    import numba
+
+    return f"the compiled loop, numba {numba.__version__}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m posenc_lib.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -193,12 +202,8 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"posenc bench: torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
           f"{os.cpu_count()} CPUs, load average {load:.1f}, {platform.processor() or platform.machine()}")
-    if not args.no_rope and rope._rope_cpu.kernel() is None:
-        print("rope.rotate on the CPU: whole-tensor torch ops (numba is missing or NUMBA_DISABLE_JIT is set)")
-    elif not args.no_rope:
-        import numba
-
-        print(f"rope.rotate on the CPU: the compiled loop, numba {numba.__version__}")
+    if not args.no_rope:
+        print(f"rope.rotate on the CPU: {_cpu_rotation()}")
     print("(timings on a shared machine are noisy; the ratios compare candidates measured in the same rounds)")
     ok = True
     if not args.no_rope:
