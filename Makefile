@@ -59,14 +59,14 @@ $(UI_STAMP): $(STAMP)
 	touch $(UI_STAMP)
 
 test-ui: $(UI_STAMP)
-	$(BIN)/python tests/ui_check.py $(UI_FLAGS)
+	$(BIN)/python tools/ui_check.py $(UI_FLAGS)
 
 bench: $(STAMP)
-	$(BIN)/python -m posenc_lib.bench
+	$(BIN)/python tools/bench.py
 
 refresh: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 --ExecutePreprocessor.record_timing=False notebooks/[0-9][0-9]_*.ipynb
-	$(BIN)/python tests/strip_widget_state.py notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python tools/strip_widget_state.py notebooks/[0-9][0-9]_*.ipynb
 
 experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments

@@ -17,7 +17,7 @@ from .rope import (RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope
                    rotate_half)
 from .scaling import ROPE_INIT_FUNCTIONS, ROPE_TYPES, rope_inv_freq
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 __all__ = [
     "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_INIT_FUNCTIONS",

@@ -2,6 +2,7 @@
 parameter and says what was expected, so a learner sees the mistake, not a shape error deep inside torch."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -26,6 +27,8 @@ def even_int(name: str, value) -> int:
 def positive_float(name: str, value, *, minimum: float = 0.0, inclusive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
     ok = value >= minimum if inclusive else value > minimum
     if not ok:
         raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {minimum}, got {value}")
@@ -62,3 +65,39 @@ def angle_dtype(device: torch.device) -> torch.dtype:
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """Half-precision inputs are computed in float32; float32/float64 stay as they are."""
     return dtype if dtype in (torch.float32, torch.float64) else torch.float32
+
+
+def same_device(reference_name: str, reference: torch.Tensor, **others) -> None:
+    """Every tensor in `others` (name=tensor; None is skipped) must be on reference's device.
+
+    Never moved silently: a CPU tensor next to a CUDA (or meta) one is a mistake the caller should
+    see, as torch itself reports it, but with the parameters named."""
+    for name, t in others.items():
+        if t is not None and t.device != reference.device:
+            raise ValueError(f"{name} must be on {reference_name}'s device ({reference.device}), got {t.device}")
+
+
+def positions(name: str, value, *, seq_len: int, device: torch.device, batch: int | None = None) -> torch.Tensor:
+    """Integer positions of shape (seq,) or (batch', seq) with seq == seq_len, on `device`.
+
+    batch: the batch size of the tensor they index (None: no batch there, so only (seq,) fits);
+    a (batch', seq) tensor needs batch' == batch or batch' == 1. Raises a TypeError for lists,
+    float, bool or complex tensors, a ValueError for other shapes or another device."""
+    value = int_tensor(name, value)
+    if value.dim() not in (1, 2) or value.shape[-1] != seq_len:
+        raise ValueError(f"{name} must have shape (seq,) or (batch, seq) with seq={seq_len}, "
+                         f"got shape {tuple(value.shape)}")
+    if value.dim() == 2 and value.shape[0] not in (1, batch):
+        expected = "no batch dimension (shape (seq,))" if batch is None else f"batch 1 or {batch}"
+        raise ValueError(f"{name} of shape {tuple(value.shape)} does not fit: expected {expected}")
+    if value.device != torch.device(device):
+        raise ValueError(f"{name} must be on the device of the tensor it indexes ({device}), got {value.device}")
+    return value
+
+
+def finite_tensor(name: str, t: torch.Tensor) -> torch.Tensor:
+    """A floating tensor with no NaN or inf (skipped on the meta device, which has no values)."""
+    float_tensor(name, t)
+    if t.device.type != "meta" and t.numel() and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
+    return t

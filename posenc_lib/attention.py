@@ -62,6 +62,19 @@ class PositionalEncoding(nn.Module):
         return None
 
 
+HOOKS = ("add_to_input", "rotate_qk", "score_bias", "value_bias")
+HOOK_PLACES = {"add_to_input": "added to the input", "rotate_qk": "rotates q and k",
+               "score_bias": "bias on the scores", "value_bias": "term on the values"}
+
+
+def where_it_acts(encoding) -> list:
+    """The PositionalEncoding hooks an encoding overrides (its class, read off the code, not a table)."""
+    cls = encoding if isinstance(encoding, type) else type(encoding)
+    if not issubclass(cls, PositionalEncoding):
+        raise TypeError(f"encoding must be a PositionalEncoding (instance or class), got {cls.__name__}")
+    return [h for h in HOOKS if getattr(cls, h) is not getattr(PositionalEncoding, h)]
+
+
 class NoPE(PositionalEncoding):
     """No positional encoding: self-attention is then permutation-equivariant (unless causal)."""
 

@@ -140,3 +140,14 @@ class ShawRelativePosition(PositionalEncoding):
         pos = torch.arange(q.shape[-2], device=q.device)
         return self.score_bias(q, pos if q_positions is None else q_positions,
                                pos if k_positions is None else k_positions)
+
+
+def diagonal_spread(scores: torch.Tensor) -> float:
+    """max over offsets d of (max - min) of scores[m, m + d]: zero exactly when scores[m, n] is a
+    function of n - m alone (a Toeplitz matrix)."""
+    n = scores.shape[-1]
+    spread = 0.0
+    for d in range(-n + 1, n):
+        diag = torch.diagonal(scores, offset=d)
+        spread = max(spread, float(diag.max() - diag.min()))
+    return spread

@@ -176,3 +176,26 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     if rope_type in ("ntk", "dynamic") and dim < 4:
         raise ValueError(f"dim must be >= 4 for rope_type={rope_type!r} (the exponent is dim/(dim-2)), got {dim}")
     return ROPE_INIT_FUNCTIONS[rope_type](dim, base, device, p, seq_len)
+
+
+EXTENSION_METHODS = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")
+
+
+def extension_scaling(method: str, factor: float, *, original_max_position_embeddings: int,
+                      dynamic_factor: float = 2.0, low_freq_factor: float = 1.0,
+                      high_freq_factor: float = 4.0) -> dict | None:
+    """The `scaling` dict that stretches a RoPE model trained at L0 = original_max_position_embeddings
+    to factor * L0 with `method` ("none" -> None: plain RoPE). Dynamic NTK is deployed with one fixed
+    `dynamic_factor` (the current length does the rest); Llama 3 uses low/high_freq_factor."""
+    _checks.choice("method", method, EXTENSION_METHODS)
+    factor = _checks.positive_float("factor", factor, minimum=1.0, inclusive=True)
+    l0 = _checks.positive_int("original_max_position_embeddings", original_max_position_embeddings)
+    return {
+        "none": None,
+        "linear": {"rope_type": "linear", "factor": factor},
+        "ntk": {"rope_type": "ntk", "factor": factor},
+        "dynamic": {"rope_type": "dynamic", "factor": dynamic_factor, "original_max_position_embeddings": l0},
+        "yarn": {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": l0},
+        "llama3": {"rope_type": "llama3", "factor": factor, "original_max_position_embeddings": l0,
+                   "low_freq_factor": low_freq_factor, "high_freq_factor": high_freq_factor},
+    }[method]

@@ -18,7 +18,7 @@ import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..attention import attention
-from ..plots.part1 import diagonal_spread
+from ..relative import diagonal_spread
 from ._errors import ExerciseError
 
 __all__ = [

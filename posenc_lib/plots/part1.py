@@ -21,6 +21,7 @@ import torch
 
 from ..absolute import SinusoidalEncoding, offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..attention import attention
+from ..relative import diagonal_spread  # noqa: F401  (re-exported for notebooks)
 from ..rope import apply_rope, rope_matrix
 
 __all__ = [
@@ -301,17 +302,6 @@ def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int =
     ax.set_title(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad", fontsize=9)
     ax.legend(fontsize=7, loc="lower left", framealpha=0.8)
     return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega}
-
-
-def diagonal_spread(scores: torch.Tensor) -> float:
-    """max over offsets d of (max - min) of scores[m, m + d]: zero exactly when scores[m, n] is a
-    function of n - m alone (a Toeplitz matrix)."""
-    n = scores.shape[-1]
-    spread = 0.0
-    for d in range(-n + 1, n):
-        diag = torch.diagonal(scores, offset=d)
-        spread = max(spread, float(diag.max() - diag.min()))
-    return spread
 
 
 def relative_score_maps(dim: int = 16, length: int = 32, *, base: float = 10000.0, seed: int = 0) -> dict:
