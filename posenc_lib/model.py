@@ -81,16 +81,25 @@ class TinyLM(nn.Module):
         _checks.positive_int("num_layers", num_layers)
         if isinstance(encoding, str):
             self.kind = _checks.choice("encoding", encoding, ENCODINGS)
-            encoding = make_encoding(encoding, d_model=d_model, num_heads=num_heads, max_len=max_len, **encoding_kwargs)
+            kind = encoding
+
+            def build():
+                return make_encoding(kind, d_model=d_model, num_heads=num_heads, max_len=max_len, **encoding_kwargs)
         elif isinstance(encoding, PositionalEncoding):
             self.kind = type(encoding).__name__
+            given = encoding
+
+            def build():
+                return given
         else:
             raise TypeError(f"encoding must be one of {list(ENCODINGS)} or a PositionalEncoding, got {encoding!r}")
-        self.encoding = encoding
+        # The shared weights are drawn first and the encoding's own (learned table, T5 bias) last, so
+        # the same seed gives the same token embedding, blocks and head whatever the encoding.
         self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, num_heads, encoding, dropout) for _ in range(num_layers))
+        self.blocks = nn.ModuleList(Block(d_model, num_heads, NoPE(), dropout) for _ in range(num_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.replace_encoding(build())
 
     def replace_encoding(self, encoding: PositionalEncoding) -> None:
         """Swap the encoding in every layer (e.g. a RoPE with a context-extension scaling)."""
