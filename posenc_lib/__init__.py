@@ -10,20 +10,23 @@ Conventions used throughout (each module's docstring has the details):
 from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, sinusoidal_frequencies,
                        sinusoidal_table)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
-from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention
-from .model import ENCODINGS, TinyLM, make_encoding
-from .relative import ShawRelativePosition, T5RelativeBias, relative_positions, t5_relative_bucket
+from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
+from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
+from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, relative_positions,
+                       t5_relative_bucket)
 from .rope import (RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound, rope_matrix,
                    rotate_half)
-from .scaling import ROPE_INIT_FUNCTIONS, ROPE_TYPES, rope_inv_freq
+from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq
 
 __version__ = "1.0.0"
 
 __all__ = [
-    "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_INIT_FUNCTIONS",
+    "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_SCALINGS",
     "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition", "SinusoidalEncoding", "T5RelativeBias", "TinyLM",
-    "alibi_bias", "alibi_slopes", "apply_rope", "attention", "layout_permutation", "make_encoding", "offset_matrix",
+    "TinyLMConfig",
+    "alibi_bias", "alibi_slopes", "apply_rope", "attention", "diagonal_spread", "layout_permutation", "make_encoding",
+    "offset_matrix", "register_encoding",
     "rope_decay_bound",
     "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotate_half",
-    "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket",
+    "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket", "where_it_acts",
 ]

@@ -72,9 +72,10 @@ def same_device(reference_name: str, reference: torch.Tensor, **others) -> None:
 
     Never moved silently: a CPU tensor next to a CUDA (or meta) one is a mistake the caller should
     see, as torch itself reports it, but with the parameters named."""
+    owner = reference_name + ("'" if reference_name.endswith("s") else "'s")
     for name, t in others.items():
         if t is not None and t.device != reference.device:
-            raise ValueError(f"{name} must be on {reference_name}'s device ({reference.device}), got {t.device}")
+            raise ValueError(f"{name} must be on {owner} device ({reference.device}), got {t.device}")
 
 
 def positions(name: str, value, *, seq_len: int, device: torch.device, batch: int | None = None) -> torch.Tensor:
@@ -88,7 +89,8 @@ def positions(name: str, value, *, seq_len: int, device: torch.device, batch: in
         raise ValueError(f"{name} must have shape (seq,) or (batch, seq) with seq={seq_len}, "
                          f"got shape {tuple(value.shape)}")
     if value.dim() == 2 and value.shape[0] not in (1, batch):
-        expected = "no batch dimension (shape (seq,))" if batch is None else f"batch 1 or {batch}"
+        expected = ("no batch dimension (shape (seq,))" if batch is None
+                    else "batch 1" if batch == 1 else f"batch 1 or {batch}")
         raise ValueError(f"{name} of shape {tuple(value.shape)} does not fit: expected {expected}")
     if value.device != torch.device(device):
         raise ValueError(f"{name} must be on the device of the tensor it indexes ({device}), got {value.device}")
@@ -101,3 +103,14 @@ def finite_tensor(name: str, t: torch.Tensor) -> torch.Tensor:
     if t.device.type != "meta" and t.numel() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
     return t
+
+
+def float_dtype(name: str, dtype) -> torch.dtype | None:
+    """None, or a floating dtype: the library's tables hold fractions (sin, cos, slopes)."""
+    if dtype is None:
+        return None
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name} must be a torch.dtype or None, got {type(dtype).__name__} ({dtype!r})")
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point dtype (the values are fractions), got {dtype}")
+    return dtype

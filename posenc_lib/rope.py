@@ -1,6 +1,7 @@
 """Rotary position embedding (RoPE, Su et al. 2021).
 
-Pair i of a query or key at position m is rotated by the angle m * theta_i (counter-clockwise):
+Pair i of a query or key at position m is turned counter-clockwise by the angle m * theta_i,
+theta_i = base ** (-2i / dim):
 
     [y1]   [cos(m t)  -sin(m t)] [x1]        y1 = x1 cos - x2 sin
     [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * e^{i m t})
@@ -16,30 +17,33 @@ mixing them (weights converted for one, code of the other) gives garbage past th
 
 Angles m * theta_i are computed in float64 (float32 on devices without it), cos/sin in float32 or
 better; bf16/fp16 inputs are rotated in float32 and returned in their own dtype and device.
+Positions are integer tensors of shape (seq,) or (batch, seq) on x's device.
 """
 from __future__ import annotations
 
 import numbers
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from . import _checks, _rope_cpu
-from .attention import PositionalEncoding, check_positions, default_positions
+from . import _checks
+from .attention import PositionalEncoding, default_positions
 from .scaling import rope_inv_freq
 
 LAYOUTS = ("half", "interleaved")
-# On the CPU, inputs with fewer elements than this are rotated by a few whole-tensor torch ops
-# (`_rotate_whole`): the compiled loop's first use in a process costs ~0.5 s (importing numba), which
-# small tensors -- most of the course's -- need not pay. Inputs of at least _PARALLEL_MIN_ELEMENTS
-# are split over torch.get_num_threads() threads; below that a thread hand-off costs more than it saves.
-_KERNEL_MIN_ELEMENTS = 1 << 16
-_PARALLEL_MIN_ELEMENTS = 1 << 18
-_POOL = None  # (pid, workers, ThreadPoolExecutor), made on first use
-_POOL_PREFIX = "posenc-rope"
-_POOL_LOCK = threading.Lock()
+# On the CPU, `rotate` works through x in blocks of positions of about this many bytes, so that the
+# three passes over a block (x cos, x sin, their sum) find it in the cache instead of in memory.
+_BLOCK_BYTES = 2 << 20
+# RotaryEmbedding caches cos/sin tables up to this many positions; positions beyond it (2**40, say)
+# get their cos/sin computed for themselves alone, instead of a table with 2**40 rows.
+_MAX_TABLE_POSITIONS = 1 << 16
+
+
+# ----------------------------------------------------------------------------- the 90-degree turns
+def _check_pairs(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 1 or x.shape[-1] % 2:
+        raise ValueError(f"{name}'s last dimension must be even (pairs of dims), got shape {tuple(x.shape)}")
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -48,6 +52,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     With it, RoPE in the "half" layout is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of
     shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) turned counter-clockwise. Same as HF's rotate_half.
     """
+    _check_pairs("x", x)
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 
@@ -58,185 +63,169 @@ def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
     RoPE in the "interleaved" layout (RoFormer, Meta's Llama) is x * cos_rep + rotate_every_two(x) * sin_rep
     with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) turned counter-clockwise.
     """
+    _check_pairs("x", x)
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
 
 
-def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """The angles m * theta_i: positions (..., seq) ints, inv_freq (dim/2,) -> (..., seq, dim/2).
+# ----------------------------------------------------------------------------- angles and tables
+def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """inv_freq: a finite floating (dim/2,) tensor (any length when dim is None) on owner's device."""
+    if not isinstance(inv_freq, torch.Tensor):
+        raise TypeError(f"inv_freq must be a torch.Tensor of frequencies theta_i, got {type(inv_freq).__name__}")
+    if inv_freq.dim() != 1 or (dim is not None and inv_freq.shape[0] != dim // 2):
+        expected = "(dim/2,)" if dim is None else f"(dim/2,) = ({dim // 2},)"
+        raise ValueError(f"inv_freq must be a tensor of shape {expected}, got {tuple(inv_freq.shape)}")
+    _checks.same_device(owner_name, owner, inv_freq=inv_freq)
+    return _checks.finite_tensor("inv_freq", inv_freq)
 
-    Computed in float64 (float32 on devices without float64, e.g. MPS) on positions' device: in
-    float32 an angle near 1e5 rad is off by up to ~4e-3, and in bf16 positions 256 and 257 collide.
-    """
+
+def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     work = _checks.angle_dtype(positions.device)
-    return positions.to(work)[..., None] * inv_freq.to(device=positions.device, dtype=work)
+    return positions.to(work)[..., None] * inv_freq.to(work)  # (..., seq, dim/2): m * theta_i
 
 
-def _full_width(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """(..., dim/2) -> (..., dim): [c, c] for half, c0 c0 c1 c1 ... for interleaved."""
-    return torch.cat((t, t), dim=-1) if layout == "half" else t.repeat_interleave(2, dim=-1)
+def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """The angles m * theta_i: positions (...,) integers, inv_freq (dim/2,) -> (..., dim/2).
 
-
-def _eager_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """The reference form: x * cos_full + turn(x) * sin_full, computed in float32 or better."""
-    work = _checks.compute_dtype(x.dtype)
-    xw = x.to(work)
-    turn = rotate_half if layout == "half" else rotate_every_two
-    cos_full, sin_full = _full_width(cos.to(work), layout), _full_width(sin.to(work), layout)
-    return (xw * cos_full + turn(xw) * sin_full).to(x.dtype)
-
-
-def _member_view(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """(..., D) -> a (..., 2, D/2) view of t whose [..., m, i] is member m of pair i (see `layout`):
-    t = [x1 | x2] (half) or (x1_0, x2_0, x1_1, x2_1, ...) (interleaved)."""
-    if layout == "half":
-        return t.unflatten(-1, (2, t.shape[-1] // 2))
-    return t.unflatten(-1, (t.shape[-1] // 2, 2)).transpose(-1, -2)
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """One small thread pool per process (re-made after a fork: threads do not survive it)."""
-    global _POOL
-    with _POOL_LOCK:
-        pid = os.getpid()
-        if _POOL is None or _POOL[0] != pid or _POOL[1] < workers:
-            _POOL = (pid, workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix=_POOL_PREFIX))
-        return _POOL[2]
-
-
-def _run_parallel(work, total: int) -> None:
-    """work(start, stop) over the range 0 .. total-1, split over torch.get_num_threads() threads.
-
-    4 parts per thread, so that one whose core is taken away holds up little. Runs in the calling
-    thread when one thread is asked for, or when called from the pool itself (nested use).
+    Computed in float64 (float32 on devices without float64, e.g. MPS) on positions' device, where
+    inv_freq must be too: in float32 an angle near 1e5 rad is off by up to ~4e-3, and in bf16
+    positions 256 and 257 collide.
     """
-    workers = min(torch.get_num_threads(), total)
-    if workers <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
-        work(0, total)
-        return
-    parts = min(4 * workers, total)
-    bounds = [total * i // parts for i in range(parts + 1)]
-    pool = _executor(workers)
-    for future in [pool.submit(work, start, stop) for start, stop in zip(bounds, bounds[1:])]:
-        future.result()
+    positions = _checks.int_tensor("positions", positions)
+    return _angles(positions, _check_inv_freq(inv_freq, "positions", positions))
 
 
-def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
-                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-    """The tables cos(m * theta_i) * a and sin(m * theta_i) * a for positions m, frequencies theta_i.
-
-    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (dim/2,). Returns two tensors of
-    shape (..., dim/2) in `dtype` on positions' device. The angles m * theta_i and their cos/sin are
-    computed in float64 (float32 on devices without it) and rounded once to `dtype`; a is the
-    attention factor (YaRN; 1 otherwise). Pair i of a vector at position m is turned by these.
-    """
-    angles = rope_angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
+def _cos_sin(positions, inv_freq, attention_factor, dtype):
+    angles = _angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
     cos, sin = angles.cos(), angles.sin()
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor
     return cos.to(dtype), sin.to(dtype)
 
 
-def _as_groups(t: torch.Tensor, x: torch.Tensor):
-    """cos/sin (T, h), (1, ..., T, h) or (B, 1, ..., 1, T, h) with B = x.shape[0] -> (G, T, h); else None."""
-    T, h = x.shape[-2], x.shape[-1] // 2
-    if t.dim() < 2 or t.shape[-1] != h or t.shape[-2] != T:
-        return None
-    lead = t.shape[:-2]
-    if t.dim() > x.dim():  # more leading dims than x: the result takes the tables' shape (eager form)
-        return None
-    if all(n == 1 for n in lead):
-        return t.reshape(1, T, h)
-    if x.dim() == t.dim() and lead[0] == x.shape[0] and all(n == 1 for n in lead[1:]):
-        return t.reshape(lead[0], T, h)
-    return None
+def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tables a * cos(m * theta_i) and a * sin(m * theta_i) for positions m, frequencies theta_i.
 
-
-def _traced(*tensors: torch.Tensor) -> bool:
-    """Is something recording or transforming these ops? torch.jit, torch.compile, torch.func (vmap,
-    grad: wrapped tensors), a dispatch mode (make_fx, FakeTensorMode) or a tensor subclass. Then rotate
-    uses the eager form's pure ops: no buffer written in place, no memory handed to compiled code."""
-    compiler = getattr(torch, "compiler", None)
-    if torch.jit.is_tracing() or torch.jit.is_scripting() or getattr(compiler, "is_compiling", lambda: False)():
-        return True
-    functorch = getattr(torch._C, "_functorch", None)
-    wrapped = getattr(functorch, "is_functorch_wrapped_tensor", lambda t: False)
-    modes = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
-    return modes() > 0 or any(type(t) is not torch.Tensor or wrapped(t) for t in tensors)
-
-
-def _rotate_whole(x: torch.Tensor, cos3: torch.Tensor, sin3: torch.Tensor, layout: str) -> torch.Tensor:
-    """The compiled loop's arithmetic (`_rope_cpu`) as whole-tensor ops: GPUs, small inputs; cos3/sin3 (G, T, D/2)."""
-    work = cos3.dtype
-    G, T, h = cos3.shape
-    shape = (G, *([1] * (x.dim() - 3)), T, h) if x.dim() >= 3 else (T, h)
-    c, s = cos3.reshape(shape), sin3.reshape(shape)
-    out = torch.empty(x.shape, dtype=work, device=x.device)
-    xm, om = _member_view(x, layout), _member_view(out, layout)  # (..., 2, D/2) views
-    x1, x2, o1, o2 = xm[..., 0, :], xm[..., 1, :], om[..., 0, :], om[..., 1, :]
-    torch.mul(x1, c, out=o1)
-    o1.sub_(x2 * s)
-    torch.mul(x2, c, out=o2)
-    o2.add_(x1 * s)
-    return out.to(x.dtype)
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
-    """Rotate x (..., seq, dim) by precomputed cos/sin of shape (seq, dim/2) or (batch, 1, ..., seq, dim/2).
-
-    Convention: pair (x1, x2) (see `layout`) goes to (x1 cos - x2 sin, x2 cos + x1 sin), i.e. the
-    eager form `x * cos_full + turn(x) * sin_full` with cos_full = [c, c] (half) or c0 c0 c1 c1 ...
-    (interleaved) and turn = `rotate_half` / `rotate_every_two`. The result equals that eager form
-    computed in float32 (float64 for float64 x) BIT FOR BIT -- the same products and sums in the
-    same order (a NaN stays a NaN, though its sign bit may differ) -- and is returned as a new tensor
-    in x's dtype on x's device. cos and sin must be on x's device.
-
-    On the CPU, inputs of 65,536 elements or more go through one compiled loop (`_rope_cpu`, numba)
-    spread over torch.get_num_threads() threads: x is read once and the result written once,
-    instead of the ~10 passes of the eager form. Smaller inputs, other devices, and CPUs without
-    numba use a few whole-tensor ops; under autograd, tracing, torch.compile or torch.func, and for
-    other cos/sin shapes, the eager form itself is used.
+    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (dim/2,) on positions' device.
+    Returns two tensors of shape (..., dim/2) in `dtype` (a floating dtype) on positions' device. The
+    angles and their cos/sin are computed in float64 (float32 on devices without it) and rounded once
+    to `dtype`; a is the attention factor (YaRN; 1 otherwise). Pair i at position m is turned by these.
     """
-    for name, table in (("cos", cos), ("sin", sin)):
-        if table.device != x.device:
-            raise ValueError(f"{name} must be on x's device ({x.device}), got {table.device}")
+    positions = _checks.int_tensor("positions", positions)
+    inv_freq = _check_inv_freq(inv_freq, "positions", positions)
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    return _cos_sin(positions, inv_freq, attention_factor, _checks.float_dtype("dtype", dtype) or torch.float32)
+
+
+# ----------------------------------------------------------------------------- the rotation
+def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(..., D) -> two (..., D/2) views: the first and second member of every pair (see `layout`)."""
+    if layout == "half":
+        return t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]  # [x1 | x2]
+    return t[..., 0::2], t[..., 1::2]  # (x1_0, x2_0, x1_1, x2_1, ...)
+
+
+def _eager_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """The textbook form x * cos_full + turn(x) * sin_full in float32 or better (autograd uses it)."""
     work = _checks.compute_dtype(x.dtype)
-    grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
-    cos3, sin3 = _as_groups(cos, x), _as_groups(sin, x)
-    if grad or cos3 is None or sin3 is None or x.numel() == 0 or _traced(x, cos, sin):
-        return _eager_rotate(x, cos, sin, layout)
-    cos3, sin3 = cos3.to(work), sin3.to(work)
-    loop = _rope_cpu.kernel() if x.device.type == "cpu" and x.numel() >= _KERNEL_MIN_ELEMENTS else None
-    if loop is None:  # GPUs (a loop per element would only add launches), small inputs, no numba
-        return _rotate_whole(x, cos3, sin3, layout)
-    T, D = x.shape[-2], x.shape[-1]
-    x4 = x.detach().resolve_neg().to(work).reshape(x.shape[0] if x.dim() > 2 else 1, -1, T, D)  # (B, R, T, D); a view for 2-4 dims
-    out = torch.empty(x.shape, dtype=work, device=x.device)
-    x5, out5 = _member_view(x4, layout), _member_view(out.view(x4.shape), layout)  # (B, R, T, 2, D/2) views
-    arrays = (x5.numpy(), cos3.resolve_neg().numpy(), sin3.resolve_neg().numpy(), out5.numpy())
-    group_step = 1 if cos3.shape[0] > 1 else 0  # batch b uses table b (batched positions) or table 0
-    vectors = x4.shape[0] * x4.shape[1] * T
-    if x4.numel() < _PARALLEL_MIN_ELEMENTS:
-        loop(*arrays, group_step, 0, vectors)
-    else:
-        _run_parallel(lambda start, stop: loop(*arrays, group_step, start, stop), vectors)
-    return out if x.dtype == work else out.to(x.dtype)  # half inputs: rounded once, as .to(dtype) would
+    xw = x.to(work)
+    if layout == "half":  # cos_full = [c, c], turn = rotate_half
+        cos_full, sin_full, turn = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1), rotate_half
+    else:  # cos_full = (c0, c0, c1, c1, ...), turn = rotate_every_two
+        cos_full, sin_full, turn = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1), rotate_every_two
+    return (xw * cos_full.to(work) + turn(xw) * sin_full.to(work)).to(x.dtype)
 
 
-def _broadcast_to_x(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """cos/sin of shape (B, T, d/2) from batched positions -> (B, 1, ..., T, d/2) to line up with x."""
-    if positions.dim() == 1:
-        return t
-    if x.dim() < 3 or x.shape[0] not in (1, positions.shape[0]):
-        raise ValueError(f"batched positions of shape {tuple(positions.shape)} need x of shape "
-                         f"(batch={positions.shape[0]}, ..., seq, dim), got {tuple(x.shape)}")
-    return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
+def _rotate_block(x, cos, sin, out, layout) -> None:
+    """out = R x for one block: x (..., t, D) in the working dtype, cos/sin (..., t, D/2), out (..., t, D).
+
+    Each line is the equation beside it, written into preallocated memory. The eager form's products
+    and sums, each rounded on its own, in its own order: y1 = x1 c + (-x2) s is x1 c - x2 s exactly.
+    (`addcmul` would be one pass less, but on CPUs with FMA it rounds x2 s and the sum together.)
+    """
+    x1, x2 = _pair_members(x, layout)
+    y = out if out.dtype == x.dtype else torch.empty_like(x)
+    y1, y2 = _pair_members(y, layout)
+    product = torch.empty(x1.shape, dtype=x.dtype, device=x.device)
+    torch.mul(x1, cos, out=y1)        # y1 = x1 cos
+    torch.mul(x2, sin, out=product)
+    y1.sub_(product)                  # y1 = x1 cos - x2 sin
+    torch.mul(x2, cos, out=y2)        # y2 = x2 cos
+    torch.mul(x1, sin, out=product)
+    y2.add_(product)                  # y2 = x2 cos + x1 sin
+    if y is not out:
+        out.copy_(y)                  # half-precision x: rounded once, as .to(dtype) would
 
 
-def _check_x(x, name="x"):
+def _check_x(x, name: str = "x") -> None:
     _checks.float_tensor(name, x)
     if x.dim() < 2:
         raise ValueError(f"{name} must have shape (..., seq, dim), got {tuple(x.shape)}")
     _checks.even_int(f"{name}'s last dimension (head_dim)", x.shape[-1])
+
+
+def _check_tables(x: torch.Tensor, cos, sin) -> None:
+    """cos and sin: floating tensors on x's device that broadcast to x's (..., seq, dim/2)."""
+    half = (*x.shape[:-1], x.shape[-1] // 2)
+    for name, table in (("cos", cos), ("sin", sin)):
+        _checks.float_tensor(name, table)
+        try:
+            fits = torch.broadcast_shapes(table.shape, half) == half
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name} of shape {tuple(table.shape)} must broadcast to x's (..., seq, dim/2) = {half}")
+    _checks.same_device("x", x, cos=cos, sin=sin)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    """Rotate x (..., seq, dim) by precomputed cos/sin that broadcast to (..., seq, dim/2).
+
+        y1 = x1 cos - x2 sin,   y2 = x2 cos + x1 sin      for every pair (x1, x2) of `layout`
+
+    cos/sin: e.g. (seq, dim/2), or (batch, 1, seq, dim/2) for batched positions, on x's device.
+    Returns a new tensor of x's shape, dtype and device (x is not modified). The result equals the
+    eager form `x * cos_full + turn(x) * sin_full` (cos_full = [c, c] or c0 c0 c1 c1 ..., turn =
+    `rotate_half` / `rotate_every_two`) computed in float32 (float64 for float64 x) BIT FOR BIT: the
+    same products and sums, each rounded on its own (a NaN stays a NaN, though its sign bit may
+    differ). Under autograd the eager form itself runs. Otherwise the result is written into
+    preallocated memory, on the CPU in blocks of positions that stay in the cache: ~3x the eager
+    form's speed on large inputs, which makes ~10 passes over memory with its temporaries.
+    """
+    _check_x(x)
+    _checks.choice("layout", layout, LAYOUTS)
+    _check_tables(x, cos, sin)
+    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
+        return _eager_rotate(x, cos, sin, layout)
+    work = _checks.compute_dtype(x.dtype)
+    seq, half = x.shape[-2], x.shape[-1] // 2
+    cos = cos.to(work).expand(*cos.shape[:-2], seq, half)  # a view: the seq axis can be sliced in blocks
+    sin = sin.to(work).expand(*sin.shape[:-2], seq, half)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    position_bytes = max(1, x.numel() // max(seq, 1) * work.itemsize)  # x[..., t, :] for one t, in `work`
+    step = max(1, _BLOCK_BYTES // position_bytes) if x.device.type == "cpu" else max(seq, 1)  # positions per block
+    for start in range(0, seq, step):
+        block = slice(start, start + step)  # positions start .. start+step-1
+        _rotate_block(x[..., block, :].to(work), cos[..., block, :], sin[..., block, :], out[..., block, :], layout)
+    return out
+
+
+# ----------------------------------------------------------------------------- the public forms
+def _positions(positions, x: torch.Tensor, name: str = "positions") -> torch.Tensor:
+    """Checked positions for x (..., seq, dim): (seq,) or (batch, seq) ints on x's device (default 0..seq-1)."""
+    if positions is None:
+        return default_positions(x)
+    batch = x.shape[0] if x.dim() >= 3 else None
+    positions = _checks.positions(name, positions, seq_len=x.shape[-2], device=x.device, batch=batch)
+    return positions[0] if positions.dim() == 2 and x.dim() < 3 else positions  # (1, seq) for x (seq, dim)
+
+
+def _line_up(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """A table (batch, seq, d/2) from batched positions -> (batch, 1, ..., seq, d/2), to broadcast over x's heads."""
+    if positions.dim() == 1:
+        return t
+    return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
@@ -247,11 +236,12 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
         y1 = a * (x1 cos(m theta_i) - x2 sin(m theta_i)),   y2 = a * (x2 cos(m theta_i) + x1 sin(m theta_i))
 
     x: (..., seq, dim), usually (batch, heads, seq, head_dim), floating point, dim even.
-    positions: (seq,) or (batch, seq) integers m (default 0 .. seq-1); moved to x's device.
-    layout: which dims form pair i -- "half": (x[i], x[i + dim/2]) (GPT-NeoX, Hugging Face) or
-    "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two agree up to `layout_permutation`.
-    inv_freq: (dim/2,) frequencies theta_i, e.g. from `rope_inv_freq` with a scaling; default
-    base ** (-2i/dim). attention_factor a multiplies cos and sin (YaRN; 1 otherwise).
+    positions: (seq,) or (batch, seq) integers m on x's device (default 0 .. seq-1); batch must be
+    x's first dimension (or 1). layout: which dims form pair i -- "half": (x[i], x[i + dim/2])
+    (GPT-NeoX, Hugging Face) or "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two
+    agree up to `layout_permutation`. inv_freq: (dim/2,) finite frequencies theta_i on x's device,
+    e.g. from `rope_inv_freq` with a scaling; default base ** (-2i/dim). attention_factor a
+    multiplies cos and sin (YaRN; 1 otherwise).
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
     shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
     `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
@@ -260,39 +250,33 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
-    positions = (default_positions(x) if positions is None
-                 else check_positions(positions, x.shape[-2], device=x.device))
-    dim = x.shape[-1]
+    positions = _positions(positions, x)
     if inv_freq is None:
-        inv_freq, _ = rope_inv_freq(dim, base=base, device=x.device)
-    elif not isinstance(inv_freq, torch.Tensor) or inv_freq.shape != (dim // 2,):
-        raise ValueError(f"inv_freq must be a tensor of shape (dim/2,) = ({dim // 2},), got "
-                         f"{tuple(inv_freq.shape) if isinstance(inv_freq, torch.Tensor) else type(inv_freq).__name__}")
+        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, device=x.device)
+    else:
+        _check_inv_freq(inv_freq, "x", x, x.shape[-1])
     attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    cos, sin = rope_cos_sin(positions, inv_freq, attention_factor=attention_factor,
-                            dtype=_checks.compute_dtype(x.dtype))  # (..., T, d/2)
-    cos, sin = _broadcast_to_x(cos, x, positions), _broadcast_to_x(sin, x, positions)
-    return rotate(x, cos, sin, layout)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))  # (..., seq, d/2)
+    return rotate(x, _line_up(cos, x, positions), _line_up(sin, x, positions), layout)
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
     """The derivation's form: z_i = x[2i] + i x[2i+1] (complex), out = z_i * e^{i m theta_i}, back to reals.
 
-    x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints (default 0 .. seq-1);
-    theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise turn of
-    apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama): same
-    result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding. Returns x's
-    shape, dtype and device; angles in float64, the product in complex64 (complex128 for float64 x).
+    x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints on x's device (default
+    0 .. seq-1); theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise
+    turn of apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama):
+    same result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding. Returns
+    x's shape, dtype and device; angles in float64, the product in complex64 (complex128 for float64 x).
     """
     _check_x(x)
-    positions = default_positions(x) if positions is None else check_positions(positions, x.shape[-2], device=x.device)
+    positions = _positions(positions, x)
     inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, device=x.device)
-    angles = rope_angles(positions, inv_freq)
-    work = _checks.compute_dtype(x.dtype)
+    angles = _line_up(_angles(positions, inv_freq), x, positions)  # (..., seq, d/2)
     rotation = torch.polar(torch.ones_like(angles), angles)  # e^{i m theta}, complex128 (or complex64)
-    rotation = _broadcast_to_x(rotation, x, positions)
-    z = torch.view_as_complex(x.to(work).reshape(*x.shape[:-1], -1, 2).contiguous())  # (..., T, d/2)
-    out = torch.view_as_real(z * rotation.to(z.dtype)).flatten(-2)
+    work = _checks.compute_dtype(x.dtype)
+    z = torch.complex(*_pair_members(x.to(work), "interleaved"))  # (..., seq, d/2): x[2i] + i x[2i+1]
+    out = torch.view_as_real(z * rotation.to(z.dtype)).flatten(-2)  # back to (x[2i], x[2i+1]) pairs
     return out.to(x.dtype)
 
 
@@ -303,14 +287,16 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
     For each pair i = (a, b) (layout "interleaved": (2i, 2i+1), the block-diagonal form of the
     RoFormer paper; "half": (i, i + dim/2)), with t = position * base ** (-2i/dim):
         R[a, a] = cos t,  R[a, b] = -sin t,  R[b, a] = sin t,  R[b, b] = cos t   (counter-clockwise)
-    and zeros elsewhere; R_m^T = R_{-m} = R_m^{-1}. position: an int; returns `dtype` (float64) on `device`.
+    and zeros elsewhere; R_m^T = R_{-m} = R_m^{-1}. position: an int; returns `dtype` (a floating
+    dtype, default float64) on `device`.
     """
     _checks.choice("layout", layout, LAYOUTS)
     if isinstance(position, bool) or not isinstance(position, numbers.Integral):
         raise TypeError(f"position must be an int (a token index), got {type(position).__name__} ({position!r})")
+    dtype = _checks.float_dtype("dtype", dtype) or torch.float64
     inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
-    angle = int(position) * inv_freq.to(dtype)
-    c, s = angle.cos(), angle.sin()
+    angle = float(position) * inv_freq  # float64 (exact for |position| < 2**53)
+    c, s = angle.cos().to(dtype), angle.sin().to(dtype)
     h = dim // 2
     first = torch.arange(h, device=device) if layout == "half" else torch.arange(0, dim, 2, device=device)
     second = first + h if layout == "half" else first + 1
@@ -320,13 +306,29 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
     return R
 
 
+# ----------------------------------------------------------------------------- the module
 class RotaryEmbedding(PositionalEncoding):
     """RoPE as a module: forward(q, k, positions=None) -> (rotated q, rotated k).
 
-    q, k: (batch, heads, seq, head_dim). cos/sin tables are cached per (device, dtype), grown
-    (doubled) only when a position beyond the cached length is asked for, never rebuilt on every
-    call; `cache_builds` counts how often a table was built. With scaling {"rope_type": "dynamic"}
-    the frequencies depend on the length, so the table is rebuilt when that length changes.
+    q, k: (batch, heads, seq, head_dim) on one device; positions (seq,) or (batch, seq), >= 0, on
+    that device. `rotate_qk(q, k, q_positions, k_positions)` is the protocol hook (queries and keys
+    at different positions, e.g. one new query against cached keys).
+
+    cos/sin tables are cached per (device, dtype), grown (doubled) only when a position beyond the
+    cached length is asked for, never rebuilt on every call; `cache_builds` counts the builds.
+    Positions past 65,536 get their cos/sin computed for themselves (no table of 2**40 rows).
+
+    Dynamic NTK ({"rope_type": "dynamic"}): the frequencies depend on the length L, and ONE call
+    uses one set of frequencies for q and k, with L = 1 + the largest position among q's and k's
+    (Hugging Face: max(position_ids) + 1), so their scores depend on m - n only. There is no other
+    state: a call's result does not depend on earlier calls. Hugging Face's `dynamic_rope_update`
+    instead keeps the longest length seen so far (its frequencies only grow) and resets to the
+    original ones when a call's length falls below L0. Keys already in a KV cache were rotated with
+    the frequencies of THEIR call; once L changes, the new queries' frequencies differ from theirs
+    and the score no longer depends on m - n alone (in HF too, which caches rotated keys). Here the
+    exact answer is to cache keys before rotation and pass them all to rotate_qk with their positions.
+    This library keeps no history because a result that depends on what ran before cannot be checked
+    or reproduced from the call alone, and re-rotating a teaching model's cache costs little.
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None):
@@ -336,51 +338,63 @@ class RotaryEmbedding(PositionalEncoding):
         self.layout = _checks.choice("layout", layout, LAYOUTS)
         rope_inv_freq(self.dim, base=self.base, scaling=scaling)  # validate now, not at the first call
         self.scaling = scaling
-        self._cache: dict = {}  # (device, dtype) -> (length, key, cos, sin)
+        self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin)
         self.cache_builds = 0
 
-    def _tables(self, positions: torch.Tensor, dtype: torch.dtype):
-        device = positions.device
-        dynamic = self.scaling is not None and self.scaling.get("rope_type") == "dynamic"
-        if device.type == "meta":  # values unknowable: compute for these positions, nothing to cache
-            inv, factor = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device)
-            return (*rope_cos_sin(positions, inv, attention_factor=factor, dtype=dtype), False)
-        needed = int(positions.max()) + 1 if positions.numel() else 1
-        key = (device, dtype)
-        seq_key = needed if dynamic else None
-        entry = self._cache.get(key)
-        if entry is None or entry[0] < needed or entry[1] != seq_key:
-            length = needed if dynamic else max(needed, 2 * entry[0] if entry else 0, 64)
-            inv, factor = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device,
-                                        seq_len=needed if dynamic else None)
-            entry = (length, seq_key,
-                     *rope_cos_sin(torch.arange(length, device=device), inv, attention_factor=factor, dtype=dtype))
-            self._cache[key] = entry
-            self.cache_builds += 1
-        return entry[2], entry[3], True
+    @classmethod
+    def from_config(cls, config) -> RotaryEmbedding:
+        """From a posenc_lib.model.TinyLMConfig: head_dim d_model / num_heads, rope_base, rope_scaling."""
+        return cls(config.d_model // config.num_heads, base=config.rope_base, scaling=config.rope_scaling)
 
-    def _rotate_one(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        if positions.device.type != "meta" and positions.numel() and int(positions.min()) < 0:
-            raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got min {int(positions.min())}")
-        cos, sin, cached = self._tables(positions, _checks.compute_dtype(x.dtype))
-        if cached:
-            cos, sin = cos[positions], sin[positions]  # (..., T, d/2)
-        return rotate(x, _broadcast_to_x(cos, x, positions), _broadcast_to_x(sin, x, positions), self.layout)
+    def _dynamic(self) -> bool:
+        return self.scaling is not None and (self.scaling.get("rope_type") or self.scaling.get("type")) == "dynamic"
+
+    def _frequencies(self, device, seq_len):
+        return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len)
+
+    def _table(self, device, dtype, needed: int, seq_len):
+        """cos/sin for positions 0 .. length-1 (length >= needed) with the frequencies of seq_len."""
+        entry = self._cache.get((device, dtype))
+        if entry is None or entry[0] < needed or entry[1] != seq_len:
+            length = needed if seq_len is not None else max(needed, 2 * entry[0] if entry else 0, 64)
+            inv_freq, factor = self._frequencies(device, seq_len)
+            entry = (length, seq_len, *_cos_sin(torch.arange(length, device=device), inv_freq, factor, dtype))
+            self._cache[(device, dtype)] = entry
+            self.cache_builds += 1
+        return entry[2], entry[3]
+
+    def _cos_sin(self, q_positions, k_positions, dtype):
+        """(cos, sin) for q's positions and for k's: one set of frequencies for both."""
+        device = q_positions.device
+        if device.type == "meta":  # no values to read: a table for exactly these positions (frequencies at L0)
+            inv_freq, factor = self._frequencies(device, None)
+            return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
+        largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))
+        seq_len = largest + 1 if self._dynamic() else None  # L = 1 + the largest position, as in HF
+        if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
+            inv_freq, factor = self._frequencies(device, seq_len)
+            return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
+        cos, sin = self._table(device, dtype, largest + 1, seq_len)
+        return [(cos[p], sin[p]) for p in (q_positions, k_positions)]  # (..., seq, d/2) each
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | None = None):
+        """(R q, R k) with q and k at the same positions (seq,) or (batch, seq) (default 0 .. seq-1)."""
         return self.rotate_qk(q, k, positions, positions)
 
     def rotate_qk(self, q, k, q_positions=None, k_positions=None):
-        _check_x(q, "q")
-        _check_x(k, "k")
         for name, t in (("q", q), ("k", k)):
+            _check_x(t, name)
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
-        q_positions = (default_positions(q) if q_positions is None
-                       else check_positions(q_positions, q.shape[-2], device=q.device))
-        k_positions = (default_positions(k) if k_positions is None
-                       else check_positions(k_positions, k.shape[-2], device=k.device))
-        return self._rotate_one(q, q_positions), self._rotate_one(k, k_positions)
+        _checks.same_device("q", q, k=k)
+        q_positions, k_positions = _positions(q_positions, q, "q_positions"), _positions(k_positions, k, "k_positions")
+        for name, p in (("q_positions", q_positions), ("k_positions", k_positions)):
+            if p.device.type != "meta" and p.numel() and int(p.min()) < 0:
+                raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {int(p.min())}")
+        (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
+        q_out = rotate(q, _line_up(q_cos, q, q_positions), _line_up(q_sin, q, q_positions), self.layout)
+        k_out = rotate(k, _line_up(k_cos, k, k_positions), _line_up(k_sin, k, k_positions), self.layout)
+        return q_out, k_out
 
     def extra_repr(self):
         return f"dim={self.dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
@@ -399,7 +413,7 @@ def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
     (1 / (d/2)) * sum_{j=1}^{d/2} |S_j|, which equals (d/2 + 1) / 2 at r = 0 and shrinks as |r| grows
     (the "long-term decay"). It depends on |r| only (S_j(-r) = conj S_j(r)).
 
-    distance: a number, a sequence or a tensor of real distances (any shape); dim: even head dim.
+    distance: a finite number, a sequence of them or a real tensor (any shape); dim: even head dim.
     Returns a float64 tensor of distance's shape (float32 on devices without float64), on its device.
     """
     dim = _checks.even_int("dim", dim)
@@ -407,15 +421,16 @@ def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
     if isinstance(distance, torch.Tensor):
         if distance.is_complex() or distance.dtype == torch.bool:
             raise TypeError(f"distance must hold real numbers, got a tensor of {distance.dtype}")
-        device = distance.device
     else:
-        device = torch.device("cpu")
         try:
-            distance = torch.as_tensor(distance, dtype=torch.float64, device=device)
+            distance = torch.as_tensor(distance, dtype=torch.float64, device="cpu")
         except (TypeError, ValueError, RuntimeError) as error:
-            raise TypeError(f"distance must be a number, a sequence of numbers or a tensor, got {distance!r}") from error
-    work = _checks.angle_dtype(device)
-    inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
+            raise TypeError(f"distance must be a number, a sequence of numbers or a tensor, "
+                            f"got {distance!r}") from error
+    if distance.is_floating_point():
+        _checks.finite_tensor("distance", distance)
+    work = _checks.angle_dtype(distance.device)
+    inv_freq, _ = rope_inv_freq(dim, base=base, device=distance.device)
     angles = distance.to(work)[..., None] * inv_freq.to(work)  # (..., d/2): r * theta_k
     partial_sums = torch.polar(torch.ones_like(angles), angles).cumsum(dim=-1)  # S_1 .. S_{d/2}
     return partial_sums.abs().mean(dim=-1)

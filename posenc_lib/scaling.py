@@ -4,10 +4,12 @@
     wavelength_i = 2 * pi / theta_i                            (tokens per full turn)
 
 `scaling` is a dict modelled on Hugging Face's `rope_parameters`, with the parameter names users
-already know; one small function per `rope_type`, looked up in one registry. Differences from HF:
-`ntk` (static NTK-aware) is a posenc-only type with no HF counterpart; `dynamic` needs
-`original_max_position_embeddings` in the dict (HF takes it from `config.max_position_embeddings`);
-`partial_rotary_factor` is not supported (it is rejected as an unknown key).
+already know; one small function per `rope_type`, each with its record in one registry,
+`ROPE_SCALINGS`. Differences from HF: `ntk` (static NTK-aware) is a posenc-only type with no HF
+counterpart; `dynamic` needs `original_max_position_embeddings` in the dict (HF takes it from
+`config.max_position_embeddings`); `partial_rotary_factor` is not supported (it is rejected as an
+unknown key); YaRN's beta_fast < beta_slow is an error (HF only warns). HF's legacy key `type` is
+accepted for `rope_type`.
 
     linear   PI (Chen et al. 2023): every theta_i / factor  (positions squeezed into the trained range)
     ntk      NTK-aware, static (bloc97): base' = base * factor ** (dim / (dim - 2)) -- the highest
@@ -20,39 +22,30 @@ already know; one small function per `rope_type`, looked up in one registry. Dif
     llama3   Llama 3.1: wavelengths > L0/low_freq_factor divided by factor, < L0/high_freq_factor kept,
              smooth interpolation between
 
-Returns (inv_freq, attention_factor); inv_freq is float64 on the given device (float32 where the
-device has no float64), so that angles m * theta_i stay exact far past 65k positions.
+Every type's function returns (inv_freq, attention_factor); inv_freq is float64 on the given device
+(float32 where the device has no float64), so that angles m * theta_i stay exact far past 65k positions.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from . import _checks
 
-_REQUIRED = {
-    "default": (),
-    "linear": ("factor",),
-    "ntk": ("factor",),
-    "dynamic": ("factor", "original_max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
-}
-_OPTIONAL = {
-    "default": (),
-    "linear": (),
-    "ntk": (),
-    "dynamic": (),
-    "yarn": ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate"),
-    "llama3": (),
-}
-ROPE_TYPES = tuple(_REQUIRED)
-
 
 def _default(dim, base, device):
+    """theta_i = base ** (-2i/dim), i = 0 .. dim/2 - 1."""
     work = _checks.angle_dtype(device)
     return 1.0 / (base ** (torch.arange(0, dim, 2, device=device, dtype=work) / dim))
+
+
+# ----------------------------------------------------------------------------- one function per rope_type
+# Each: (dim, base, device, p (the checked scaling dict), seq_len) -> (inv_freq (dim/2,), attention_factor)
+def _plain(dim, base, device, p, seq_len):
+    return _default(dim, base, device), 1.0
 
 
 def _linear(dim, base, device, p, seq_len):
@@ -70,19 +63,20 @@ def _dynamic(dim, base, device, p, seq_len):
     return _default(dim, base * effective ** (dim / (dim - 2)), device), 1.0
 
 
-def _yarn(dim, base, device, p, seq_len):
-    factor, l0 = p["factor"], p["original_max_position_embeddings"]
-    beta_fast, beta_slow = p.get("beta_fast") or 32.0, p.get("beta_slow") or 1.0  # None -> default, as in HF
-
+def _yarn_attention_factor(p) -> float:
     def mscale(scale, m=1.0):
         return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
 
-    attention_factor = p.get("attention_factor")
-    if attention_factor is None:
-        if p.get("mscale") and p.get("mscale_all_dim"):
-            attention_factor = mscale(factor, p["mscale"]) / mscale(factor, p["mscale_all_dim"])
-        else:
-            attention_factor = mscale(factor)
+    if p.get("attention_factor") is not None:
+        return p["attention_factor"]
+    if p.get("mscale") and p.get("mscale_all_dim"):
+        return mscale(p["factor"], p["mscale"]) / mscale(p["factor"], p["mscale_all_dim"])
+    return mscale(p["factor"])
+
+
+def _yarn(dim, base, device, p, seq_len):
+    factor, l0 = p["factor"], p["original_max_position_embeddings"]
+    beta_fast, beta_slow = p.get("beta_fast") or 32.0, p.get("beta_slow") or 1.0  # None -> default, as in HF
 
     # the pair index d at which a frequency makes `rotations` turns over l0 tokens
     def pair_dim(rotations):
@@ -97,14 +91,12 @@ def _yarn(dim, base, device, p, seq_len):
     theta = _default(dim, base, device)
     ramp = ((torch.arange(dim // 2, device=device, dtype=theta.dtype) - low) / (high - low)).clamp(0, 1)
     keep = 1 - ramp  # 1: extrapolate (keep theta, high frequencies); 0: interpolate (theta / factor)
-    return theta / factor * (1 - keep) + theta * keep, float(attention_factor)
+    return theta / factor * (1 - keep) + theta * keep, float(_yarn_attention_factor(p))
 
 
 def _llama3(dim, base, device, p, seq_len):
     factor, l0 = p["factor"], p["original_max_position_embeddings"]
     low_ff, high_ff = p["low_freq_factor"], p["high_freq_factor"]
-    if not high_ff > low_ff:
-        raise ValueError(f"scaling['high_freq_factor'] must be > scaling['low_freq_factor'], got {high_ff} <= {low_ff}")
     theta = _default(dim, base, device)
     wavelen = 2 * math.pi / theta
     smooth = ((l0 / wavelen - low_ff) / (high_ff - low_ff)).clamp(0, 1)  # 0: long waves, 1: short waves
@@ -112,40 +104,83 @@ def _llama3(dim, base, device, p, seq_len):
     return torch.where(wavelen > l0 / low_ff, theta / factor, torch.where(wavelen < l0 / high_ff, theta, scaled)), 1.0
 
 
-ROPE_INIT_FUNCTIONS = {
-    "default": lambda dim, base, device, p, seq_len: (_default(dim, base, device), 1.0),
-    "linear": _linear,
-    "ntk": _ntk,
-    "dynamic": _dynamic,
-    "yarn": _yarn,
-    "llama3": _llama3,
-}
+# ----------------------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class RopeScaling:
+    """One rope_type: its keys in the scaling dict, the function that makes its frequencies, what it does."""
+    name: str
+    init: Callable  # (dim, base, device, p, seq_len) -> (inv_freq, attention_factor)
+    required: tuple = ()
+    optional: tuple = ()
+    description: str = ""
 
 
-def _validate(scaling: dict) -> tuple[str, dict]:
+_L0 = "original_max_position_embeddings"
+ROPE_SCALINGS = {r.name: r for r in (
+    RopeScaling("default", _plain, description="plain RoPE, theta_i = base ** (-2i/dim)"),
+    RopeScaling("linear", _linear, ("factor",), description="position interpolation: every theta_i / factor"),
+    RopeScaling("ntk", _ntk, ("factor",), description="static NTK-aware: base * factor ** (dim / (dim - 2))"),
+    RopeScaling("dynamic", _dynamic, ("factor", _L0),
+                description="dynamic NTK: the ntk base for the current length L > L0, plain RoPE up to L0"),
+    RopeScaling("yarn", _yarn, ("factor", _L0),
+                ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate"),
+                description="YaRN: ramp from theta (fast pairs) to theta / factor (slow), cos/sin scaled"),
+    RopeScaling("llama3", _llama3, ("factor", _L0, "low_freq_factor", "high_freq_factor"),
+                description="Llama 3.1: long wavelengths / factor, short ones kept, smooth between"),
+)}
+ROPE_TYPES = tuple(ROPE_SCALINGS)
+
+
+# ----------------------------------------------------------------------------- checking a scaling dict
+def _rope_type(scaling: dict) -> str:
+    """scaling['rope_type'], or HF's legacy scaling['type'] (the same thing; both given must agree)."""
+    given = {key: scaling[key] for key in ("rope_type", "type") if scaling.get(key) is not None}
+    if not given:
+        raise ValueError(f"scaling needs a 'rope_type', one of {list(ROPE_TYPES)}")
+    if len(set(given.values())) > 1:
+        raise ValueError(f"scaling['rope_type'] and its legacy name scaling['type'] disagree: "
+                         f"{given['rope_type']!r} and {given['type']!r}")
+    key, value = next(iter(given.items()))
+    return _checks.choice(f"scaling[{key!r}]", value, ROPE_TYPES)
+
+
+def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
+    """The record of scaling's rope_type and a copy of scaling with every value checked."""
     if not isinstance(scaling, dict):
         raise TypeError(f"scaling must be a dict like {{'rope_type': 'linear', 'factor': 2.0}} or None, "
                         f"got {type(scaling).__name__}")
-    if "rope_type" not in scaling:
-        raise ValueError(f"scaling needs a 'rope_type', one of {list(ROPE_TYPES)}")
-    rope_type = _checks.choice("scaling['rope_type']", scaling["rope_type"], ROPE_TYPES)
-    allowed = {"rope_type", "rope_theta", *_REQUIRED[rope_type], *_OPTIONAL[rope_type]}
+    record = ROPE_SCALINGS[_rope_type(scaling)]
+    allowed = {"rope_type", "type", "rope_theta", *record.required, *record.optional}
     unknown = sorted(set(scaling) - allowed)
     if unknown:
-        raise ValueError(f"scaling for rope_type={rope_type!r} has unknown keys {unknown}; allowed: {sorted(allowed)}")
-    missing = [k for k in _REQUIRED[rope_type] if scaling.get(k) is None]
+        raise ValueError(f"scaling for rope_type={record.name!r} has unknown keys {unknown}; "
+                         f"allowed: {sorted(allowed)}")
+    missing = [k for k in record.required if scaling.get(k) is None]
     if missing:
-        raise ValueError(f"scaling for rope_type={rope_type!r} is missing {missing}")
-    p = dict(scaling)
-    if "factor" in p:
-        p["factor"] = _checks.positive_float("scaling['factor']", p["factor"], minimum=1.0, inclusive=True)
-    if "original_max_position_embeddings" in p:
-        p["original_max_position_embeddings"] = _checks.positive_int(
-            "scaling['original_max_position_embeddings']", p["original_max_position_embeddings"])
-    for key in ("low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow"):
-        if p.get(key) is not None:
-            p[key] = _checks.positive_float(f"scaling[{key!r}]", p[key])
-    return rope_type, p
+        raise ValueError(f"scaling for rope_type={record.name!r} is missing {missing}")
+    p = {k: v for k, v in scaling.items() if v is not None}
+
+    def number(key, **bounds):
+        if key in p:
+            p[key] = _checks.positive_float(f"scaling[{key!r}]", p[key], **bounds)
+
+    number("factor", minimum=1.0, inclusive=True)
+    number("rope_theta", minimum=1.0)
+    for key in ("low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "attention_factor"):
+        number(key)
+    for key in ("mscale", "mscale_all_dim"):  # 0 means "not given" in HF's formula
+        number(key, inclusive=True)
+    if _L0 in p:
+        p[_L0] = _checks.positive_int(f"scaling[{_L0!r}]", p[_L0])
+    if "truncate" in p and not isinstance(p["truncate"], bool):
+        raise TypeError(f"scaling['truncate'] must be True or False, got {p['truncate']!r}")
+    if record.name == "yarn" and p.get("beta_fast", 32.0) < p.get("beta_slow", 1.0):
+        raise ValueError(f"scaling['beta_fast'] must be >= scaling['beta_slow'] (fast pairs make more turns), "
+                         f"got {p.get('beta_fast', 32.0)} < {p.get('beta_slow', 1.0)} (defaults 32 and 1)")
+    if record.name == "llama3" and not p["high_freq_factor"] > p["low_freq_factor"]:
+        raise ValueError(f"scaling['high_freq_factor'] must be > scaling['low_freq_factor'], "
+                         f"got {p['high_freq_factor']} <= {p['low_freq_factor']}")
+    return record, p
 
 
 def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = None, seq_len: int | None = None,
@@ -156,26 +191,25 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     position m), attention_factor 1. scaling: None or a dict modelled on Hugging Face's rope_parameters
     (the differences are in the module docstring),
     {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"llama3"|"default", "factor": f (>= 1),
-    "original_max_position_embeddings": L0, ...}; each type's formula is in the module docstring
-    ("rope_theta", if present, overrides `base`). seq_len: the current length, used by "dynamic"
-    only (its L0 is what HF calls max_position_embeddings). attention_factor (YaRN) multiplies cos
-    and sin. inv_freq is float64 (float32 on devices without it) on `device` (default CPU); it
-    agrees with HF's ROPE_INIT_FUNCTIONS to a few float32 ulps (HF works in float32).
-    Unknown types, unknown/missing keys and out-of-range values raise a ValueError naming the key.
+    "original_max_position_embeddings": L0, ...}; each type's formula is in the module docstring and
+    its keys in `ROPE_SCALINGS` ("rope_theta", if present, overrides `base`). seq_len: the current
+    length, used by "dynamic" only (its L0 is what HF calls max_position_embeddings).
+    attention_factor (YaRN) multiplies cos and sin. inv_freq is float64 (float32 on devices without
+    it) on `device` (default CPU); it agrees with HF's ROPE_INIT_FUNCTIONS to a few float32 ulps (HF
+    works in float32). Unknown types, unknown/missing keys and out-of-range or non-finite values raise
+    a ValueError (a TypeError for a wrong type) naming the key, e.g. scaling['factor'].
     """
     dim = _checks.even_int("dim", dim)
-    if isinstance(scaling, dict) and scaling.get("rope_theta") is not None:
-        base = scaling["rope_theta"]
     base = _checks.positive_float("base", base, minimum=1.0)
     if seq_len is not None:
         seq_len = _checks.positive_int("seq_len", seq_len)
     device = torch.device(device if device is not None else "cpu")
     if scaling is None:
         return _default(dim, base, device), 1.0
-    rope_type, p = _validate(scaling)
-    if rope_type in ("ntk", "dynamic") and dim < 4:
-        raise ValueError(f"dim must be >= 4 for rope_type={rope_type!r} (the exponent is dim/(dim-2)), got {dim}")
-    return ROPE_INIT_FUNCTIONS[rope_type](dim, base, device, p, seq_len)
+    record, p = _validate(scaling)
+    if record.name in ("ntk", "dynamic") and dim < 4:
+        raise ValueError(f"dim must be >= 4 for rope_type={record.name!r} (the exponent is dim/(dim-2)), got {dim}")
+    return record.init(dim, p.get("rope_theta", base), device, p, seq_len)
 
 
 EXTENSION_METHODS = ("none", "linear", "ntk", "dynamic", "yarn", "llama3")

@@ -1,26 +1,33 @@
-"""`make bench` itself (its numbers are not tested: speed is measured, not asserted): on a tiny tensor it
-times every candidate, checks bit-identity, and prints a verdict line per candidate."""
+"""`make bench` (tools/bench.py) runs: its numbers are measured, not asserted here. On a tiny tensor every
+RoPE candidate is timed and checked for bit-identity with the eager form, and the verdict lines name the goals."""
+import importlib.util
+from pathlib import Path
+
 import pytest
 
-from posenc_lib import bench
+_PATH = Path(__file__).resolve().parents[1] / "tools" / "bench.py"
 
 
-def test_bench_rope_reports_every_candidate_and_identity(capsys):
-    result = bench.bench_rope("cpu", shape=(2, 2, 64, 16), rounds=3)
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("posenc_bench", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("shape", [(2, 2, 64, 16), (3, 40, 8)])
+def test_bench_rope_times_every_candidate_and_checks_identity(bench, shape, capsys):
+    result = bench.bench_rope("cpu", shape=shape, rounds=3)
     assert set(result["median_s"]) == {"apply_rope", "rope.rotate", "eager", "clone"}
-    assert all(t > 0 for t in result["median_s"].values())
     assert result["identical"] == {"apply_rope": True, "rope.rotate": True}
-    for name in ("apply_rope", "rope.rotate"):
-        expected = result["median_s"]["eager"] / result["median_s"][name]
-        assert result["eager_ratio"][name] == pytest.approx(expected)
-        low, mid, high = result["round_quartiles"][name]["clone"]
-        assert 0 < low <= mid <= high
     bench.print_rope(result)
     out = capsys.readouterr().out
-    assert out.count("identical to eager: yes") == 2 and "per-round ratios" in out
+    assert out.count("identical to eager: yes") == 2
+    assert out.count(f"goal >= {bench.EAGER_GOAL}") == 2 and out.count(f"goal >= {bench.COPY_GOAL}") == 2
 
 
-def test_bench_moves_a_control_to_other_valid_values():
+def test_bench_moves_a_control_to_other_valid_values(bench):
     import ipywidgets as widgets
 
     slider = widgets.IntSlider(value=5, min=0, max=10, step=5)

@@ -1,10 +1,13 @@
-"""RoPE against an explicit float64 per-pair rotation, against Hugging Face's Llama code, and its properties.
+"""RoPE (posenc_lib.rope): against an explicit float64 per-pair rotation and Hugging Face's Llama code, its
+properties, the fast path's bit-identity with the eager form, RotaryEmbedding's cache and dynamic tables,
+RoFormer's decay bound, and a clear error (or the right empty/huge answer) for every bad input.
 
 Precision note: Hugging Face computes the angles position * inv_freq in float32, which by itself
 loses precision at long positions (a float32 angle near 1e5 rad is off by up to ~4e-3 rad). The
 library computes them in float64. So HF is compared at moderate positions (< 8192) with the
 DESIGN tolerance 1e-5, and long positions are compared with the float64 formula instead.
 """
+import cmath
 import math
 
 import pytest
@@ -15,7 +18,8 @@ from transformers import LlamaConfig
 from transformers.models.llama import modeling_llama as hf_llama
 
 from conftest import eager_rotate_half, float32_ulp, pair_indices, ref_frequencies, ref_rope
-from posenc_lib import RotaryEmbedding, apply_rope, layout_permutation, rope_complex, rope_matrix, rotate_half
+from posenc_lib import (RotaryEmbedding, apply_rope, layout_permutation, rope_complex, rope_cos_sin, rope_decay_bound,
+                        rope_inv_freq, rope_matrix, rotate_half)
 from posenc_lib import rope as rope_mod
 
 LAYOUTS = ["half", "interleaved"]
@@ -185,42 +189,38 @@ def test_rotation_sign_is_counter_clockwise():
         torch.testing.assert_close(out[0], torch.tensor([math.cos(1.0), math.sin(1.0)], dtype=torch.float64))
 
 
-# ------------------------------------------------------------------ the fast kernel is the eager form, bit for bit
-def _eager_interleaved(x, cos, sin):
-    turned = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
-    return x * cos.repeat_interleave(2, -1) + turned * sin.repeat_interleave(2, -1)
 
-
+# ------------------------------------------------------------------ the fast path is the eager form, bit for bit
 def _eager_reference(x, cos, sin, layout):
-    """The eager form in float32 (float64 for float64 x), rounded once to x's dtype."""
+    """The eager form x * cos_full + turn(x) * sin_full in float32 (float64 for float64 x), rounded to x's dtype."""
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     xw, c, s = x.to(work), cos.to(work), sin.to(work)
-    out = eager_rotate_half(xw, torch.cat((c, c), -1), torch.cat((s, s), -1)) if layout == "half" \
-        else _eager_interleaved(xw, c, s)
-    return out.to(x.dtype)
+    if layout == "half":
+        return eager_rotate_half(xw, torch.cat((c, c), -1), torch.cat((s, s), -1)).to(x.dtype)
+    turned = torch.stack((-xw[..., 1::2], xw[..., 0::2]), dim=-1).flatten(-2)
+    return (xw * c.repeat_interleave(2, -1) + turned * s.repeat_interleave(2, -1)).to(x.dtype)
 
 
 def _tables(positions, dim):
     return rope_mod.rope_cos_sin(positions, rope_mod.rope_inv_freq(dim)[0])
 
 
+# (2, 8, 2000, 128): several CPU blocks and a shorter last one -- large random inputs, where a fused
+# multiply-add (e.g. addcmul on a CPU with FMA) would round differently from the eager form
+@pytest.mark.parametrize("shape", [(2, 8, 2000, 128), (3, 5, 7, 6), (1, 1, 1, 2), (5, 3000, 64), (9, 40),
+                                   (2, 3, 2, 90, 64)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("shape", [(3, 5, 300, 128), (3, 5, 7, 6), (1, 1, 1, 2), (5, 3000, 64), (9, 40),
-                                   (2, 3, 700, 256), (2, 3, 2, 90, 64)])  # compiled loop (>= 65,536 elements; 3-d and 5-d x reshaped to 4-d) or whole-tensor ops
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-def test_rotate_is_bit_identical_to_eager_form(shape, layout, dtype):
+def test_rotate_is_bit_identical_to_eager_form(shape, dtype, layout):
     torch.manual_seed(5)
-    x = torch.randn(shape).to(dtype)
-    cos, sin = _tables(torch.randint(0, 100_000, (shape[-2],)), shape[-1])
+    x = (torch.randn(shape, dtype=torch.float64) * 100).to(dtype)
+    cos, sin = rope_mod.rope_cos_sin(torch.randint(0, 100_000, (shape[-2],)), rope_mod.rope_inv_freq(shape[-1])[0],
+                                     dtype=torch.float64 if dtype == torch.float64 else torch.float32)
     ref = _eager_reference(x, cos, sin, layout)
     out = rope_mod.rotate(x, cos, sin, layout)
     assert out.dtype == dtype and torch.equal(out, ref)
     if x.dim() > 2:  # non-contiguous input (a transposed view): same answer
         assert torch.equal(rope_mod.rotate(x.transpose(0, -2).contiguous().transpose(0, -2), cos, sin, layout), ref)
-    # the whole-tensor form used on GPUs, checked here on the CPU
-    c3, s3 = cos.to(ref.dtype if dtype != torch.bfloat16 else torch.float32)[None], \
-        sin.to(ref.dtype if dtype != torch.bfloat16 else torch.float32)[None]
-    assert torch.equal(rope_mod._rotate_whole(x, c3, s3, layout), ref)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -233,180 +233,36 @@ def test_rotate_batched_tables_bit_identical(layout):
     x3 = torch.randn(3, 600, 128)  # (B, T, D) with (B, T, D/2) tables: one table per batch row
     cos, sin = _tables(torch.randint(0, 50_000, (3, 600)), 128)
     assert torch.equal(rope_mod.rotate(x3, cos, sin, layout), _eager_reference(x3, cos, sin, layout))
+    # apply_rope with batched positions builds exactly these tables
+    positions = torch.randint(0, 50_000, (3, 600))
+    cos, sin = _tables(positions, 64)
+    assert torch.equal(apply_rope(x, positions, layout=layout), _eager_reference(x, cos[:, None], sin[:, None], layout))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_large_cpu_inputs_use_the_compiled_loop_and_small_ones_do_not(layout, monkeypatch):
-    loop = rope_mod._rope_cpu.kernel()
-    assert loop is not None, "numba is a dependency: the compiled loop must be available"
-    calls = []
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_under_autograd_the_result_and_gradients_are_the_eager_forms(layout, dtype):
+    """Training runs the eager form itself (the cached course results depend on its exact bits): forward
+    and backward of apply_rope and RotaryEmbedding are bit-identical to the eager form's."""
+    torch.manual_seed(11)
+    x = torch.randn(2, 4, 300, 32).to(dtype)
+    weights = torch.randn(2, 4, 300, 32).to(dtype)
+    positions = torch.randint(0, 5000, (300,))
+    cos, sin = _tables(positions, 32)
 
-    def counting_loop(*args):  # counts the loop's runs, not just kernel() lookups
-        calls.append(args[-2:])
-        return loop(*args)
-    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", lambda: counting_loop)
-    cos, sin = _tables(torch.arange(512), 128)
-    rope_mod.rotate(torch.randn(1, 1, 512, 128), cos, sin, layout)  # 65,536 elements: the loop, in one run
-    assert calls == [(0, 512)]
-    rope_mod.rotate(torch.randn(1, 1, 511, 128), cos[:511], sin[:511], layout)  # one position fewer: torch ops
-    assert calls == [(0, 512)]
-    x = torch.randn(2, 4, 512, 128)  # 524,288 elements: ranges on the threads that cover all 4,096 vectors
-    rope_mod.rotate(x, cos, sin, layout)
-    covered = sorted(calls[1:])
-    assert covered[0][0] == 0 and covered[-1][1] == 2 * 4 * 512
-    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
-    assert len(covered) == (1 if torch.get_num_threads() == 1 else 4 * min(torch.get_num_threads(), 2 * 4 * 512))
+    def forward_backward(rotation):
+        leaf = x.clone().requires_grad_()
+        out = rotation(leaf)
+        (out * weights).sum().backward()
+        return out.detach(), leaf.grad
 
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_rotate_without_numba_is_still_bit_identical(layout, monkeypatch):
-    monkeypatch.setattr(rope_mod._rope_cpu, "kernel", lambda: None)  # as if numba were not installed
-    torch.manual_seed(12)
-    x = torch.randn(2, 4, 300, 128)
-    cos, sin = _tables(torch.arange(300), 128)
-    assert torch.equal(rope_mod.rotate(x, cos, sin, layout), _eager_reference(x, cos, sin, layout))
-
-
-def test_rotate_under_no_grad_of_tensors_that_require_grad():
-    """Inference on a model's parameters: the compiled loop reads tensors that require grad."""
-    x = torch.randn(2, 4, 300, 128, requires_grad=True)
-    cos, sin = (t.requires_grad_() for t in _tables(torch.arange(300), 128))
-    with torch.no_grad():
-        out = rope_mod.rotate(x, cos, sin)
-    assert not out.requires_grad and torch.equal(out, _eager_reference(x.detach(), cos.detach(), sin.detach(), "half"))
-
-
-def test_kernel_without_jit_or_without_a_cache_directory(monkeypatch):
-    import numba
-    cpu = rope_mod._rope_cpu
-    monkeypatch.setattr(cpu, "_KERNEL", cpu._UNSET)
-    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
-    assert cpu.kernel() is None  # a loop run by the Python interpreter would be far slower than torch ops
-    monkeypatch.setattr(numba.config, "DISABLE_JIT", False)
-    monkeypatch.setattr(cpu, "_KERNEL", cpu._UNSET)
-    njit = numba.njit
-
-    def njit_without_cache_locator(*args, **kwargs):
-        if kwargs.get("cache"):
-            raise RuntimeError("cannot cache function '_rotate_pairs': no locator available")
-        return njit(*args, **kwargs)
-    monkeypatch.setattr(numba, "njit", njit_without_cache_locator)
-    loop = cpu.kernel()  # compiled, just not cached on disk
-    torch.manual_seed(13)
-    x = torch.randn(1, 2, 300, 128)
-    cos, sin = _tables(torch.arange(300), 128)
-    out = torch.empty_like(x)
-    loop(rope_mod._member_view(x, "half").numpy(), cos[None].numpy(), sin[None].numpy(),
-         rope_mod._member_view(out, "half").numpy(), 0, 0, 600)
-    assert torch.equal(out, _eager_reference(x, cos, sin, "half"))
-
-
-@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (2, 4, 512, 128)])  # whole-tensor ops / the compiled loop
-def test_rope_under_tracers_and_function_transforms(shape):
-    """make_fx, vmap, torch.func.grad and fake tensors see the eager form's pure torch ops: a graph
-    recorded from rotate computes the rotation of a NEW input, and vmap/grad give the plain answers."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-    torch.manual_seed(14)
-    x, y = torch.randn(shape), torch.randn(shape)
-    graph = make_fx(lambda t: apply_rope(t))(x)
-    assert torch.equal(graph(y), apply_rope(y))
-    assert torch.equal(torch.func.vmap(apply_rope)(x), apply_rope(x))
-    weights = torch.randn(shape)
-    leaf = x.clone().requires_grad_()
-    (apply_rope(leaf) * weights).sum().backward()
-    assert torch.allclose(torch.func.grad(lambda t: (apply_rope(t) * weights).sum())(x), leaf.grad)
-    with FakeTensorMode():
-        assert apply_rope(torch.randn(shape)).shape == shape
-
-
-def test_rope_of_a_tensor_with_the_negative_bit():
-    """x.conj().imag is a lazily negated view (is_neg()); numpy cannot read it without resolve_neg()."""
-    x = torch.randn(2, 4, 512, 128, dtype=torch.complex64).conj().imag
-    assert x.is_neg()
-    assert torch.equal(apply_rope(x), apply_rope(x.clone()))
-
-
-def test_rotate_tables_must_be_on_x_device_and_extra_table_dims_broadcast():
-    cos, sin = _tables(torch.arange(300), 128)
-    x = torch.randn(300, 128)
-    with pytest.raises(ValueError, match="cos must be on x's device"):
-        rope_mod.rotate(x, cos.to("meta"), sin)
-    with pytest.raises(ValueError, match="sin must be on x's device"):
-        rope_mod.rotate(x, cos, sin.to("meta"))
-    c6, s6 = cos.reshape(1, 1, 1, 1, 300, 64), sin.reshape(1, 1, 1, 1, 300, 64)  # more dims than x
-    out = rope_mod.rotate(x, c6, s6)
-    ref = _eager_reference(x, c6, s6, "half")
-    assert out.shape == ref.shape == (1, 1, 1, 1, 300, 128) and torch.equal(out, ref)
-
-
-def test_importing_the_library_does_not_import_numba():
-    """numba (~0.5 s to import) is loaded on the first large CPU rotation, not by `import posenc_lib`."""
-    import subprocess
-    import sys
-    code = "import sys, posenc_lib; print('numba' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip() == "False", result.stderr
-
-
-def test_rotate_with_one_thread_and_inside_threads():
-    """The same bits whatever the thread count, and when called from worker threads (nested use)."""
-    from concurrent.futures import ThreadPoolExecutor
-    torch.manual_seed(10)
-    x = torch.randn(2, 4, 1000, 64)
-    cos, sin = _tables(torch.arange(1000), 64)
-    ref = _eager_reference(x, cos, sin, "half")
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        assert torch.equal(rope_mod.rotate(x, cos, sin), ref)
-    finally:
-        torch.set_num_threads(threads)
-    with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(lambda _: rope_mod.rotate(x, cos, sin), range(3)))
-    assert all(torch.equal(r, ref) for r in results)
-
-
-def _rotate_in_child(queue, x, cos, sin):
-    try:
-        queue.put(rope_mod._executor(2).submit(lambda: 42).result(timeout=20))
-        queue.put(rope_mod.rotate(x, cos, sin).numpy().tobytes())  # bytes: pickling a tensor may run torch ops
-    except Exception as error:  # a stale pool (threads lost in the fork) would time out here
-        queue.put(repr(error))
-
-
-def test_rotate_works_after_fork():
-    """Threads do not survive fork(): the child gets a new pool instead of one whose workers are gone,
-    and a large rotation runs there on 2 threads (the compiled loop on that pool, no OpenMP region).
-    Only rotate itself runs in the child: torch's own OpenMP ops hang after fork with > 1 thread,
-    which is why DataLoader workers run with one thread."""
-    import multiprocessing
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork on this platform")
-    x = torch.randn(2, 4, 1000, 64)
-    cos, sin = _tables(torch.arange(1000), 64)
-    ref = rope_mod.rotate(x, cos, sin)  # made the parent's pool and compiled the loop before the fork
-    parent_pool = rope_mod._executor(2)
-    assert parent_pool.submit(lambda: 1).result(timeout=20) == 1
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        child = ctx.Process(target=_rotate_in_child, args=(queue, x, cos, sin))
-        child.start()
-    finally:
-        torch.set_num_threads(threads)
-    try:  # a child that hangs (torch's OpenMP ops after fork) must fail the test, not hang the run
-        assert queue.get(timeout=60) == 42
-        result = queue.get(timeout=60)
-    finally:
-        child.join(timeout=10)
-        if child.is_alive():
-            child.kill()
-            child.join()
-    same = result == ref.numpy().tobytes()
-    assert same, result if isinstance(result, str) else "the child's rotation differs from the parent's"
+    ref_out, ref_grad = forward_backward(lambda t: _eager_reference(t, cos, sin, layout))
+    for rotation in (lambda t: apply_rope(t, positions, layout=layout),
+                     lambda t: RotaryEmbedding(32, layout=layout)(t, t, positions)[0]):
+        out, grad = forward_backward(rotation)
+        assert torch.equal(out, ref_out) and torch.equal(grad, ref_grad)
+    with torch.no_grad():  # without autograd: the fast path, the same bits
+        assert torch.equal(apply_rope(x.clone().requires_grad_(), positions, layout=layout), ref_out)
 
 
 def test_cos_sin_tables_match_the_formula():
@@ -417,6 +273,7 @@ def test_cos_sin_tables_match_the_formula():
     assert cos.dtype == torch.float32 and cos.shape == (3003, 64)
     torch.testing.assert_close(cos.double(), 1.25 * angles.cos(), atol=2e-7, rtol=0)
     torch.testing.assert_close(sin.double(), 1.25 * angles.sin(), atol=2e-7, rtol=0)
+    torch.testing.assert_close(rope_mod.rope_angles(positions, inv), angles, atol=1e-9, rtol=1e-15)
     small_cos, _ = rope_mod.rope_cos_sin(positions[:100], inv, attention_factor=1.25)  # a prefix gives the same rows
     torch.testing.assert_close(small_cos, cos[:100], atol=1.2e-7, rtol=0)
     batched, _ = rope_mod.rope_cos_sin(positions[:3000].view(3, 1000), inv, dtype=torch.float64)
@@ -450,18 +307,27 @@ def test_half_precision_at_long_positions(dtype, layout):
         assert (naive.double() - ref).abs().max() > 0.5
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (2, 3, 1024, 32)])  # whole-tensor ops / the compiled loop
-def test_input_never_modified_and_dtype_device_kept(shape):
-    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
-        x = torch.randn(shape).to(dtype)
-        before = x.clone()
-        for layout in LAYOUTS:
-            out = apply_rope(x, layout=layout)
-            assert out.dtype == dtype and out.device == x.device and out.data_ptr() != x.data_ptr()
-        q, k = RotaryEmbedding(shape[-1])(x, x)
-        rope_complex(x)
-        assert q.dtype == k.dtype == dtype
-        assert torch.equal(x, before)
+def test_bf16_positions_collide_but_the_library_tells_them_apart():
+    """bf16 holds 256 and 257 as the same number; the library's angles (float64) keep them apart."""
+    positions = torch.tensor([256, 257])
+    assert positions.to(torch.bfloat16).unique().numel() == 1
+    x = torch.ones(2, 64, dtype=torch.bfloat16)
+    out = apply_rope(x, positions)
+    assert not torch.equal(out[0], out[1])
+    torch.testing.assert_close(out.double(), ref_rope(x, positions), rtol=2.0 ** -8, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (2, 3, 1024, 32)])  # one block / several CPU blocks
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_input_never_modified_and_dtype_device_kept(shape, dtype):
+    x = torch.randn(shape).to(dtype)
+    before = x.clone()
+    for layout in LAYOUTS:
+        out = apply_rope(x, layout=layout)
+        assert out.dtype == dtype and out.device == x.device and out.data_ptr() != x.data_ptr()
+    q, k = RotaryEmbedding(shape[-1])(x, x)
+    assert rope_complex(x).dtype == q.dtype == k.dtype == dtype
+    assert torch.equal(x, before)
 
 
 # ------------------------------------------------------------------ autograd
@@ -516,3 +382,387 @@ def test_rotary_cached_values_equal_uncached():
     torch.testing.assert_close(q_r, apply_rope(q, positions, base=500.0, layout="interleaved"), atol=1e-6, rtol=0)
     torch.testing.assert_close(k_r.double(), ref_rope(k, positions, base=500.0, layout="interleaved"),
                                atol=1e-5, rtol=0)
+
+
+def test_rotate_qk_with_queries_and_keys_at_different_positions():
+    torch.manual_seed(15)
+    q, k = torch.randn(2, 3, 1, 16), torch.randn(2, 3, 40, 16)  # one new query against 40 cached keys
+    q_out, k_out = RotaryEmbedding(16).rotate_qk(q, k, torch.tensor([39]), torch.arange(40))
+    torch.testing.assert_close(q_out.double(), ref_rope(q, torch.tensor([39])), atol=1e-5, rtol=0)
+    torch.testing.assert_close(k_out.double(), ref_rope(k, torch.arange(40)), atol=1e-5, rtol=0)
+
+
+def test_errors_leave_no_partial_state():
+    rope = RotaryEmbedding(8)
+    x = torch.randn(2, 3, 5, 8)
+    with pytest.raises(ValueError):
+        rope(x, x, torch.arange(6))
+    assert rope.cache_builds == 0 and not rope._cache
+
+
+DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64}
+
+
+@pytest.mark.parametrize("far", [70_000, 2 ** 40])
+def test_far_positions_get_their_own_cos_sin_not_a_huge_table(far):
+    """A position past the cached range (2**40, say) must not allocate a table of that many rows."""
+    torch.manual_seed(16)
+    rope = RotaryEmbedding(16)
+    q = torch.randn(1, 2, 4, 16)
+    rope(q, q)  # a small table exists
+    positions = far + torch.arange(4)
+    out, _ = rope(q, q, positions)
+    assert rope.cache_builds == 1 and all(entry[0] <= rope_mod._MAX_TABLE_POSITIONS for entry in rope._cache.values())
+    assert torch.equal(out, apply_rope(q, positions))  # the same tables, computed for these positions
+    if far < 2 ** 20:  # float64 angles of 2**40 * theta differ in their last bits between formulas
+        torch.testing.assert_close(out.double(), ref_rope(q, positions), atol=1e-5, rtol=0)
+    dynamic = RotaryEmbedding(16, scaling=DYNAMIC)
+    out, _ = dynamic(q, q, positions)
+    inv, _ = rope_mod.rope_inv_freq(16, scaling=dynamic.scaling, seq_len=far + 4)
+    assert dynamic.cache_builds == 0 and torch.equal(out, apply_rope(q, positions, inv_freq=inv))
+
+
+# ------------------------------------------------------------------ dynamic NTK: one table per call, no history
+@pytest.mark.parametrize("q_positions,k_positions", [
+    (torch.tensor([150, 300]), torch.arange(1000)),         # queries far inside the keys' range
+    (torch.tensor([900, 950]), torch.arange(100)),          # queries beyond the keys: L from q
+    (torch.tensor([[150, 300], [400, 550]]), torch.arange(1000).repeat(2, 1)),  # batched positions
+])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dynamic_scores_depend_only_on_m_minus_n_within_one_call(q_positions, k_positions, layout):
+    """Both queries carry the same vector, all keys another: within one call the score of (m, n) must
+    equal the score of (m + s, n + s). Tables built for q's and k's own lengths would break this."""
+    torch.manual_seed(17)
+    batch = q_positions.shape[0] if q_positions.dim() == 2 else 1
+    q = torch.randn(batch, 1, 1, 32, dtype=torch.float64).expand(batch, 1, 2, 32)
+    k = torch.randn(batch, 1, 1, 32, dtype=torch.float64).expand(batch, 1, k_positions.shape[-1], 32)
+    rope = RotaryEmbedding(32, layout=layout, scaling=DYNAMIC)
+    q_out, k_out = rope.rotate_qk(q, k, q_positions, k_positions)
+    scores = q_out @ k_out.transpose(-2, -1)  # (batch, 1, 2, Tk)
+    qp = q_positions.reshape(batch, 2)
+    kp = k_positions.reshape(-1, k_positions.shape[-1])[0]
+    for b in range(batch):
+        shift = int(qp[b, 1] - qp[b, 0])  # query 1 at m + shift against key n + shift == query 0 at m against key n
+        keys = [n for n in range(len(kp)) if 0 <= n + shift < len(kp)]
+        torch.testing.assert_close(scores[b, 0, 1, [n + shift for n in keys]], scores[b, 0, 0, keys],
+                                   atol=1e-10, rtol=0)
+    # and the one table is the one for L = 1 + the largest position among q's and k's
+    inv, _ = rope_mod.rope_inv_freq(32, scaling=DYNAMIC, seq_len=int(max(q_positions.max(), k_positions.max())) + 1)
+    torch.testing.assert_close(q_out, apply_rope(q, q_positions, inv_freq=inv, layout=layout), atol=1e-12, rtol=0)
+
+
+def test_dynamic_has_no_history_unlike_hugging_face():
+    """posenc_lib: a call's frequencies come from that call alone. HF keeps the longest length seen
+    (while the length stays >= L0), as RotaryEmbedding's docstring says."""
+    torch.manual_seed(18)
+    q = torch.randn(1, 2, 40, 32)
+    positions = torch.arange(60, 100)
+    fresh, _ = RotaryEmbedding(32, scaling=DYNAMIC)(q, q, positions)
+    rope = RotaryEmbedding(32, scaling=DYNAMIC)
+    rope(q, q, torch.arange(260, 300))  # a longer call first
+    after, _ = rope(q, q, positions)
+    assert torch.equal(after, fresh)
+    inv_100, _ = rope_mod.rope_inv_freq(32, scaling=DYNAMIC, seq_len=100)
+    torch.testing.assert_close(after.double(), ref_rope(q, positions, inv_freq=inv_100), atol=1e-5, rtol=0)
+    # Hugging Face, same calls: after length 300, its length-100 call still uses the length-300 frequencies
+    hf = _hf_rotary(32, 10000.0, {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=64)
+    hf(q, torch.arange(260, 300)[None])
+    inv_300, _ = rope_mod.rope_inv_freq(32, scaling=DYNAMIC, seq_len=300)
+    hf(q, positions[None])
+    ulps = (hf.inv_freq.double() - inv_300).abs() / float32_ulp(inv_300)
+    assert ulps.max() <= 2 + math.log(10000.0)
+
+
+# ------------------------------------------------------------------ RoFormer's decay bound
+def _ref_bound(r: float, dim: int, base: float) -> float:
+    """(1/(d/2)) sum_{j=1}^{d/2} |sum_{k<j} e^{i r theta_k}|, theta_k = base^(-2k/d), with Python complex numbers."""
+    half = dim // 2
+    total, partial = 0.0, 0j
+    for k in range(half):
+        partial += cmath.exp(1j * r * base ** (-2 * k / dim))
+        total += abs(partial)
+    return total / half
+
+
+@pytest.mark.parametrize("dim, base", [(128, 10000.0), (64, 500000.0), (8, 10.0), (2, 10000.0)])
+def test_decay_bound_matches_independent_loop(dim, base):
+    distances = [0, 1, 2, 7, 50, 333, 1000, 4096]
+    got = rope_decay_bound(distances, dim, base)
+    assert got.dtype == torch.float64 and got.shape == (len(distances),)
+    for r, value in zip(distances, got.tolist()):
+        assert value == pytest.approx(_ref_bound(r, dim, base), rel=1e-12, abs=1e-12)
+
+
+def test_decay_bound_value_at_zero_symmetry_and_decay():
+    for dim in (16, 64, 128):
+        assert float(rope_decay_bound(0, dim)) == pytest.approx((dim / 2 + 1) / 2, rel=1e-15)
+    r = torch.arange(-300, 301)
+    bound = rope_decay_bound(r, 128)
+    torch.testing.assert_close(bound, bound.flip(0), rtol=0, atol=1e-12)
+    assert rope_decay_bound(torch.tensor(0.0), 128).shape == ()
+    # the long-term decay (dim 128, base 10000): past distance 100 the bound stays under half its start and
+    # averages under a quarter of it; it oscillates, so it is not monotone
+    start = float(rope_decay_bound(0, 128))
+    far = rope_decay_bound(torch.arange(100, 1001), 128)
+    assert far.max() < start / 2 and far.mean() < start / 4
+
+
+def test_decay_bound_is_an_upper_bound_on_real_scores():
+    """|<R_m q, R_n k>| <= max_i |h_{i+1} - h_i| * sum_j |S_j|, h_i = q_i conj(k_i), h_{d/2} = 0 (interleaved pairs)."""
+    dim = 32
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        q = torch.randn(dim, generator=gen, dtype=torch.float64)
+        k = torch.randn(dim, generator=gen, dtype=torch.float64)
+        h = torch.view_as_complex(q.view(-1, 2).contiguous()) * torch.view_as_complex(k.view(-1, 2).contiguous()).conj()
+        h_next = torch.cat((h[1:], torch.zeros(1, dtype=h.dtype)))
+        c = float((h_next - h).abs().max())
+        n = torch.zeros(61, dtype=torch.long)
+        m = torch.arange(61)
+        rq = apply_rope(q.expand(61, -1), m, layout="interleaved")
+        rk = apply_rope(k.expand(61, -1), n, layout="interleaved")
+        scores = (rq * rk).sum(-1)
+        bound = c * (dim / 2) * rope_decay_bound(m - n, dim)
+        assert bool((scores.abs() <= bound + 1e-9).all())
+
+
+# ------------------------------------------------------------------ every entry point on cpu, meta and cuda
+def _x(device, dtype=torch.float32, shape=(2, 3, 5, 8)):
+    return torch.ones(shape, device=device, dtype=dtype) * 0.5
+
+
+def _inv(device, dim=8):
+    return rope_inv_freq(dim, device=device)[0]
+
+
+SCALINGS = [
+    {"rope_type": "linear", "factor": 2.0},
+    {"rope_type": "ntk", "factor": 4.0},
+    {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4},
+    {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 4, "low_freq_factor": 1.0,
+     "high_freq_factor": 4.0},
+]
+# name -> f(device, dtype) -> a tensor or a tuple of tensors, each expected on `device` in `dtype`
+ON_DEVICE = {
+    "rotate_half": lambda d, t: rotate_half(_x(d, t)),
+    "rotate_every_two": lambda d, t: rope_mod.rotate_every_two(_x(d, t)),
+    "apply_rope_half": lambda d, t: apply_rope(_x(d, t)),
+    "apply_rope_interleaved": lambda d, t: apply_rope(_x(d, t), torch.arange(5, device=d), layout="interleaved"),
+    "apply_rope_batched": lambda d, t: apply_rope(_x(d, t), torch.arange(10, device=d).view(2, 5)),
+    "apply_rope_inv_freq": lambda d, t: apply_rope(_x(d, t), inv_freq=_inv(d), attention_factor=1.5),
+    "apply_rope_far": lambda d, t: apply_rope(_x(d, t), 2 ** 40 + torch.arange(5, device=d)),
+    "rope_complex": lambda d, t: rope_complex(_x(d, t)),
+    "rope_complex_batched": lambda d, t: rope_complex(_x(d, t), torch.arange(10, device=d).view(2, 5)),
+    "rope_cos_sin": lambda d, t: rope_cos_sin(torch.arange(5, device=d), _inv(d), dtype=t),
+    "rope_cos_sin_batched": lambda d, t: rope_cos_sin(torch.arange(3000, device=d).view(2, 1500), _inv(d, 64), dtype=t),
+    "rotate_large": lambda d, t: rope_mod.rotate(_x(d, t, (2, 3, 1500, 64)), torch.ones(1500, 32, device=d),
+                                                 torch.zeros(1500, 32, device=d)),  # several blocks on the CPU
+    "rope_matrix": lambda d, t: rope_matrix(3, 8, device=d, dtype=t),
+    "RotaryEmbedding": lambda d, t: RotaryEmbedding(8)(_x(d, t), _x(d, t)),
+    "RotaryEmbedding_batched": lambda d, t: RotaryEmbedding(8, layout="interleaved")(
+        _x(d, t), _x(d, t), torch.arange(10, device=d).view(2, 5)),
+    "RotaryEmbedding_rotate_qk": lambda d, t: RotaryEmbedding(8).rotate_qk(
+        _x(d, t, (2, 3, 1, 8)), _x(d, t), torch.tensor([7], device=d), torch.arange(5, device=d)),
+    "RotaryEmbedding_far": lambda d, t: RotaryEmbedding(8)(_x(d, t), _x(d, t), 2 ** 40 + torch.arange(5, device=d)),
+    **{f"RotaryEmbedding_{s['rope_type']}": (lambda s: lambda d, t: RotaryEmbedding(8, scaling=s)(
+        _x(d, t), _x(d, t), torch.arange(20, 25, device=d)))(s) for s in SCALINGS},
+}
+# documented float64 (float32 on devices without it) whatever the input dtype
+DTYPE_FREE = {"rope_angles": lambda d, t: rope_mod.rope_angles(torch.arange(5, device=d), _inv(d)),
+              "rope_decay_bound": lambda d, t: rope_decay_bound(torch.arange(5, device=d, dtype=t), 8)}
+
+
+def _tensors(result):
+    return [result] if isinstance(result, torch.Tensor) else [r for r in result if isinstance(r, torch.Tensor)]
+
+
+@pytest.mark.parametrize("name", sorted(ON_DEVICE) + sorted(DTYPE_FREE))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_outputs_stay_on_the_callers_device_and_dtype(name, dtype, device):
+    """meta has shapes but no data: a tensor made on the CPU behind the caller's back would show up here."""
+    outputs = _tensors({**ON_DEVICE, **DTYPE_FREE}[name](device, dtype))
+    assert outputs
+    for out in outputs:
+        assert out.device.type == device.type, f"{name} returned a tensor on {out.device}"
+        if name in ON_DEVICE:
+            assert out.dtype == dtype, f"{name} returned {out.dtype}"
+
+
+EMPTY = {  # T = 0: an empty result of the right shape
+    "apply_rope": (lambda d: apply_rope(torch.randn(2, 3, 0, 8, device=d)), (2, 3, 0, 8)),
+    "apply_rope_positions": (lambda d: apply_rope(torch.randn(2, 0, 8, device=d), torch.zeros(2, 0, dtype=torch.long,
+                                                                                              device=d)), (2, 0, 8)),
+    "rotate": (lambda d: rope_mod.rotate(torch.randn(4, 0, 8, device=d), torch.ones(0, 4, device=d),
+                                         torch.ones(0, 4, device=d), "interleaved"), (4, 0, 8)),
+    "rope_complex": (lambda d: rope_complex(torch.randn(2, 3, 0, 8, device=d)), (2, 3, 0, 8)),
+    "rope_cos_sin": (lambda d: rope_cos_sin(torch.zeros(0, dtype=torch.long, device=d), _inv(d))[0], (0, 4)),
+    "rope_angles": (lambda d: rope_mod.rope_angles(torch.zeros(3, 0, dtype=torch.long, device=d), _inv(d)), (3, 0, 4)),
+    "RotaryEmbedding": (lambda d: RotaryEmbedding(8)(torch.randn(2, 3, 0, 8, device=d),
+                                                     torch.randn(2, 3, 0, 8, device=d))[1], (2, 3, 0, 8)),
+    "RotaryEmbedding_dynamic": (lambda d: RotaryEmbedding(8, scaling=SCALINGS[2]).rotate_qk(
+        torch.randn(1, 1, 0, 8, device=d), torch.randn(1, 1, 6, 8, device=d))[0], (1, 1, 0, 8)),
+    "rope_decay_bound": (lambda d: rope_decay_bound(torch.zeros(0, device=d), 8), (0,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY))
+def test_empty_inputs_give_empty_results(name, device):
+    call, shape = EMPTY[name]
+    out = call(device)
+    assert tuple(out.shape) == shape and out.device.type == device.type
+
+
+# ------------------------------------------------------------------ bad input: a clear error naming the parameter
+X = torch.randn(2, 3, 5, 8)
+X3 = torch.randn(2, 5, 8)
+LONG = torch.long
+INV = rope_inv_freq(8)[0]
+COS = torch.ones(5, 4)
+
+BAD = [
+    # x itself: type, dtype, rank, odd head_dim
+    ("apply_rope x list", lambda: apply_rope([[1.0, 2.0]]), TypeError, r"x must be a torch.Tensor, got list"),
+    ("apply_rope int x", lambda: apply_rope(torch.ones(2, 5, 8, dtype=LONG)), TypeError,
+     r"x must be a floating-point tensor.*int64"),
+    ("apply_rope x 1-D", lambda: apply_rope(torch.randn(8)), ValueError, r"x must have shape \(\.\.\., seq, dim\)"),
+    ("apply_rope odd head_dim", lambda: apply_rope(torch.randn(2, 5, 7)), ValueError, r"head_dim.*even.*7"),
+    ("rope_complex odd", lambda: rope_complex(torch.randn(5, 3)), ValueError, r"head_dim.*even"),
+    ("rope_complex int x", lambda: rope_complex(torch.ones(5, 8, dtype=torch.int32)), TypeError,
+     r"x must be a floating-point tensor"),
+    ("rotate int x", lambda: rope_mod.rotate(torch.ones(5, 8, dtype=LONG), COS, COS), TypeError,
+     r"x must be a floating-point tensor"),
+    ("rotate_half odd", lambda: rotate_half(torch.randn(3, 5)), ValueError, r"x's last dimension must be even"),
+    ("rotate_every_two list", lambda: rope_mod.rotate_every_two([1.0, 2.0]), TypeError, r"x must be a torch.Tensor"),
+    ("Rotary int q", lambda: RotaryEmbedding(8)(torch.ones(1, 5, 8, dtype=LONG), X3), TypeError,
+     r"q must be a floating-point tensor"),
+    ("Rotary k 1-D", lambda: RotaryEmbedding(8)(X3, torch.randn(8)), ValueError, r"k must have shape"),
+    ("Rotary q dim", lambda: RotaryEmbedding(16)(X, X), ValueError, r"q's last dimension must be dim=16"),
+    ("Rotary k dim", lambda: RotaryEmbedding(8)(X, torch.randn(2, 3, 5, 16)), ValueError,
+     r"k's last dimension must be dim=8"),
+    # module and function settings
+    ("RotaryEmbedding odd", lambda: RotaryEmbedding(9), ValueError, r"dim must be even"),
+    ("rope_matrix odd", lambda: rope_matrix(0, 7), ValueError, r"dim must be even"),
+    ("decay odd dim", lambda: rope_decay_bound(3, 7), ValueError, r"dim must be even"),
+    ("apply_rope layout", lambda: apply_rope(X, layout="neox"), ValueError,
+     r"layout must be one of \['half', 'interleaved'\], got 'neox'"),
+    ("rotate layout", lambda: rope_mod.rotate(X, COS, COS, layout="neox"), ValueError, r"layout must be one of"),
+    ("RotaryEmbedding layout", lambda: RotaryEmbedding(8, layout="concat"), ValueError,
+     r"layout must be one of \['half', 'interleaved'\]"),
+    ("rope_matrix layout", lambda: rope_matrix(1, 8, layout="x"), ValueError, r"layout must be one of"),
+    ("rope_matrix float position", lambda: rope_matrix(1.5, 8), TypeError, r"position must be an int"),
+    ("rope_matrix int dtype", lambda: rope_matrix(1, 8, dtype=torch.int64), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("rope_cos_sin int dtype", lambda: rope_cos_sin(torch.arange(3), INV, dtype=torch.int32), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("rope_cos_sin bool dtype", lambda: rope_cos_sin(torch.arange(3), INV, dtype=torch.bool), TypeError,
+     r"dtype must be a floating-point"),
+    # base, attention_factor: numbers, finite, in range
+    *[(f"{name} base {bad!r}", call, error, pattern)
+      for bad, error, pattern in [(float("nan"), ValueError, r"base must be a finite number"),
+                                  (float("inf"), ValueError, r"base must be a finite number"),
+                                  ("10000", TypeError, r"base must be a number, got str"),
+                                  (-10.0, ValueError, r"base must be > 1.0")]
+      for name, call in [("apply_rope", lambda b=bad: apply_rope(X, base=b)),
+                         ("rope_complex", lambda b=bad: rope_complex(X, base=b)),
+                         ("RotaryEmbedding", lambda b=bad: RotaryEmbedding(8, base=b)),
+                         ("rope_matrix", lambda b=bad: rope_matrix(1, 8, base=b)),
+                         ("rope_decay_bound", lambda b=bad: rope_decay_bound(3, 8, base=b))]],
+    *[(f"{name} attention_factor {bad!r}", call, error, r"attention_factor must be")
+      for bad, error in [(float("nan"), ValueError), (float("inf"), ValueError), (0.0, ValueError), ("2", TypeError)]
+      for name, call in [("apply_rope", lambda a=bad: apply_rope(X, attention_factor=a)),
+                         ("rope_cos_sin", lambda a=bad: rope_cos_sin(torch.arange(3), INV, attention_factor=a))]],
+    # inv_freq: a finite (dim/2,) floating tensor
+    *[(f"{name} inv_freq {label}", call, error, pattern)
+      for label, bad, error, pattern in [
+          ("shape", torch.ones(3), ValueError, r"inv_freq must be a tensor of shape \(dim/2,\)"),
+          ("2-D", torch.ones(1, 4), ValueError, r"inv_freq must be a tensor of shape"),
+          ("int", torch.ones(4, dtype=LONG), TypeError, r"inv_freq must be a floating-point tensor"),
+          ("nan", torch.tensor([1.0, float("nan"), 0.1, 0.01]), ValueError, r"inv_freq must hold finite numbers"),
+          ("inf", torch.tensor([float("inf"), 1.0, 0.1, 0.01]), ValueError, r"inv_freq must hold finite numbers"),
+          ("list", [1.0, 0.1, 0.01, 0.001], TypeError, r"inv_freq must be a torch.Tensor")]
+      for name, call in [("apply_rope", lambda v=bad: apply_rope(X, inv_freq=v)),
+                         ("rope_cos_sin", lambda v=bad: rope_cos_sin(torch.arange(3), v)),
+                         ("rope_angles", lambda v=bad: rope_mod.rope_angles(torch.arange(3), v))]
+      if not (label == "shape" and name != "apply_rope")],
+    ("apply_rope inv_freq shape names dim/2", lambda: apply_rope(X, inv_freq=torch.ones(3)), ValueError,
+     r"inv_freq must be a tensor of shape \(dim/2,\) = \(4,\)"),
+    # cos/sin tables for rotate
+    ("rotate cos too long", lambda: rope_mod.rotate(X, torch.ones(6, 4), COS), ValueError,
+     r"cos of shape \(6, 4\) must broadcast to x's"),
+    ("rotate sin extra dims", lambda: rope_mod.rotate(X3, COS, torch.ones(1, 1, 5, 4)), ValueError,
+     r"sin of shape \(1, 1, 5, 4\) must broadcast"),
+    ("rotate int cos", lambda: rope_mod.rotate(X, torch.ones(5, 4, dtype=LONG), COS), TypeError,
+     r"cos must be a floating-point tensor"),
+    # positions: kind, shape, batch
+    *[(f"{name} positions {label}", call, error, pattern)
+      for label, bad, error, pattern in [
+          ("float", torch.arange(5.0), TypeError, r"positions must be an integer tensor"),
+          ("bool", torch.ones(5, dtype=torch.bool), TypeError, r"positions must be an integer tensor"),
+          ("list", [0, 1, 2, 3, 4], TypeError, r"positions must be a torch.Tensor, got list"),
+          ("too long", torch.arange(6), ValueError, r"positions must have shape \(seq,\) or \(batch, seq\) with seq=5"),
+          ("3-D", torch.zeros(2, 1, 5, dtype=LONG), ValueError, r"positions must have shape"),
+          ("batch 3 for x's 2", torch.zeros(3, 5, dtype=LONG), ValueError,
+           r"positions of shape \(3, 5\) does not fit: expected batch 1 or 2")]
+      for name, call in [("apply_rope", lambda p=bad: apply_rope(X, p)),
+                         ("rope_complex", lambda p=bad: rope_complex(X, p)),
+                         ("RotaryEmbedding", lambda p=bad: RotaryEmbedding(8)(X, X, p)),
+                         ("rotate_qk", lambda p=bad: RotaryEmbedding(8).rotate_qk(X, X, None, p))]],
+    ("apply_rope batched positions for a 2-D x", lambda: apply_rope(torch.randn(5, 8), torch.zeros(2, 5, dtype=LONG)),
+     ValueError, r"does not fit: expected no batch dimension"),
+    ("rope_cos_sin float positions", lambda: rope_cos_sin(torch.arange(3.0), INV), TypeError,
+     r"positions must be an integer tensor"),
+    ("rope_angles list positions", lambda: rope_mod.rope_angles([0, 1], INV), TypeError,
+     r"positions must be a torch.Tensor"),
+    ("rotary negative positions", lambda: RotaryEmbedding(8)(X, X, torch.tensor([0, 1, -2, 3, 4])), ValueError,
+     r"positions must be >= 0"),
+    # distances for the decay bound
+    ("decay distance string", lambda: rope_decay_bound("far", 8), TypeError, r"distance must be a number"),
+    ("decay distance complex", lambda: rope_decay_bound(torch.tensor([1j]), 8), TypeError, r"distance must hold real"),
+    ("decay distance bool", lambda: rope_decay_bound(torch.tensor([True]), 8), TypeError, r"distance must hold real"),
+    ("decay distance nan", lambda: rope_decay_bound([1.0, float("nan")], 8), ValueError,
+     r"distance must hold finite numbers"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):  # the message names the parameter and what was expected
+        call()
+
+
+def _other(device):
+    """A device other than `device`, to mix with it (meta has no data, so nothing is ever computed there)."""
+    return torch.device("meta") if device.type == "cpu" else torch.device("cpu")
+
+
+MIXED = {  # name -> (f(device, other) that mixes the two, the message naming both)
+    "apply_rope positions": (lambda d, o: apply_rope(_x(d), torch.arange(5, device=o)),
+                             r"positions must be on the device of the tensor it indexes"),
+    "apply_rope inv_freq": (lambda d, o: apply_rope(_x(d), inv_freq=_inv(o)), r"inv_freq must be on x's device"),
+    "rope_complex positions": (lambda d, o: rope_complex(_x(d), torch.arange(5, device=o)),
+                               r"positions must be on the device"),
+    "rotate cos": (lambda d, o: rope_mod.rotate(_x(d), torch.ones(5, 4, device=o), torch.ones(5, 4, device=d)),
+                   r"cos must be on x's device"),
+    "rotate sin": (lambda d, o: rope_mod.rotate(_x(d), torch.ones(5, 4, device=d), torch.ones(5, 4, device=o)),
+                   r"sin must be on x's device"),
+    "rope_cos_sin inv_freq": (lambda d, o: rope_cos_sin(torch.arange(5, device=d), _inv(o)),
+                              r"inv_freq must be on positions' device"),
+    "rope_angles inv_freq": (lambda d, o: rope_mod.rope_angles(torch.arange(5, device=d), _inv(o)),
+                             r"inv_freq must be on positions' device"),
+    "RotaryEmbedding k": (lambda d, o: RotaryEmbedding(8)(_x(d), _x(o)), r"k must be on q's device"),
+    "RotaryEmbedding positions": (lambda d, o: RotaryEmbedding(8)(_x(d), _x(d), torch.arange(5, device=o)),
+                                  r"q_positions must be on the device"),
+    "rotate_qk k_positions": (lambda d, o: RotaryEmbedding(8).rotate_qk(_x(d), _x(d), None, torch.arange(5, device=o)),
+                              r"k_positions must be on the device"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_tensors_on_different_devices_are_named(name, device):
+    """Never moved silently (a CPU arange next to a CUDA x is a mistake the caller should see)."""
+    call, pattern = MIXED[name]
+    other = _other(device)
+    with pytest.raises(ValueError, match=pattern) as info:
+        call(device, other)
+    assert device.type in str(info.value) and other.type in str(info.value)

@@ -1,4 +1,5 @@
-"""Context-extension scalings of the RoPE frequencies against Hugging Face's ROPE_INIT_FUNCTIONS and the formulas.
+"""Context-extension scalings of the RoPE frequencies (posenc_lib.scaling) against Hugging Face's
+ROPE_INIT_FUNCTIONS and the formulas, the registry of rope types, and a named error for every bad scaling.
 
 HF computes the frequencies in float32, the library in float64: they agree to a few float32 ulps
 (HF rounds 2i/dim to float32 and the power base ** e amplifies that by ln(base)), which is the
@@ -6,6 +7,7 @@ tolerance used here. HF has no static "ntk" type: it is checked against its form
 HF "dynamic" at the length where the two coincide. HF's dynamic uses config.max_position_embeddings
 where the library's rope_parameters name it original_max_position_embeddings.
 """
+import ast
 import math
 
 import pytest
@@ -17,7 +19,7 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
 from transformers.models.llama import modeling_llama as hf_llama
 
 from conftest import float32_ulp, ref_frequencies, ref_rope
-from posenc_lib import ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq
+from posenc_lib import ROPE_SCALINGS, ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq
 
 
 def _config(head_dim, base, params, max_position_embeddings):
@@ -265,3 +267,145 @@ def test_rotary_embedding_dynamic_tracks_the_length():
         config = _config(head_dim, 10000.0, {"rope_type": "dynamic", "factor": 2.0}, l0)
         hf_inv = HF_ROPE_INIT["dynamic"](config, torch.device("cpu"), seq_len=length)[0]
         _assert_close_to_hf(inv, hf_inv, 10000.0)
+
+
+# ------------------------------------------------------------------ the registry and the legacy key
+def _minimal(rope_type: str, l0: int = 64) -> dict:
+    """A scaling dict of `rope_type` with only the keys its registry record requires."""
+    values = {"factor": 4.0, "original_max_position_embeddings": l0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    return {"rope_type": rope_type, **{k: values[k] for k in ROPE_SCALINGS[rope_type].required}}
+
+
+@pytest.mark.parametrize("rope_type", ROPE_TYPES)
+def test_each_registry_record_names_the_keys_its_function_needs(rope_type):
+    """The required keys are enough and each is needed; the allowed keys are exactly required + optional."""
+    record, minimal = ROPE_SCALINGS[rope_type], _minimal(rope_type)
+    inv, factor = rope_inv_freq(16, scaling=minimal, seq_len=300)
+    assert inv.shape == (8,) and bool(torch.isfinite(inv).all()) and factor >= 1.0
+    for key in record.required:
+        with pytest.raises(ValueError, match=rf"rope_type={rope_type!r} is missing \[{key!r}\]"):
+            rope_inv_freq(16, scaling={k: v for k, v in minimal.items() if k != key})
+    with pytest.raises(ValueError, match=r"unknown keys \['partial_rotary_factor'\]") as info:
+        rope_inv_freq(16, scaling={**minimal, "partial_rotary_factor": 0.5})
+    allowed = set(ast.literal_eval(str(info.value).split("allowed: ")[1]))
+    assert allowed == {"rope_type", "type", "rope_theta", *record.required, *record.optional}
+
+
+@pytest.mark.parametrize("params", [{"factor": 2.0}, {"factor": 3.0, "original_max_position_embeddings": 64}])
+def test_hf_legacy_key_type_is_rope_type(params):
+    rope_type = "linear" if len(params) == 1 else "dynamic"
+    modern = {"rope_type": rope_type, **params}
+    for legacy in ({"type": rope_type, **params}, {"type": rope_type, "rope_type": rope_type, **params}):
+        torch.testing.assert_close(rope_inv_freq(16, scaling=legacy, seq_len=500)[0],
+                                   rope_inv_freq(16, scaling=modern, seq_len=500)[0], atol=0, rtol=0)
+    # RotaryEmbedding sees the legacy "dynamic" as dynamic too: frequencies for the call's length
+    q = torch.randn(1, 2, 10, 16)
+    positions = torch.arange(490, 500)
+    assert torch.equal(RotaryEmbedding(16, scaling={"type": rope_type, **params})(q, q, positions)[0],
+                       RotaryEmbedding(16, scaling=modern)(q, q, positions)[0])
+
+
+def test_yarn_beta_fast_equal_to_beta_slow_is_allowed():
+    """beta_fast == beta_slow collapses the ramp to one step (HF adds 0.001 to avoid 0/0); only < is an error."""
+    params = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048, "beta_fast": 8.0,
+              "beta_slow": 8.0}
+    hf_inv, _ = _hf(params, 64, 10000.0, 8192)
+    inv, _ = rope_inv_freq(64, scaling=params)
+    _assert_close_to_hf(inv, hf_inv, 10000.0)
+    torch.testing.assert_close(inv, _ref_yarn(64, 10000.0, params)[0], atol=0, rtol=1e-12)
+
+
+def test_yarn_optional_keys_given_as_none_fall_back_to_defaults():
+    base = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    expected = rope_inv_freq(32, scaling=base)
+    got = rope_inv_freq(32, scaling={**base, "beta_fast": None, "beta_slow": None, "attention_factor": None})
+    torch.testing.assert_close(got[0], expected[0], atol=0, rtol=0)
+    assert got[1] == expected[1]
+
+
+@pytest.mark.parametrize("scaling", [None] + [_minimal(t, l0=4) for t in ROPE_TYPES])
+def test_frequencies_on_the_callers_device(scaling, device):
+    inv, factor = rope_inv_freq(8, scaling=scaling, device=device, seq_len=50)
+    assert inv.device.type == device.type and inv.dtype == torch.float64 and inv.shape == (4,)
+    assert isinstance(factor, float)
+
+
+# ------------------------------------------------------------------ bad scalings: a clear error naming the key
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0}
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+NAN, INF = float("nan"), float("inf")
+
+BAD = [
+    ("dim odd", lambda: rope_inv_freq(9), ValueError, r"dim must be even"),
+    ("dim bool", lambda: rope_inv_freq(True), TypeError, r"dim must be an int"),
+    ("seq_len negative", lambda: rope_inv_freq(8, scaling={"rope_type": "dynamic", "factor": 2.0,
+                                                           "original_max_position_embeddings": 4}, seq_len=-3),
+     ValueError, r"seq_len must be >= 1"),
+    ("ntk tiny dim", lambda: rope_inv_freq(2, scaling={"rope_type": "ntk", "factor": 2.0}), ValueError,
+     r"dim must be >= 4"),
+    *[(f"base {bad!r}", lambda b=bad: rope_inv_freq(8, base=b), error, pattern)
+      for bad, error, pattern in [(NAN, ValueError, r"base must be a finite number"),
+                                  (INF, ValueError, r"base must be a finite number"),
+                                  ("10000", TypeError, r"base must be a number, got str"),
+                                  (0.5, ValueError, r"base must be > 1.0")]],
+    # the dict and its rope_type
+    ("scaling not a dict", lambda: rope_inv_freq(8, scaling="linear"), TypeError, r"scaling must be a dict"),
+    ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "longrope", "factor": 2.0}), ValueError,
+     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'ntk', 'yarn'\], got 'longrope'"),
+    ("rope_type missing", lambda: rope_inv_freq(8, scaling={"factor": 2.0}), ValueError,
+     r"scaling needs a 'rope_type', one of"),
+    ("legacy type unknown", lambda: rope_inv_freq(8, scaling={"type": "su", "factor": 2.0}), ValueError,
+     r"scaling\['type'\] must be one of"),
+    ("legacy type disagrees", lambda: rope_inv_freq(8, scaling={"type": "linear", "rope_type": "ntk", "factor": 2.0}),
+     ValueError, r"scaling\['rope_type'\] and its legacy name scaling\['type'\] disagree: 'ntk' and 'linear'"),
+    ("typo in key", lambda: rope_inv_freq(8, scaling={"rope_type": "linear", "factr": 2.0}), ValueError,
+     r"unknown keys \['factr'\]"),
+    # missing keys
+    ("factor missing", lambda: rope_inv_freq(8, scaling={"rope_type": "linear"}), ValueError,
+     r"rope_type='linear' is missing \['factor'\]"),
+    ("yarn L0 missing", lambda: rope_inv_freq(8, scaling={"rope_type": "yarn", "factor": 2.0}), ValueError,
+     r"missing \['original_max_position_embeddings'\]"),
+    ("llama3 keys missing", lambda: rope_inv_freq(8, scaling={"rope_type": "llama3", "factor": 2.0,
+                                                             "original_max_position_embeddings": 8}),
+     ValueError, r"missing \['low_freq_factor', 'high_freq_factor'\]"),
+    # values: type, finiteness, range
+    ("factor < 1", lambda: rope_inv_freq(8, scaling={"rope_type": "linear", "factor": 0.5}), ValueError,
+     r"scaling\['factor'\] must be >= 1.0, got 0.5"),
+    ("factor negative", lambda: RotaryEmbedding(8, scaling={"rope_type": "ntk", "factor": -2.0}), ValueError,
+     r"scaling\['factor'\] must be >= 1.0"),
+    ("factor string", lambda: rope_inv_freq(8, scaling={"rope_type": "linear", "factor": "2"}), TypeError,
+     r"scaling\['factor'\] must be a number"),
+    *[(f"{key} {bad}", lambda k=key, b=bad, s=scaling: rope_inv_freq(8, scaling={**s, k: b}), ValueError,
+       rf"scaling\[{key!r}\] must be a finite number")
+      for bad in (NAN, INF, -INF)
+      for key, scaling in [("factor", YARN), ("attention_factor", YARN), ("beta_fast", YARN), ("mscale", YARN),
+                           ("rope_theta", YARN), ("low_freq_factor", LLAMA3), ("high_freq_factor", LLAMA3)]],
+    ("rope_theta string", lambda: rope_inv_freq(8, scaling={**YARN, "rope_theta": "1e4"}), TypeError,
+     r"scaling\['rope_theta'\] must be a number"),
+    ("attention_factor zero", lambda: rope_inv_freq(8, scaling={**YARN, "attention_factor": 0.0}), ValueError,
+     r"scaling\['attention_factor'\] must be > 0"),
+    ("L0 zero", lambda: rope_inv_freq(8, scaling={"rope_type": "dynamic", "factor": 2.0,
+                                                  "original_max_position_embeddings": 0}),
+     ValueError, r"original_max_position_embeddings'\] must be >= 1"),
+    ("L0 float", lambda: rope_inv_freq(8, scaling={**YARN, "original_max_position_embeddings": 64.5}), TypeError,
+     r"original_max_position_embeddings'\] must be an int"),
+    ("truncate string", lambda: rope_inv_freq(8, scaling={**YARN, "truncate": "no"}), TypeError,
+     r"scaling\['truncate'\] must be True or False"),
+    ("beta_fast negative", lambda: rope_inv_freq(8, scaling={**YARN, "beta_fast": -1.0}), ValueError,
+     r"beta_fast'\] must be > 0"),
+    ("beta_fast < beta_slow", lambda: rope_inv_freq(8, scaling={**YARN, "beta_fast": 1.0, "beta_slow": 32.0}),
+     ValueError, r"scaling\['beta_fast'\] must be >= scaling\['beta_slow'\].*got 1.0 < 32.0"),
+    ("beta_slow above the default beta_fast", lambda: rope_inv_freq(8, scaling={**YARN, "beta_slow": 64.0}),
+     ValueError, r"scaling\['beta_fast'\] must be >= scaling\['beta_slow'\].*got 32.0 < 64.0"),
+    ("low > high freq factor", lambda: rope_inv_freq(8, scaling={**LLAMA3, "low_freq_factor": 8.0}), ValueError,
+     r"high_freq_factor'\] must be > scaling\['low_freq_factor'\]"),
+    ("low == high freq factor", lambda: rope_inv_freq(8, scaling={**LLAMA3, "low_freq_factor": 4.0}), ValueError,
+     r"high_freq_factor'\] must be > scaling\['low_freq_factor'\]"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_scaling_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):  # the message names the parameter and what was expected
+        call()
