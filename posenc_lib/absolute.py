@@ -14,11 +14,14 @@ The two layouts hold the same numbers; column j of one is column perm[j] of the 
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 from torch import nn
 
 from . import _checks
-from .attention import PositionalEncoding, check_positions, default_positions
+from .attention import PositionalEncoding, check_input
 
 LAYOUTS = ("interleaved", "concat")
 
@@ -26,13 +29,15 @@ LAYOUTS = ("interleaved", "concat")
 def sinusoidal_frequencies(dim: int, *, base: float = 10000.0, device=None, dtype=None) -> torch.Tensor:
     """The angular frequencies of the pairs: omega_i = base ** (-2i/dim), i = 0 .. dim/2 - 1.
 
-    Returns shape (dim/2,), float64 (float32 on devices without it) unless `dtype` is given.
-    omega_0 = 1 is the fastest pair (wavelength 2*pi tokens); the wavelengths 2*pi/omega_i grow
-    geometrically by base ** (2/dim) per pair, up to just under 2*pi*base. Pair i uses the exponent
-    2i/dim for BOTH of its columns (the mistake is to use the column index: 2*floor(j/2) is right).
+    Returns shape (dim/2,), float64 (float32 on devices without it) unless `dtype` (a floating
+    dtype) is given. omega_0 = 1 is the fastest pair (wavelength 2*pi tokens); the wavelengths
+    2*pi/omega_i grow geometrically by base ** (2/dim) per pair, up to just under 2*pi*base. Pair i
+    uses the exponent 2i/dim for BOTH of its columns (the mistake is to use the column index:
+    2*floor(j/2) is right). base: a finite number > 1.
     """
     dim = _checks.even_int("dim", dim)
     base = _checks.positive_float("base", base, minimum=1.0)
+    dtype = _checks.float_dtype("dtype", dtype)
     device = torch.device(device if device is not None else "cpu")
     work = _checks.angle_dtype(device)
     two_i = torch.arange(0, dim, 2, device=device, dtype=work)
@@ -46,12 +51,14 @@ def sinusoidal_table(num_positions: int, dim: int, *, base: float = 10000.0, lay
     With omega_i = base ** (-2i/dim) (`sinusoidal_frequencies`), i = 0 .. dim/2 - 1:
         layout="interleaved" (the paper, DistilBERT):  PE[pos, 2i] = sin(pos*omega_i), PE[pos, 2i+1] = cos(pos*omega_i)
         layout="concat" (Transformer-XL):               PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
-    The two hold the same numbers, columns permuted by `layout_permutation`. dim must be even.
-    Angles are computed in float64 (float32 on devices without it); the result is float32 unless
-    `dtype` is given, on `device` (default CPU).
+    The two hold the same numbers, columns permuted by `layout_permutation`. dim must be even;
+    num_positions = 0 gives an empty (0, dim) table. Angles are computed in float64 (float32 on
+    devices without it); the result is float32 unless `dtype` (a floating dtype) is given, on
+    `device` (default CPU).
     """
     num_positions = _checks.positive_int("num_positions", num_positions, allow_zero=True)
     _checks.choice("layout", layout, LAYOUTS)
+    dtype = _checks.float_dtype("dtype", dtype)
     device = torch.device(device if device is not None else "cpu")
     work = _checks.angle_dtype(device)
     positions = torch.arange(num_positions, device=device, dtype=work)
@@ -79,10 +86,11 @@ def layout_permutation(dim: int, *, device=None) -> torch.Tensor:
 
 
 class SinusoidalEncoding(PositionalEncoding):
-    """Adds the sinusoidal table to x of shape (batch, seq, dim); no fixed maximum length.
+    """Adds the sinusoidal table to x of shape (seq, dim) or (batch, seq, dim); no fixed maximum length.
 
-    forward(x, positions=None): positions (seq,) or (batch, seq), default 0..seq-1. The table is
-    computed for the positions asked for, in float64, and added in x's dtype (x is not modified).
+    enc(x, positions=None) = add_to_input(x, positions) = x + PE[positions]: positions (seq,) or
+    (batch or 1, seq) integers on x's device, default 0..seq-1. Only the rows asked for are
+    computed (position 2**40 costs one row), in float64, and added in x's dtype (x is not modified).
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "interleaved"):
@@ -91,28 +99,30 @@ class SinusoidalEncoding(PositionalEncoding):
         self.base = _checks.positive_float("base", base, minimum=1.0)
         self.layout = _checks.choice("layout", layout, LAYOUTS)
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        _checks.float_tensor("x", x)
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.d_model)
+
+    def add_to_input(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        positions = check_input(x, positions)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
-        positions = (default_positions(x) if positions is None
-                     else check_positions(positions, x.shape[-2], device=x.device))
         work = _checks.angle_dtype(x.device)
         omega = sinusoidal_frequencies(self.dim, base=self.base, device=x.device)
         table = _table(positions.to(work), omega, self.layout)  # (T, D) or (B, T, D)
         return x + table.to(x.dtype)
-
-    add_to_input = forward
 
     def extra_repr(self):
         return f"dim={self.dim}, base={self.base}, layout={self.layout!r}"
 
 
 class LearnedEncoding(PositionalEncoding):
-    """A trainable table P of shape (max_len, dim) (BERT/GPT-2 style): forward(x, positions) = x + P[positions].
+    """A trainable table P of shape (max_len, dim) (BERT/GPT-2 style): enc(x, positions) = x + P[positions].
 
-    Positions must lie in [0, max_len): past the trained length there is simply no row, and this
-    raises a ValueError naming max_len instead of the bare 'index out of range in self'.
+    x: (seq, dim) or (batch, seq, dim); positions (seq,) or (batch or 1, seq) integers on x's
+    device, default 0..seq-1. They must lie in [0, max_len): past the trained length there is
+    simply no row, and this raises a ValueError naming max_len instead of the bare 'index out of
+    range in self'.
     """
 
     def __init__(self, max_len: int, dim: int, *, init_std: float = 0.02):
@@ -120,29 +130,28 @@ class LearnedEncoding(PositionalEncoding):
         self.max_len = _checks.positive_int("max_len", max_len)
         self.dim = _checks.positive_int("dim", dim)
         self.table = nn.Embedding(self.max_len, self.dim)
-        nn.init.normal_(self.table.weight, std=init_std)
+        nn.init.normal_(self.table.weight, std=_checks.positive_float("init_std", init_std))
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        _checks.float_tensor("x", x)
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.max_len, config.d_model)
+
+    def add_to_input(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        given = positions is not None
+        positions = check_input(x, positions)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x's last dimension must be dim={self.dim}, got {x.shape[-1]}")
-        seq = x.shape[-2]
-        if positions is None:
-            if seq > self.max_len:
-                raise ValueError(f"sequence length {seq} exceeds max_len={self.max_len}: a learned table has no "
-                                 f"row for positions >= max_len (train with a larger max_len, or use a relative "
-                                 f"encoding)")
-            positions = default_positions(x)
-        else:
-            positions = check_positions(positions, seq, device=x.device)
-            if positions.device.type != "meta" and positions.numel() and (
-                    int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
-                raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
-                                 f"min {int(positions.min())}, max {int(positions.max())}: a learned table has no "
-                                 f"row outside its trained range (use a relative encoding to go further)")
+        _checks.same_device("x", x, table=self.table.weight)
+        if not given and x.shape[-2] > self.max_len:
+            raise ValueError(f"sequence length {x.shape[-2]} exceeds max_len={self.max_len}: a learned table has "
+                             f"no row for positions >= max_len (train with a larger max_len, or use a relative "
+                             f"encoding)")
+        if given and positions.device.type != "meta" and positions.numel() and (
+                int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
+            raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
+                             f"min {int(positions.min())}, max {int(positions.max())}: a learned table has no "
+                             f"row outside its trained range (use a relative encoding to go further)")
         return x + self.table(positions).to(x.dtype)
-
-    add_to_input = forward
 
     def extra_repr(self):
         return f"max_len={self.max_len}, dim={self.dim}"
@@ -162,26 +171,33 @@ def offset_matrix(k, dim: int, *, base: float = 10000.0, layout: str = "interlea
     transpose of RoPE's counter-clockwise [[cos, -sin], [sin, cos]], i.e. offset_matrix(k) equals
     rope.rope_matrix(-k) with the interleaved layout. M_{-k} = M_k^T, and M_j @ M_k = M_{j+k}.
 
-    k: a real offset (negative allowed) or a 1-D tensor of offsets, giving (len(k), dim, dim).
-    layout: which columns form a pair, as in `sinusoidal_table` ("interleaved": columns (2i, 2i+1);
-    "concat": columns (i, i + dim/2)). Returns float64 (float32 on devices without float64) unless
-    `dtype` is given.
+    k: a finite real offset (negative allowed) or a 1-D tensor of them, giving (len(k), dim, dim);
+    a tensor k sets the device (`device`, if given, must be the same). layout: which columns form a
+    pair, as in `sinusoidal_table` ("interleaved": columns (2i, 2i+1); "concat": columns
+    (i, i + dim/2)). Returns float64 (float32 on devices without float64) unless `dtype` (a floating
+    dtype) is given.
     """
-    import numbers
-
     dim = _checks.even_int("dim", dim)
     _checks.choice("layout", layout, LAYOUTS)
-    device = torch.device(device if device is not None else "cpu")
-    work = _checks.angle_dtype(device)
+    dtype = _checks.float_dtype("dtype", dtype)
     if isinstance(k, torch.Tensor):
         if k.dim() > 1 or k.is_complex() or k.dtype == torch.bool:
             raise TypeError(f"k must be a number or a 1-D real tensor of offsets, got a {k.dtype} tensor "
                             f"of shape {tuple(k.shape)}")
-        offsets = k.to(device=device, dtype=work)
+        if device is not None and torch.device(device) != k.device:
+            raise ValueError(f"k must be on the device asked for (device={torch.device(device)}), got {k.device}")
+        device = k.device
+        offsets = k.to(_checks.angle_dtype(device))
+        if k.is_floating_point():
+            _checks.finite_tensor("k", offsets)
     elif isinstance(k, numbers.Real) and not isinstance(k, bool):
-        offsets = torch.tensor(float(k), device=device, dtype=work)
+        if not math.isfinite(k):
+            raise ValueError(f"k must be a finite offset, got {k}")
+        device = torch.device(device if device is not None else "cpu")
+        offsets = torch.tensor(float(k), device=device, dtype=_checks.angle_dtype(device))
     else:
         raise TypeError(f"k must be a number or a 1-D tensor of offsets, got {type(k).__name__} ({k!r})")
+    work = offsets.dtype
     beta = offsets[..., None] * sinusoidal_frequencies(dim, base=base, device=device)  # (..., dim/2)
     cos, sin = beta.cos(), beta.sin()
     half = dim // 2

@@ -18,7 +18,7 @@ import math
 import torch
 
 from . import _checks
-from .attention import PositionalEncoding
+from .attention import PositionalEncoding, check_query
 from .relative import relative_positions
 
 
@@ -34,8 +34,9 @@ def alibi_slopes(num_heads: int, *, device=None, dtype=None) -> torch.Tensor:
     otherwise the slopes of p = 2**floor(log2 n), then 2 ** (-8h/(2p)) for h = 1, 3, 5, ... until
     there are n (the paper's rule). Evaluated in float64 and rounded once (float32 unless `dtype`),
     so each slope is the correctly rounded value of the formula -- HF BLOOM's float32 powers drift
-    from it by a few ulps for n > 10 (see tests/test_alibi.py)."""
+    from it by a few ulps for n > 10 (see tests/test_alibi.py). `dtype`: a floating dtype."""
     num_heads = _checks.positive_int("num_heads", num_heads)
+    dtype = _checks.float_dtype("dtype", dtype)
     return torch.tensor(_slope_values(num_heads), device=device, dtype=torch.float64).to(dtype or torch.float32)
 
 
@@ -45,8 +46,9 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=N
     Queries are the last q_len of the k_len key positions (q_len < k_len is cached decoding);
     k_len defaults to q_len. The bias is symmetric in i - j, so without a causal mask keys after the
     query are penalised too; under a causal mask it equals BLOOM's per-row-shifted m * j (the
-    softmax ignores the per-row constant). Float32 unless `dtype`, on `device`.
+    softmax ignores the per-row constant). Float32 unless `dtype` (a floating dtype), on `device`.
     """
+    dtype = _checks.float_dtype("dtype", dtype)
     q_len = _checks.positive_int("q_len", q_len, allow_zero=True)
     k_len = q_len if k_len is None else _checks.positive_int("k_len", k_len, allow_zero=True)
     if q_len > k_len:
@@ -59,16 +61,22 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=N
 
 
 class ALiBi(PositionalEncoding):
-    """ALiBi as an encoding for MultiHeadAttention: score bias -m_h * |key - query|."""
+    """ALiBi as an encoding for MultiHeadAttention: score bias -m_h * |key - query|.
+
+    ALiBi(num_heads)(q, q_positions=None, k_positions=None) -> (batch or 1, num_heads, Tq, Tk), the
+    bias added to the scores of q (batch, num_heads, Tq, head_dim); keys at the query positions
+    unless given."""
 
     def __init__(self, num_heads: int):
         super().__init__()
         self.num_heads = _checks.positive_int("num_heads", num_heads)
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.num_heads)
+
     def score_bias(self, q, q_positions, k_positions):
-        if q.dim() != 4 or q.shape[1] != self.num_heads:
-            raise ValueError(f"q must have shape (batch, num_heads={self.num_heads}, seq, head_dim) for this ALiBi, "
-                             f"got {tuple(q.shape)}")
+        q_positions, k_positions = check_query(q, q_positions, k_positions, owner="ALiBi", num_heads=self.num_heads)
         slopes = alibi_slopes(self.num_heads, device=q.device)
         distance = relative_positions(q_positions, k_positions).abs().to(slopes.dtype)  # (B, Tq, Tk)
         return (-slopes[None, :, None, None] * distance[:, None]).to(q.dtype)

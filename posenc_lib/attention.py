@@ -1,18 +1,20 @@
 """Scaled dot-product attention and the one protocol every positional encoding speaks.
 
 An encoding can act in exactly four places, and `PositionalEncoding` has one hook for each; the
-defaults do nothing, so an encoding overrides only the hook it needs. `MultiHeadAttention` calls the
-three attention-side hooks unconditionally and `TinyLM` calls `add_to_input` once, before the first
-block (no `if kind == ...` ladder anywhere); code that uses `MultiHeadAttention` on its own must call
-`add_to_input` itself:
+defaults do nothing, so an encoding overrides only the hook(s) it needs:
 
     add_to_input(x, positions)        x + P[positions]            sinusoidal, learned
     rotate_qk(q, k, q_pos, k_pos)     (R_m q, R_n k)              RoPE
     score_bias(q, q_pos, k_pos)       scores + B[i, j]            T5, Shaw, ALiBi
     value_bias(probs, q_pos, k_pos)   out + sum_j p_ij a_{j-i}    Shaw (value term)
 
-With none of them overridden (`NoPE`), attention sees no order at all.
-Shapes: q, k, v are (batch, heads, seq, head_dim); positions are (seq,) or (batch, seq), int64.
+`MultiHeadAttention` calls all four in that order (no `if kind == ...` ladder anywhere), and calling
+an encoding module, `enc(...)`, applies it where it acts (see `PositionalEncoding`).
+
+With none of them overridden (`NoPE`) the attention has no position information of its own, but
+order is not invisible: a causal mask alone already breaks the permutation symmetry (query i sees
+i + 1 keys), and stacked causal layers can recover absolute positions from it.
+Shapes: q, k, v are (batch, heads, seq, head_dim); positions are (seq,) or (batch, seq) integers.
 """
 from __future__ import annotations
 
@@ -29,27 +31,82 @@ def default_positions(x: torch.Tensor, seq_dim: int = -2) -> torch.Tensor:
     return torch.arange(x.shape[seq_dim], device=x.device)
 
 
-def check_positions(positions, seq_len: int, name: str = "positions", *, device=None) -> torch.Tensor:
-    """positions must be an integer tensor of shape (seq,) or (batch, seq) with seq == seq_len.
-
-    With `device` (the device of the x they index), positions made elsewhere -- typically a bare
-    torch.arange on the CPU -- are moved there, so every result stays on x's device.
-    """
-    positions = _checks.int_tensor(name, positions)
-    if positions.dim() not in (1, 2) or positions.shape[-1] != seq_len:
-        raise ValueError(
-            f"{name} must have shape (seq,) or (batch, seq) with seq={seq_len} to fit x, "
-            f"got shape {tuple(positions.shape)}"
-        )
-    if device is not None and positions.device != torch.device(device):
-        positions = positions.to(device)
-    return positions
+# ------------------------------------------------------------------------ the checks every hook uses
+def check_input(x, positions) -> torch.Tensor:
+    """For add_to_input: x (seq, dim) or (batch, seq, dim), floating; returns the positions, given
+    ((seq,) or (batch or 1, seq) integers on x's device) or 0..seq-1."""
+    _checks.float_tensor("x", x)
+    if x.dim() not in (2, 3):
+        raise ValueError(f"x must have shape (seq, dim) or (batch, seq, dim), got {tuple(x.shape)}")
+    if positions is None:
+        return default_positions(x)
+    return _checks.positions("positions", positions, seq_len=x.shape[-2], device=x.device,
+                             batch=x.shape[0] if x.dim() == 3 else None)
 
 
+def _key_positions(k_positions, *, device, batch) -> torch.Tensor:
+    k_positions = _checks.int_tensor("k_positions", k_positions)
+    return _checks.positions("k_positions", k_positions, seq_len=k_positions.shape[-1] if k_positions.dim() else 1,
+                             device=device, batch=batch)
+
+
+def check_query(q, q_positions, k_positions, *, owner: str, num_heads: int | None = None,
+                head_dim: int | None = None):
+    """For score_bias: q (batch, heads, Tq, head_dim), floating; returns (q_positions, k_positions),
+    (Tq,) / (Tk,) or (batch or 1, T) integers on q's device; both default to 0..Tq-1 (self-attention)."""
+    _checks.float_tensor("q", q)
+    heads = "heads" if num_heads is None else f"num_heads={num_heads}"
+    dim = "head_dim" if head_dim is None else f"head_dim={head_dim}"
+    if q.dim() != 4 or (num_heads is not None and q.shape[1] != num_heads) or (
+            head_dim is not None and q.shape[-1] != head_dim):
+        raise ValueError(f"q must have shape (batch, {heads}, seq, {dim}) for this {owner}, got {tuple(q.shape)}")
+    if q_positions is None:
+        q_positions = default_positions(q)
+    q_positions = _checks.positions("q_positions", q_positions, seq_len=q.shape[-2], device=q.device,
+                                    batch=q.shape[0])
+    k_positions = q_positions if k_positions is None else _key_positions(k_positions, device=q.device,
+                                                                         batch=q.shape[0])
+    return q_positions, k_positions
+
+
+def check_probs(probs, q_positions, k_positions):
+    """For value_bias: probs (batch, heads, Tq, Tk), floating, and the positions of its rows and
+    columns ((Tq,) / (Tk,) or (batch or 1, T) integers on its device; default 0..Tq-1, 0..Tk-1)."""
+    _checks.float_tensor("probs", probs)
+    if probs.dim() != 4:
+        raise ValueError(f"probs must have shape (batch, heads, q_len, k_len), got {tuple(probs.shape)}")
+    batch, _, q_len, k_len = probs.shape
+    q_positions = default_positions(probs) if q_positions is None else q_positions
+    k_positions = default_positions(probs, -1) if k_positions is None else k_positions
+    return (_checks.positions("q_positions", q_positions, seq_len=q_len, device=probs.device, batch=batch),
+            _checks.positions("k_positions", k_positions, seq_len=k_len, device=probs.device, batch=batch))
+
+
+# ------------------------------------------------------------------------------------- the protocol
 class PositionalEncoding(nn.Module):
-    """Base class: every hook defaults to 'no position information here'."""
+    """Base class: every hook defaults to 'no position information here'.
 
-    def add_to_input(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:  # (B, T, D)
+    Calling an encoding applies it where it acts, at positions 0..seq-1 unless given, with the keys
+    at the query positions (self-attention). The first hook it overrides, in the order above, decides:
+
+        where it acts           call                                   returns
+        added to the input      enc(x, positions=None)                 x + P[positions], x's shape
+        rotates q and k         enc(q, k, positions=None)              (R q, R k)
+        bias on the scores      enc(q, q_positions=None, k_positions=None)   the bias, (batch or 1, heads, Tq, Tk)
+        term on the values      enc(probs, q_positions=None, k_positions=None)  the term, (batch, heads, Tq, hd)
+        nowhere (NoPE)          enc(x, positions=None)                 x itself
+
+    (Called so without positions, add_to_input gets positions=None: it may then say "sequence longer
+    than ..." rather than "position out of range"; MultiHeadAttention and TinyLM always pass them.)
+    So `SinusoidalEncoding(8)(x)` is the encoded input, `RotaryEmbedding(8)(q, k)` the rotated pair,
+    `ALiBi(4)(q)` the bias added to q's scores, `NoPE()(x)` x unchanged. Shaw acts on the scores and
+    the values: calling it gives its score bias; the hooks stay the whole interface.
+
+    `TinyLM` builds encodings by name from a `TinyLMConfig` (posenc_lib.model.ENCODINGS): a registered
+    class builds itself with `from_config(config)`, which subclasses with settings override.
+    """
+
+    def add_to_input(self, x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:  # (B, T, D)
         return x
 
     def rotate_qk(self, q, k, q_positions, k_positions):  # (B, H, T, hd) each
@@ -61,10 +118,38 @@ class PositionalEncoding(nn.Module):
     def value_bias(self, probs: torch.Tensor, q_positions, k_positions):  # -> (B, H, Tq, hd) or None
         return None
 
+    def forward(self, *args, **kwargs):
+        acts = where_it_acts(self)
+        return getattr(self, _CALLS[acts[0] if acts else "add_to_input"])(*args, **kwargs)
+
+    def _input_call(self, x, positions=None):
+        check_input(x, positions)
+        return self.add_to_input(x, positions)  # None stays None: the hook knows they were not given
+
+    def _rotation_call(self, q, k, positions=None):
+        _checks.float_tensor("q", q)
+        _checks.float_tensor("k", k)
+        if positions is None:  # q and k may differ in length: each counts from 0, as in RotaryEmbedding
+            return self.rotate_qk(q, k, default_positions(q), default_positions(k))
+        return self.rotate_qk(q, k, positions, positions)
+
+    def _score_call(self, q, q_positions=None, k_positions=None):
+        return self.score_bias(q, *check_query(q, q_positions, k_positions, owner=type(self).__name__))
+
+    def _value_call(self, probs, q_positions=None, k_positions=None):
+        return self.value_bias(probs, *check_probs(probs, q_positions, k_positions))
+
+    @classmethod
+    def from_config(cls, config) -> PositionalEncoding:
+        """Build this encoding from a posenc_lib.model.TinyLMConfig; the default takes no settings."""
+        return cls()
+
 
 HOOKS = ("add_to_input", "rotate_qk", "score_bias", "value_bias")
 HOOK_PLACES = {"add_to_input": "added to the input", "rotate_qk": "rotates q and k",
                "score_bias": "bias on the scores", "value_bias": "term on the values"}
+_CALLS = {"add_to_input": "_input_call", "rotate_qk": "_rotation_call", "score_bias": "_score_call",
+          "value_bias": "_value_call"}
 
 
 def where_it_acts(encoding) -> list:
@@ -76,24 +161,57 @@ def where_it_acts(encoding) -> list:
 
 
 class NoPE(PositionalEncoding):
-    """No positional encoding: self-attention is then permutation-equivariant (unless causal)."""
+    """No positional encoding. Without a mask, self-attention is then permutation-equivariant (permute
+    the tokens and the outputs permute the same way); with a causal mask it is not, and a causal
+    model can still infer order from how many tokens each query sees. NoPE()(x) returns x."""
+
+
+# -------------------------------------------------------------------------------------- attention
+def _check_attention_inputs(q, k, v, bias):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _checks.float_tensor(name, t)
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., seq, dim), got {tuple(t.shape)}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor):
+            raise TypeError(f"bias must be a torch.Tensor or None, got {type(bias).__name__}")
+        if not bias.is_floating_point():
+            raise TypeError(f"bias must be a floating-point tensor added to the scores, got {bias.dtype}; for a "
+                            f"boolean mask (True = may attend) pass bias=torch.zeros_like(mask, dtype=q.dtype)"
+                            f".masked_fill(~mask, float('-inf'))")
+    _checks.same_device("q", q, k=k, v=v, bias=bias)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share the last dimension, got {q.shape[-1]} and {k.shape[-1]}")
+    if q.shape[-1] == 0:
+        raise ValueError("q and k must have a last dimension >= 1 (the scores are divided by sqrt of it), got 0")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same number of positions, got {k.shape[-2]} and {v.shape[-2]}")
+    if k.shape[-2] == 0 and q.shape[-2] > 0:
+        raise ValueError("k must have at least one position: a softmax over no keys is undefined, got k_len=0")
+    lead = q.shape[:-2]  # (batch, heads, ...): k and v may share theirs over q's (size 1), not grow them
+    for name, t in (("k", k), ("v", v)):
+        if t.dim() != q.dim() or any(a not in (b, 1) for a, b in zip(t.shape[:-2], lead)):
+            raise ValueError(f"{name} of shape {tuple(t.shape)} does not fit q of shape {tuple(q.shape)}: its "
+                             f"leading (batch, heads) dims must each equal q's or be 1")
+    scores_shape = (*lead, q.shape[-2], k.shape[-2])
+    if bias is not None and (bias.dim() > len(scores_shape) or any(
+            a not in (b, 1) for a, b in zip(reversed(bias.shape), reversed(scores_shape)))):
+        raise ValueError(f"bias of shape {tuple(bias.shape)} must broadcast to the scores' shape "
+                         f"{scores_shape} (..., q_len, k_len) without growing it")
 
 
 def attention(q, k, v, *, bias=None, causal: bool = False, return_weights: bool = False):
     """softmax(q k^T / sqrt(d) + bias) v.
 
-    q: (..., Tq, d), k: (..., Tk, d), v: (..., Tk, dv); bias broadcastable to (..., Tq, Tk), added
-    to the scores before the softmax. `causal=True` masks key j > query i (queries are taken to be
-    the last Tq of the Tk positions, so Tq < Tk works for cached decoding).
+    q: (..., Tq, d), k: (..., Tk, d), v: (..., Tk, dv), all on one device; k's and v's leading dims
+    equal q's or are 1 (shared, e.g. one key head for all query heads). bias: a floating tensor
+    broadcastable to (..., Tq, Tk), added to the scores before the softmax (a boolean mask is refused:
+    turn it into 0 / -inf, see the error). `causal=True` masks key j > query i (queries are taken to
+    be the last Tq of the Tk positions, so Tq < Tk works for cached decoding).
     Returns the output (..., Tq, dv), and the weights (..., Tq, Tk) too if `return_weights`.
     The softmax runs in float32 or better; the output comes back in q's dtype.
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        _checks.float_tensor(name, t)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share the last dimension, got {q.shape[-1]} and {k.shape[-1]}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same number of positions, got {k.shape[-2]} and {v.shape[-2]}")
+    _check_attention_inputs(q, k, v, bias)
     work = _checks.compute_dtype(q.dtype)
     scores = q.to(work) @ k.to(work).transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Tq, Tk)
     if bias is not None:
@@ -112,15 +230,17 @@ def attention(q, k, v, *, bias=None, causal: bool = False, return_weights: bool 
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head self-attention over (batch, seq, d_model), with one positional encoding.
+    """Multi-head self-attention over x (batch, seq, d_model), with one positional encoding.
 
-    The encoding's hooks are called in order: rotate q/k, add its score bias, add its value term.
-    Input-added encodings (sinusoidal, learned) act before the block, in the model, so here they
-    are no-ops; pass the same encoding object to every layer to share it (T5 shares its bias).
+    forward(x, positions=None) calls the encoding's four hooks in order: add its input term to x
+    (sinusoidal, learned), project to q, k, v, rotate q and k, add its score bias, add its value
+    term. `apply_input_encoding=False` skips the first: TinyLM passes it, because it adds an input
+    encoding once, to the residual stream before the first block, not in every layer. Pass the same
+    encoding object to every layer to share it (T5 shares its bias).
     """
 
     def __init__(self, d_model: int, num_heads: int, *, encoding: PositionalEncoding | None = None,
-                 causal: bool = False, bias: bool = False):
+                 causal: bool = False, bias: bool = False, apply_input_encoding: bool = True):
         super().__init__()
         _checks.positive_int("d_model", d_model)
         _checks.positive_int("num_heads", num_heads)
@@ -129,6 +249,7 @@ class MultiHeadAttention(nn.Module):
         if encoding is not None and not isinstance(encoding, PositionalEncoding):
             raise TypeError(f"encoding must be a posenc_lib PositionalEncoding or None, got {type(encoding).__name__}")
         self.num_heads, self.head_dim, self.causal = num_heads, d_model // num_heads, causal
+        self.apply_input_encoding = apply_input_encoding
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.encoding = encoding if encoding is not None else NoPE()
@@ -139,10 +260,13 @@ class MultiHeadAttention(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.num_heads * self.head_dim:
             raise ValueError(f"x must have shape (batch, seq, d_model={self.num_heads * self.head_dim}), "
                              f"got {tuple(x.shape)}")
+        _checks.same_device("x", x, qkv=self.qkv.weight)
         B, T, D = x.shape
-        positions = default_positions(x) if positions is None else check_positions(positions, T, device=x.device)
-        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, hd)
+        positions = check_input(x, positions)
         enc = self.encoding
+        if self.apply_input_encoding:
+            x = enc.add_to_input(x, positions)
+        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, hd)
         q, k = enc.rotate_qk(q, k, positions, positions)
         out, weights = attention(q, k, v, bias=enc.score_bias(q, positions, positions),
                                  causal=self.causal, return_weights=True)

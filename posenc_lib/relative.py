@@ -12,13 +12,28 @@ import torch
 from torch import nn
 
 from . import _checks
-from .attention import PositionalEncoding
+from .attention import PositionalEncoding, check_probs, check_query
+
+
+def _bucket_settings(bidirectional, num_buckets, max_distance) -> tuple[int, int]:
+    """Checks T5's settings; returns (n, e): the buckets per side and how many of them are exact."""
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__} ({bidirectional!r})")
+    num_buckets = _checks.positive_int("num_buckets", num_buckets)
+    max_distance = _checks.positive_int("max_distance", max_distance)
+    n = num_buckets // 2 if bidirectional else num_buckets
+    if n < 2:
+        raise ValueError(f"num_buckets must be >= {4 if bidirectional else 2} "
+                         f"(bidirectional={bidirectional}), got {num_buckets}")
+    if max_distance <= n // 2:
+        raise ValueError(f"max_distance must be > {n // 2} (the exact buckets), got {max_distance}")
+    return n, n // 2
 
 
 def t5_relative_bucket(relative_position: torch.Tensor, *, bidirectional: bool = True, num_buckets: int = 32,
                        max_distance: int = 128) -> torch.Tensor:
     """T5's bucket index for each relative position r = key position - query position (T5's
-    "memory_position - context_position"); any integer shape -> same shape, int64.
+    "memory_position - context_position"); any integer shape -> same shape, int64, same device.
 
     bidirectional=True (encoder): n = num_buckets/2 buckets per side, r > 0 (key after the query)
     adds n; the distance is d = |r|. bidirectional=False (decoder): n = num_buckets, d = max(-r, 0),
@@ -28,19 +43,12 @@ def t5_relative_bucket(relative_position: torch.Tensor, *, bidirectional: bool =
                   = min(n - 1, e + floor(log(d/e) / log(max_distance/e) * (n - e)))   otherwise
     i.e. one bucket per small distance, log-spaced buckets up to max_distance, everything farther
     in the last bucket. The log is taken in float32 as in T5 and Hugging Face, so the boundaries
-    (where the expression is an exact integer) match theirs exactly.
+    (where the expression is an exact integer) match theirs exactly. Every int64 works: r = -2**63,
+    whose |r| does not fit in int64, counts as -(2**63 - 1) (both are far past any max_distance).
     """
     relative_position = _checks.int_tensor("relative_position", relative_position)
-    num_buckets = _checks.positive_int("num_buckets", num_buckets)
-    max_distance = _checks.positive_int("max_distance", max_distance)
-    n = num_buckets // 2 if bidirectional else num_buckets
-    if n < 2:
-        raise ValueError(f"num_buckets must be >= {4 if bidirectional else 2} "
-                         f"(bidirectional={bidirectional}), got {num_buckets}")
-    max_exact = n // 2
-    if max_distance <= max_exact:
-        raise ValueError(f"max_distance must be > {max_exact} (the exact buckets), got {max_distance}")
-    r = relative_position.long()
+    n, max_exact = _bucket_settings(bidirectional, num_buckets, max_distance)
+    r = relative_position.long().clamp(min=-torch.iinfo(torch.int64).max)  # so that -r and |r| fit in int64
     bucket = torch.zeros_like(r)
     if bidirectional:
         bucket = bucket + (r > 0).long() * n
@@ -56,18 +64,27 @@ def relative_positions(q_positions: torch.Tensor, k_positions: torch.Tensor) -> 
     """key - query for every pair: (Tq,), (Tk,) -> (1, Tq, Tk); batched (B, T) -> (B, Tq, Tk).
 
     out[b, i, j] = k_positions[j] - q_positions[i]: negative for keys before the query (the past).
+    Both integer tensors on one device; batched ones must have the same batch or a batch of 1.
     """
-    _checks.int_tensor("q_positions", q_positions)
-    _checks.int_tensor("k_positions", k_positions)
+    for name, t in (("q_positions", q_positions), ("k_positions", k_positions)):
+        _checks.int_tensor(name, t)
+        if t.dim() not in (1, 2):
+            raise ValueError(f"{name} must have shape (seq,) or (batch, seq), got {tuple(t.shape)}")
+    _checks.same_device("q_positions", q_positions, k_positions=k_positions)
     q = q_positions if q_positions.dim() == 2 else q_positions[None]
     k = k_positions if k_positions.dim() == 2 else k_positions[None]
+    if q.shape[0] != k.shape[0] and 1 not in (q.shape[0], k.shape[0]):
+        raise ValueError(f"q_positions and k_positions must have the same batch or a batch of 1, got shapes "
+                         f"{tuple(q_positions.shape)} and {tuple(k_positions.shape)}")
     return k[:, None, :] - q[:, :, None]
 
 
 class T5RelativeBias(PositionalEncoding):
     """A learned scalar per (bucket, head), added to the attention scores.
 
-    forward(q_len, k_len) -> (heads, q_len, k_len) for queries 0..q_len-1 and keys 0..k_len-1.
+    t5(q_len, k_len) -> (heads, q_len, k_len) for queries 0..q_len-1 and keys 0..k_len-1 (Hugging
+    Face's compute_bias); t5(q, q_positions=None, k_positions=None) -> (batch or 1, heads, Tq, Tk),
+    the score bias for q (batch, heads, Tq, head_dim), as every score-bias encoding.
     In T5 one such table (in the first layer) is shared by all layers; pass the same module to
     every layer to do the same.
     """
@@ -75,27 +92,43 @@ class T5RelativeBias(PositionalEncoding):
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
         super().__init__()
         self.num_heads = _checks.positive_int("num_heads", num_heads)
-        self.bidirectional, self.num_buckets, self.max_distance = bool(bidirectional), num_buckets, max_distance
-        t5_relative_bucket(torch.zeros(1, dtype=torch.long), bidirectional=bidirectional,
-                           num_buckets=num_buckets, max_distance=max_distance)  # validate the settings now
+        _bucket_settings(bidirectional, num_buckets, max_distance)  # validate the settings now
+        self.bidirectional, self.num_buckets, self.max_distance = bidirectional, num_buckets, max_distance
         self.relative_attention_bias = nn.Embedding(num_buckets, self.num_heads)
+
+    @classmethod
+    def from_config(cls, config):
+        """A causal (decoder) bias: TinyLM is a causal language model."""
+        return cls(config.num_heads, bidirectional=False, num_buckets=config.num_buckets,
+                   max_distance=config.max_distance)
 
     def _bias(self, relative: torch.Tensor) -> torch.Tensor:  # (B, Tq, Tk) -> (B, H, Tq, Tk)
         buckets = t5_relative_bucket(relative, bidirectional=self.bidirectional, num_buckets=self.num_buckets,
                                      max_distance=self.max_distance)
         return self.relative_attention_bias(buckets).permute(0, 3, 1, 2)
 
-    def forward(self, q_len: int, k_len: int) -> torch.Tensor:
-        q_len, k_len = _checks.positive_int("q_len", q_len), _checks.positive_int("k_len", k_len)
+    def forward(self, *args, **kwargs):
+        if (args and isinstance(args[0], torch.Tensor)) or "q" in kwargs:
+            return super().forward(*args, **kwargs)  # t5(q, q_positions, k_positions): the protocol's call
+        return self.compute_bias(*args, **kwargs)
+
+    def compute_bias(self, q_len: int, k_len: int) -> torch.Tensor:
+        """(heads, q_len, k_len): the bias of queries 0..q_len-1 against keys 0..k_len-1."""
+        q_len = _checks.positive_int("q_len", q_len, allow_zero=True)
+        k_len = _checks.positive_int("k_len", k_len, allow_zero=True)
         device = self.relative_attention_bias.weight.device
         relative = relative_positions(torch.arange(q_len, device=device), torch.arange(k_len, device=device))
         return self._bias(relative)[0]
 
     def score_bias(self, q, q_positions, k_positions):
-        if q.dim() != 4 or q.shape[1] != self.num_heads:
-            raise ValueError(f"q must have shape (batch, num_heads={self.num_heads}, seq, head_dim) for this "
-                             f"T5RelativeBias, got {tuple(q.shape)}")
+        q_positions, k_positions = check_query(q, q_positions, k_positions, owner="T5RelativeBias",
+                                               num_heads=self.num_heads)
+        _checks.same_device("q", q, relative_attention_bias=self.relative_attention_bias.weight)
         return self._bias(relative_positions(q_positions, k_positions)).to(q.dtype)
+
+    def extra_repr(self):
+        return (f"num_heads={self.num_heads}, bidirectional={self.bidirectional}, num_buckets={self.num_buckets}, "
+                f"max_distance={self.max_distance}")
 
 
 class ShawRelativePosition(PositionalEncoding):
@@ -105,7 +138,8 @@ class ShawRelativePosition(PositionalEncoding):
         z_i  = sum_j p_ij (v_j + a^V_{ij})        ->  value term  sum_j p_ij a^V_{ij}
 
     Shapes: q (B, H, Tq, d) -> bias (B, H, Tq, Tk); probs (B, H, Tq, Tk) -> value term (B, H, Tq, d).
-    The (2k+1, d) tables are shared by the heads, as in the paper.
+    The (2k+1, d) tables are shared by the heads, as in the paper. shaw(q, q_positions=None,
+    k_positions=None) is the score bias (keys at the query positions unless given).
     """
 
     def __init__(self, head_dim: int, max_relative_position: int, *, values: bool = True):
@@ -117,37 +151,47 @@ class ShawRelativePosition(PositionalEncoding):
         self.key_table = nn.Parameter(torch.randn(size, self.head_dim) * 0.02)
         self.value_table = nn.Parameter(torch.randn(size, self.head_dim) * 0.02) if values else None
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.d_model // config.num_heads, config.max_relative_position)
+
     def relative_index(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
         """clip(key - query, -k, k) + k: rows of the tables, (B or 1, Tq, Tk)."""
         k = self.max_relative_position
         return relative_positions(q_positions, k_positions).clamp(-k, k) + k
 
     def score_bias(self, q, q_positions, k_positions):
-        if q.shape[-1] != self.head_dim:
-            raise ValueError(f"q's last dimension must be head_dim={self.head_dim}, got {q.shape[-1]}")
+        q_positions, k_positions = check_query(q, q_positions, k_positions, owner="ShawRelativePosition",
+                                               head_dim=self.head_dim)
+        _checks.same_device("q", q, key_table=self.key_table)
         a_k = self.key_table[self.relative_index(q_positions, k_positions)].to(q.dtype)  # (B, Tq, Tk, d)
         return torch.einsum("bhid,bijd->bhij", q, a_k) / math.sqrt(self.head_dim)
 
     def value_bias(self, probs, q_positions, k_positions):
         if self.value_table is None:
             return None
+        q_positions, k_positions = check_probs(probs, q_positions, k_positions)
+        _checks.same_device("probs", probs, value_table=self.value_table)
         a_v = self.value_table[self.relative_index(q_positions, k_positions)].to(probs.dtype)  # (B, Tq, Tk, d)
         return torch.einsum("bhij,bijd->bhid", probs, a_v)
 
-    def forward(self, q, q_positions=None, k_positions=None):
-        """The score bias for q (B, H, T, d) attending to keys at k_positions (default: q's positions)."""
-        _checks.float_tensor("q", q)
-        pos = torch.arange(q.shape[-2], device=q.device)
-        return self.score_bias(q, pos if q_positions is None else q_positions,
-                               pos if k_positions is None else k_positions)
+    def extra_repr(self):
+        return f"head_dim={self.head_dim}, max_relative_position={self.max_relative_position}"
 
 
 def diagonal_spread(scores: torch.Tensor) -> float:
-    """max over offsets d of (max - min) of scores[m, m + d]: zero exactly when scores[m, n] is a
-    function of n - m alone (a Toeplitz matrix)."""
-    n = scores.shape[-1]
+    """max over offsets d of (max - min) of scores[m, m + d], for a (rows, cols) score matrix: zero
+    exactly when scores[m, n] is a function of n - m alone (a Toeplitz matrix). Empty: 0.0.
+    Needs values: a finite floating tensor, not on the meta device."""
+    _checks.float_tensor("scores", scores)
+    if scores.dim() != 2:
+        raise ValueError(f"scores must be a 2-D (rows, cols) matrix, got shape {tuple(scores.shape)}")
+    if scores.device.type == "meta":
+        raise ValueError("scores must hold values to measure, got a tensor on the meta device")
+    _checks.finite_tensor("scores", scores)
+    rows, cols = scores.shape
     spread = 0.0
-    for d in range(-n + 1, n):
+    for d in range(-rows + 1, cols):
         diag = torch.diagonal(scores, offset=d)
         spread = max(spread, float(diag.max() - diag.min()))
     return spread

@@ -128,3 +128,171 @@ def test_learned_encoding_is_a_lookup():
     out.sum().backward()  # trainable: the used rows get a gradient, the others none
     grad = enc.table.weight.grad
     assert grad[[0, 1, 2, 3, 5, 6, 7, 8, 9]].abs().sum() > 0 and grad[4].abs().sum() == 0
+
+
+def test_table_of_no_positions_is_empty():
+    assert sinusoidal_table(0, 8).shape == (0, 8)
+    assert SinusoidalEncoding(8)(torch.zeros(2, 0, 8)).shape == (2, 0, 8)
+    assert LearnedEncoding(4, 8)(torch.zeros(2, 0, 8)).shape == (2, 0, 8)
+
+
+def test_sinusoidal_encoding_computes_only_the_rows_asked_for():
+    """Position 2**40: a table up to it would need 2**40 rows; the encoding computes these two only."""
+    far = torch.tensor([2 ** 40, 2 ** 40 + 3])
+    out = SinusoidalEncoding(8)(torch.zeros(1, 2, 8), far)[0]
+    ref = torch.tensor([[f(p * w) for w in ref_frequencies(8, 10000.0) for f in (math.sin, math.cos)]
+                        for p in far.tolist()])
+    # float64 angles of ~1e12 rad carry an absolute error of ~1e-4 rad (the spacing of float64 there)
+    torch.testing.assert_close(out.double(), ref.double(), atol=1e-3, rtol=0)
+
+
+def test_sinusoidal_encoding_batched_positions_per_row():
+    x = torch.zeros(2, 3, 8)
+    positions = torch.tensor([[0, 1, 2], [5, 6, 7]])
+    out = SinusoidalEncoding(8)(x, positions)
+    table = sinusoidal_table(8, 8)
+    torch.testing.assert_close(out, table[positions])
+    assert torch.equal(SinusoidalEncoding(8)(x, positions[:1]), table[:3].expand(2, 3, 8))  # batch 1 is shared
+
+
+def test_offset_matrix_of_a_tensor_of_offsets():
+    ks = torch.tensor([-3, 0, 5])
+    m = offset_matrix(ks, 8)
+    assert m.shape == (3, 8, 8) and m.dtype == torch.float64
+    for i, k in enumerate(ks.tolist()):
+        torch.testing.assert_close(m[i], _test_offset_matrix(k, 8, 10000.0), atol=1e-12, rtol=0)
+
+
+# ------------------------------------------------------------------ bad input: (id, call, exception, message)
+X3 = torch.randn(2, 5, 8)
+BAD = [
+    ("table odd dim", lambda: sinusoidal_table(4, 5), ValueError, r"dim must be even.*got 5"),
+    ("frequencies odd dim", lambda: sinusoidal_frequencies(3), ValueError, r"dim must be even"),
+    ("SinusoidalEncoding odd", lambda: SinusoidalEncoding(7), ValueError, r"dim must be even"),
+    ("layout_permutation odd", lambda: layout_permutation(3), ValueError, r"dim must be even"),
+    ("offset_matrix odd", lambda: offset_matrix(1, 5), ValueError, r"dim must be even"),
+    ("dim zero", lambda: sinusoidal_table(4, 0), ValueError, r"dim must be >= 1"),
+    ("dim float", lambda: sinusoidal_table(4, 8.0), TypeError, r"dim must be an int"),
+    ("table negative length", lambda: sinusoidal_table(-1, 4), ValueError, r"num_positions must be >= 0"),
+    ("table layout", lambda: sinusoidal_table(4, 4, layout="paper"), ValueError,
+     r"layout must be one of \['concat', 'interleaved'\], got 'paper'"),
+    ("SinusoidalEncoding layout", lambda: SinusoidalEncoding(4, layout="half"), ValueError,
+     r"layout must be one of \['concat', 'interleaved'\]"),
+    ("offset_matrix layout", lambda: offset_matrix(1, 4, layout="half"), ValueError, r"layout must be one of"),
+    ("base <= 1", lambda: sinusoidal_table(4, 4, base=1.0), ValueError, r"base must be > 1.0"),
+    ("base NaN", lambda: sinusoidal_frequencies(8, base=float("nan")), ValueError, r"base must be a finite number"),
+    ("base inf", lambda: SinusoidalEncoding(8, base=float("inf")), ValueError, r"base must be a finite number"),
+    ("base string", lambda: sinusoidal_table(4, 8, base="10000"), TypeError, r"base must be a number"),
+    ("table long dtype", lambda: sinusoidal_table(3, 4, dtype=torch.long), TypeError,
+     r"dtype must be a floating-point dtype.*int64"),
+    ("frequencies int dtype", lambda: sinusoidal_frequencies(4, dtype=torch.int32), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("offset_matrix bool dtype", lambda: offset_matrix(1, 4, dtype=torch.bool), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("table dtype string", lambda: sinusoidal_table(3, 4, dtype="float32"), TypeError, r"dtype must be a torch.dtype"),
+    ("offset_matrix k NaN", lambda: offset_matrix(float("nan"), 4), ValueError, r"k must be a finite offset"),
+    ("offset_matrix k inf tensor", lambda: offset_matrix(torch.tensor([1.0, float("inf")]), 4), ValueError,
+     r"k must hold finite numbers"),
+    ("offset_matrix k string", lambda: offset_matrix("3", 4), TypeError, r"k must be a number or a 1-D tensor"),
+    ("offset_matrix k 2-D", lambda: offset_matrix(torch.zeros(2, 2), 4), TypeError, r"k must be a number or a 1-D"),
+    ("offset_matrix k bool", lambda: offset_matrix(torch.tensor([True]), 4), TypeError, r"k must be a number"),
+    # x and positions that do not fit
+    ("Sinusoidal x dim", lambda: SinusoidalEncoding(16)(X3), ValueError, r"x's last dimension must be dim=16"),
+    ("Sinusoidal x 1-D", lambda: SinusoidalEncoding(8)(torch.zeros(8)), ValueError,
+     r"x must have shape \(seq, dim\) or \(batch, seq, dim\), got \(8,\)"),
+    ("Sinusoidal x 4-D", lambda: SinusoidalEncoding(8)(torch.zeros(1, 2, 5, 8)), ValueError, r"x must have shape"),
+    ("Learned x 1-D", lambda: LearnedEncoding(4, 8)(torch.zeros(8)), ValueError, r"x must have shape"),
+    ("Learned x dim", lambda: LearnedEncoding(8, 4)(X3), ValueError, r"x's last dimension must be dim=4"),
+    ("Sinusoidal int x", lambda: SinusoidalEncoding(8)(torch.ones(2, 5, 8, dtype=torch.long)), TypeError,
+     r"x must be a floating-point tensor"),
+    ("Learned int x", lambda: LearnedEncoding(8, 8)(torch.ones(2, 5, 8, dtype=torch.long)), TypeError,
+     r"x must be a floating-point tensor"),
+    ("Sinusoidal x list", lambda: SinusoidalEncoding(2)([[0.0, 1.0]]), TypeError, r"x must be a torch.Tensor"),
+    ("Sinusoidal positions length", lambda: SinusoidalEncoding(8)(X3, torch.arange(7)), ValueError,
+     r"positions must have shape \(seq,\) or \(batch, seq\) with seq=5"),
+    ("Sinusoidal positions batch", lambda: SinusoidalEncoding(8)(X3, torch.zeros(3, 5, dtype=torch.long)),
+     ValueError, r"positions of shape \(3, 5\) does not fit: expected batch 1 or 2"),
+    ("Sinusoidal positions batch for 2-D x", lambda: SinusoidalEncoding(8)(X3[0], torch.zeros(2, 5, dtype=torch.long)),
+     ValueError, r"positions of shape \(2, 5\) does not fit: expected no batch dimension"),
+    ("Sinusoidal positions 3-D", lambda: SinusoidalEncoding(8)(X3, torch.zeros(2, 1, 5, dtype=torch.long)),
+     ValueError, r"positions must have shape"),
+    ("Sinusoidal float positions", lambda: SinusoidalEncoding(8)(X3, torch.arange(5.0)), TypeError,
+     r"positions must be an integer tensor"),
+    ("Sinusoidal bool positions", lambda: SinusoidalEncoding(8)(X3, torch.ones(5, dtype=torch.bool)), TypeError,
+     r"positions must be an integer tensor"),
+    ("Sinusoidal list positions", lambda: SinusoidalEncoding(8)(X3, [0, 1, 2, 3, 4]), TypeError,
+     r"positions must be a torch.Tensor, got list"),
+    ("Learned positions batch", lambda: LearnedEncoding(10, 8)(X3, torch.zeros(4, 5, dtype=torch.long)),
+     ValueError, r"positions of shape \(4, 5\) does not fit"),
+    ("Learned float positions", lambda: LearnedEncoding(10, 8)(X3, torch.arange(5.0)), TypeError,
+     r"positions must be an integer tensor"),
+    # the learned table has max_len rows
+    ("Learned max_len negative", lambda: LearnedEncoding(-5, 4), ValueError, r"max_len must be >= 1"),
+    ("Learned init_std NaN", lambda: LearnedEncoding(4, 4, init_std=float("nan")), ValueError,
+     r"init_std must be a finite number"),
+    ("learned past max_len", lambda: LearnedEncoding(4, 8)(X3), ValueError, r"sequence length 5 exceeds max_len=4"),
+    ("learned position past max_len", lambda: LearnedEncoding(10, 8)(X3, torch.tensor([0, 1, 2, 3, 10])),
+     ValueError, r"positions must lie in \[0, max_len=10\).*max 10"),
+    ("learned huge position", lambda: LearnedEncoding(10, 8)(X3, torch.tensor([0, 1, 2, 3, 2 ** 40])),
+     ValueError, r"positions must lie in \[0, max_len=10\)"),
+    ("learned negative position", lambda: LearnedEncoding(10, 8)(X3, torch.tensor([-1, 1, 2, 3, 4])), ValueError,
+     r"positions must lie in \[0, max_len=10\)"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+# ------------------------------------------------------------------ devices: cpu, meta, cuda when present
+def _x(device, dtype, shape=(2, 5, 8)):
+    return torch.full(shape, 0.5, device=device, dtype=dtype)
+
+
+ON_DEVICE = {  # name -> f(device, dtype): every tensor returned must be on `device`, in `dtype`
+    "sinusoidal_frequencies": lambda d, t: sinusoidal_frequencies(8, device=d, dtype=t),
+    "sinusoidal_table": lambda d, t: sinusoidal_table(5, 8, device=d, dtype=t),
+    "sinusoidal_table_concat": lambda d, t: sinusoidal_table(5, 8, layout="concat", device=d, dtype=t),
+    "offset_matrix": lambda d, t: offset_matrix(3, 8, device=d, dtype=t),
+    "offset_matrix_tensor": lambda d, t: offset_matrix(torch.arange(3, device=d), 8, dtype=t),
+    "SinusoidalEncoding": lambda d, t: SinusoidalEncoding(8)(_x(d, t)),
+    "SinusoidalEncoding_batched": lambda d, t: SinusoidalEncoding(8)(_x(d, t), torch.arange(10, device=d).view(2, 5)),
+    "LearnedEncoding": lambda d, t: LearnedEncoding(6, 8).to(device=d, dtype=t)(_x(d, t)),
+    "LearnedEncoding_positions": lambda d, t: LearnedEncoding(6, 8).to(device=d, dtype=t)(
+        _x(d, t), torch.arange(1, 6, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ON_DEVICE))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_results_stay_on_the_callers_device_and_dtype(name, dtype, device):
+    out = ON_DEVICE[name](device, dtype)
+    assert out.device.type == device.type and out.dtype == dtype
+
+
+def test_layout_permutation_on_device(device):
+    perm = layout_permutation(8, device=device)
+    assert perm.device.type == device.type and perm.dtype == torch.int64
+
+
+def _other(device):
+    return torch.device("meta" if device.type != "meta" else "cpu")
+
+
+MIXED = [  # f(device, other) -> a call mixing the two devices; the message names both parameters
+    ("Sinusoidal positions", lambda d, o: SinusoidalEncoding(8)(_x(d, torch.float32), torch.arange(5, device=o)),
+     r"positions must be on the device of the tensor it indexes"),
+    ("Learned positions", lambda d, o: LearnedEncoding(6, 8).to(d)(_x(d, torch.float32), torch.arange(5, device=o)),
+     r"positions must be on the device of the tensor it indexes"),
+    ("Learned table", lambda d, o: LearnedEncoding(6, 8).to(o)(_x(d, torch.float32)), r"table must be on x's device"),
+    ("offset_matrix k vs device", lambda d, o: offset_matrix(torch.arange(3, device=o), 8, device=d),
+     r"k must be on the device asked for"),
+]
+
+
+@pytest.mark.parametrize("call,pattern", [c[1:] for c in MIXED], ids=[c[0] for c in MIXED])
+def test_tensors_on_two_devices_are_refused(call, pattern, device):
+    with pytest.raises(ValueError, match=pattern):
+        call(device, _other(device))

@@ -94,3 +94,75 @@ def test_bloom_row_trick_equals_alibi_only_under_a_causal_mask():
     torch.testing.assert_close(attention(q, k, v, bias=bloom, causal=True), attention(q, k, v, bias=ours, causal=True),
                                atol=1e-5, rtol=0)
     assert not torch.allclose(attention(q, k, v, bias=bloom), attention(q, k, v, bias=ours), atol=1e-3)
+
+
+def test_alibi_called_on_q_is_its_score_bias():
+    q = torch.zeros(2, 4, 6, 8)
+    bias = ALiBi(4)(q)
+    assert bias.shape == (1, 4, 6, 6)
+    torch.testing.assert_close(bias[0], alibi_bias(4, 6))
+    torch.testing.assert_close(ALiBi(4)(q, torch.arange(100, 106)), bias)  # relative: a shift changes nothing
+    assert ALiBi(4)(q, torch.arange(6), torch.arange(9)).shape == (1, 4, 6, 9)
+
+
+@pytest.mark.parametrize("q_len,k_len", [(0, 0), (0, 5)])
+def test_bias_of_no_queries_is_empty(q_len, k_len):
+    assert alibi_bias(3, q_len, k_len).shape == (3, q_len, k_len)
+    assert ALiBi(3)(torch.zeros(1, 3, q_len, 4), None, torch.arange(k_len)).shape == (1, 3, q_len, k_len)
+
+
+# ------------------------------------------------------------------ bad input: (id, call, exception, message)
+BAD = [
+    ("slopes zero heads", lambda: alibi_slopes(0), ValueError, r"num_heads must be >= 1, got 0"),
+    ("slopes float heads", lambda: alibi_slopes(4.0), TypeError, r"num_heads must be an int"),
+    ("slopes int dtype", lambda: alibi_slopes(4, dtype=torch.long), TypeError,
+     r"dtype must be a floating-point dtype.*int64"),
+    ("alibi_bias zero heads", lambda: alibi_bias(0, 3), ValueError, r"num_heads must be >= 1"),
+    ("alibi_bias negative", lambda: alibi_bias(2, -1), ValueError, r"q_len must be >= 0"),
+    ("alibi_bias k_len negative", lambda: alibi_bias(2, 1, -3), ValueError, r"k_len must be >= 0"),
+    ("alibi_bias q_len > k_len", lambda: alibi_bias(2, 5, 3), ValueError, r"q_len must be <= k_len"),
+    ("alibi_bias int dtype", lambda: alibi_bias(2, 3, dtype=torch.int32), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("ALiBi zero heads", lambda: ALiBi(0), ValueError, r"num_heads must be >= 1"),
+    ("ALiBi heads vs q", lambda: ALiBi(2)(torch.zeros(1, 4, 5, 8)), ValueError,
+     r"q must have shape \(batch, num_heads=2, seq, head_dim\) for this ALiBi, got \(1, 4, 5, 8\)"),
+    ("ALiBi 3-D q", lambda: ALiBi(2)(torch.zeros(2, 5, 8)), ValueError, r"q must have shape"),
+    ("ALiBi int q", lambda: ALiBi(2)(torch.zeros(1, 2, 5, 8, dtype=torch.long)), TypeError,
+     r"q must be a floating-point tensor"),
+    ("ALiBi positions batch", lambda: ALiBi(2)(torch.zeros(2, 2, 5, 8), torch.zeros(3, 5, dtype=torch.long)),
+     ValueError, r"q_positions of shape \(3, 5\) does not fit: expected batch 1 or 2"),
+    ("ALiBi float positions", lambda: ALiBi(2)(torch.zeros(1, 2, 5, 8), torch.arange(5.0)), TypeError,
+     r"q_positions must be an integer tensor"),
+    ("ALiBi bool key positions", lambda: ALiBi(2)(torch.zeros(1, 2, 5, 8), None, torch.ones(5, dtype=torch.bool)),
+     TypeError, r"k_positions must be an integer tensor"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+# ------------------------------------------------------------------ devices: cpu, meta, cuda when present
+ON_DEVICE = {
+    "alibi_slopes": lambda d, t: alibi_slopes(6, device=d, dtype=t),
+    "alibi_bias": lambda d, t: alibi_bias(6, 3, 5, device=d, dtype=t),
+    "ALiBi": lambda d, t: ALiBi(3)(torch.zeros(2, 3, 5, 8, device=d, dtype=t)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ON_DEVICE))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_results_stay_on_the_callers_device_and_dtype(name, dtype, device):
+    out = ON_DEVICE[name](device, dtype)
+    assert out.device.type == device.type and out.dtype == dtype
+
+
+def test_positions_on_another_device_are_refused(device):
+    other = torch.device("meta" if device.type != "meta" else "cpu")
+    q = torch.zeros(1, 2, 5, 8, device=device)
+    with pytest.raises(ValueError, match=r"q_positions must be on the device of the tensor it indexes"):
+        ALiBi(2)(q, torch.arange(5, device=other))
+    with pytest.raises(ValueError, match=r"k_positions must be on the device of the tensor it indexes"):
+        ALiBi(2)(q, torch.arange(5, device=device), torch.arange(5, device=other))

@@ -12,6 +12,7 @@ from transformers.models.t5.modeling_t5 import T5Attention
 from conftest import ref_t5_bucket
 from posenc_lib import MultiHeadAttention, ShawRelativePosition, T5RelativeBias, attention, relative_positions
 from posenc_lib import t5_relative_bucket
+from posenc_lib.relative import diagonal_spread
 
 CONFIGS = [(32, 128), (16, 64), (64, 256), (8, 20), (32, 1000), (128, 512), (4, 3), (6, 100), (18, 128), (36, 50),
            (54, 64)]  # the last three have distances that land exactly on a float32/float64 log boundary
@@ -28,7 +29,7 @@ def t5_configs():
 def test_buckets_equal_hf_t5_exactly(bidirectional, num_buckets, max_distance):
     if (num_buckets // 2 if bidirectional else num_buckets) < 2 or max_distance <= (
             num_buckets // 2 if bidirectional else num_buckets) // 2:
-        pytest.skip("invalid setting (tested in test_errors)")
+        pytest.skip("invalid setting (see test_bad_input_is_named)")
     hf = T5Attention._relative_position_bucket(FAR, bidirectional=bidirectional, num_buckets=num_buckets,
                                                max_distance=max_distance)
     ours = t5_relative_bucket(FAR, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
@@ -148,3 +149,189 @@ def test_shaw_in_multihead_attention_sees_only_relative_positions():
     out = mha(x)
     torch.testing.assert_close(mha(x, torch.arange(100, 109)), out, atol=1e-6, rtol=0)  # shift: same output
     assert not torch.allclose(mha(x, torch.arange(9).flip(0)), out, atol=1e-4)  # reversed order: different
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_buckets_at_the_int64_extremes(bidirectional):
+    """|r| of -2**63 does not fit in int64 (abs() wraps to a negative number): those keys are far in
+    the past, in the last bucket of their side, like -(2**63 - 1); the far future likewise."""
+    n = 16 if bidirectional else 32
+    extremes = torch.tensor([-2 ** 63, -2 ** 63 + 1, -10 ** 12, 10 ** 12, 2 ** 63 - 1])
+    buckets = t5_relative_bucket(extremes, bidirectional=bidirectional)
+    far_past, far_future = n - 1, (2 * n - 1 if bidirectional else 0)
+    assert buckets.tolist() == [far_past, far_past, far_past, far_future, far_future]
+    small = torch.tensor([-2 ** 31, 2 ** 31 - 1], dtype=torch.int32)  # other integer dtypes: int64 buckets
+    assert t5_relative_bucket(small, bidirectional=bidirectional).tolist() == [far_past, far_future]
+
+
+def test_buckets_of_nothing_are_empty():
+    out = t5_relative_bucket(torch.zeros(0, 3, dtype=torch.long))
+    assert out.shape == (0, 3) and out.dtype == torch.int64
+
+
+@pytest.mark.parametrize("q_len,k_len", [(0, 4), (3, 0), (0, 0)])
+def test_t5_bias_of_no_queries_or_keys_is_empty(q_len, k_len):
+    assert T5RelativeBias(2)(q_len, k_len).shape == (2, q_len, k_len)
+
+
+def test_t5_called_on_q_equals_its_length_form():
+    """t5(q) (the protocol's score-bias call) and t5(q_len, k_len) give the same bias for positions 0..T-1."""
+    torch.manual_seed(0)
+    t5 = T5RelativeBias(3, bidirectional=False, num_buckets=8, max_distance=10)
+    q = torch.randn(2, 3, 6, 4)
+    assert torch.equal(t5(q)[0], t5(6, 6))
+    shifted = t5(q, torch.arange(50, 56))  # relative: the same bias after a shift of every position
+    assert torch.equal(shifted, t5(q))
+    assert torch.equal(t5(q, torch.arange(6), torch.arange(9))[0], t5(6, 9))  # queries 0..5 against keys 0..8
+
+
+def test_shaw_called_on_q_is_its_score_bias():
+    torch.manual_seed(0)
+    shaw = ShawRelativePosition(4, 2)
+    q = torch.randn(2, 3, 5, 4)
+    pos = torch.arange(5)
+    assert torch.equal(shaw(q), shaw.score_bias(q, pos, pos))
+    assert shaw.score_bias(q, pos, torch.arange(7)).shape == (2, 3, 5, 7)
+    assert shaw.value_bias(torch.softmax(torch.randn(2, 3, 5, 7), -1), pos, torch.arange(7)).shape == (2, 3, 5, 4)
+
+
+def test_relative_positions_broadcast_a_batch_of_one():
+    rel = relative_positions(torch.tensor([[0, 1]]), torch.tensor([[0, 1, 2], [5, 6, 7]]))
+    assert rel.shape == (2, 2, 3) and rel[1, 0, 0].item() == 5
+
+
+def test_diagonal_spread_is_zero_exactly_for_toeplitz_matrices():
+    c = torch.randn(9, dtype=torch.float64)
+    i, j = torch.arange(4)[:, None], torch.arange(6)[None, :]
+    toeplitz = c[j - i + 3]  # (4, 6): a function of j - i
+    assert diagonal_spread(toeplitz) == 0.0
+    assert diagonal_spread(toeplitz.T.contiguous()) == 0.0  # more rows than columns
+    bumped = toeplitz.clone()
+    bumped[2, 1] += 0.25
+    assert diagonal_spread(bumped) == pytest.approx(0.25)
+    tall = c[(torch.arange(6)[:, None] - torch.arange(2)[None, :]) + 3].clone()  # (6, 2)
+    tall[5, 1] += 0.5  # on the diagonal of offset -4, which a square loop over the columns would miss
+    assert diagonal_spread(tall) == pytest.approx(0.5)
+    assert diagonal_spread(torch.zeros(0, 0)) == 0.0
+
+
+# ------------------------------------------------------------------ bad input: (id, call, exception, message)
+Q = torch.randn(2, 3, 5, 8)
+BAD = [
+    ("bucket float", lambda: t5_relative_bucket(torch.tensor([-1.5, 2.0])), TypeError,
+     r"relative_position must be an integer tensor.*float32"),
+    ("bucket bool", lambda: t5_relative_bucket(torch.tensor([True])), TypeError, r"relative_position must be an int"),
+    ("bucket list", lambda: t5_relative_bucket([1, 2]), TypeError, r"relative_position must be a torch.Tensor"),
+    ("bucket num_buckets", lambda: t5_relative_bucket(torch.arange(3), num_buckets=2), ValueError,
+     r"num_buckets must be >= 4 \(bidirectional=True\)"),
+    ("bucket causal num_buckets", lambda: t5_relative_bucket(torch.arange(3), bidirectional=False, num_buckets=1),
+     ValueError, r"num_buckets must be >= 2 \(bidirectional=False\)"),
+    ("bucket max_distance", lambda: t5_relative_bucket(torch.arange(3), max_distance=0), ValueError,
+     r"max_distance must be >= 1"),
+    ("bucket bidirectional string", lambda: t5_relative_bucket(torch.arange(3), bidirectional="no"), TypeError,
+     r"bidirectional must be a bool"),
+    ("T5 max_distance", lambda: T5RelativeBias(2, num_buckets=32, max_distance=8), ValueError,
+     r"max_distance must be > 8"),
+    ("T5 zero heads", lambda: T5RelativeBias(0), ValueError, r"num_heads must be >= 1"),
+    ("T5 q_len negative", lambda: T5RelativeBias(2)(-1, 3), ValueError, r"q_len must be >= 0"),
+    ("T5 k_len float", lambda: T5RelativeBias(2)(3, 2.5), TypeError, r"k_len must be an int"),
+    ("T5 heads vs q", lambda: T5RelativeBias(2)(Q), ValueError,
+     r"q must have shape \(batch, num_heads=2, seq, head_dim\) for this T5RelativeBias, got \(2, 3, 5, 8\)"),
+    ("T5 float positions", lambda: T5RelativeBias(3)(Q, torch.arange(5.0)), TypeError,
+     r"q_positions must be an integer tensor"),
+    ("T5 positions batch", lambda: T5RelativeBias(3)(Q, torch.zeros(4, 5, dtype=torch.long)), ValueError,
+     r"q_positions of shape \(4, 5\) does not fit: expected batch 1 or 2"),
+    ("T5 key positions 3-D", lambda: T5RelativeBias(3)(Q, None, torch.zeros(1, 1, 5, dtype=torch.long)), ValueError,
+     r"k_positions must have shape \(seq,\) or \(batch, seq\)"),
+    ("Shaw negative clip", lambda: ShawRelativePosition(8, -1), ValueError, r"max_relative_position must be >= 0"),
+    ("Shaw 3-D q", lambda: ShawRelativePosition(8, 2)(torch.randn(2, 5, 8)), ValueError,
+     r"q must have shape \(batch, heads, seq, head_dim\) for this ShawRelativePosition, got \(2, 5, 8\)"),
+    ("Shaw q width", lambda: ShawRelativePosition(4, 2)(Q), ValueError, r"head_dim=4"),
+    ("Shaw int q", lambda: ShawRelativePosition(8, 2)(Q.long()), TypeError, r"q must be a floating-point tensor"),
+    ("Shaw float positions", lambda: ShawRelativePosition(8, 2)(Q, torch.arange(5.0)), TypeError,
+     r"q_positions must be an integer tensor"),
+    ("Shaw positions length", lambda: ShawRelativePosition(8, 2)(Q, torch.arange(4)), ValueError,
+     r"q_positions must have shape \(seq,\) or \(batch, seq\) with seq=5"),
+    ("Shaw list positions", lambda: ShawRelativePosition(8, 2)(Q, list(range(5))), TypeError,
+     r"q_positions must be a torch.Tensor"),
+    ("Shaw probs vs key positions", lambda: ShawRelativePosition(8, 2).value_bias(
+        torch.rand(2, 3, 5, 5), torch.arange(5), torch.arange(6)), ValueError,
+     r"k_positions must have shape \(seq,\) or \(batch, seq\) with seq=5"),
+    ("Shaw probs vs query positions", lambda: ShawRelativePosition(8, 2).value_bias(
+        torch.rand(2, 3, 5, 5), torch.arange(4), torch.arange(5)), ValueError, r"q_positions must have shape"),
+    ("Shaw probs 3-D", lambda: ShawRelativePosition(8, 2).value_bias(torch.rand(3, 5, 5), torch.arange(5),
+                                                                      torch.arange(5)), ValueError,
+     r"probs must have shape \(batch, heads, q_len, k_len\)"),
+    ("relative_positions float", lambda: relative_positions(torch.arange(3.0), torch.arange(3)), TypeError,
+     r"q_positions must be an integer tensor"),
+    ("relative_positions 3-D", lambda: relative_positions(torch.zeros(1, 1, 3, dtype=torch.long), torch.arange(3)),
+     ValueError, r"q_positions must have shape \(seq,\) or \(batch, seq\)"),
+    ("relative_positions batches", lambda: relative_positions(torch.zeros(2, 3, dtype=torch.long),
+                                                              torch.zeros(3, 3, dtype=torch.long)), ValueError,
+     r"q_positions and k_positions must have the same batch or a batch of 1"),
+    ("diagonal_spread 1-D", lambda: diagonal_spread(torch.zeros(4)), ValueError, r"scores must be a 2-D"),
+    ("diagonal_spread int", lambda: diagonal_spread(torch.zeros(3, 3, dtype=torch.long)), TypeError,
+     r"scores must be a floating-point tensor"),
+    ("diagonal_spread NaN", lambda: diagonal_spread(torch.tensor([[0.0, float("nan")], [1.0, 0.0]])), ValueError,
+     r"scores must hold finite numbers"),
+    ("diagonal_spread meta", lambda: diagonal_spread(torch.zeros(3, 3, device="meta")), ValueError,
+     r"scores must hold values to measure"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+# ------------------------------------------------------------------ devices: cpu, meta, cuda when present
+def _q(device, dtype):
+    return torch.full((2, 3, 5, 8), 0.5, device=device, dtype=dtype)
+
+
+ON_DEVICE = {  # name -> f(device, dtype) -> (tensor, expected dtype or None for int64)
+    "t5_relative_bucket": lambda d, t: t5_relative_bucket(torch.arange(-5, 5, device=d)),
+    "relative_positions": lambda d, t: relative_positions(torch.arange(3, device=d), torch.arange(4, device=d)),
+    "T5RelativeBias_lengths": lambda d, t: T5RelativeBias(3).to(device=d, dtype=t)(4, 6),
+    "T5RelativeBias_q": lambda d, t: T5RelativeBias(3).to(device=d, dtype=t)(_q(d, t)),
+    "Shaw_score_bias": lambda d, t: ShawRelativePosition(8, 2).to(device=d, dtype=t)(_q(d, t)),
+    "Shaw_value_bias": lambda d, t: ShawRelativePosition(8, 2).to(device=d, dtype=t).value_bias(
+        torch.full((2, 3, 5, 5), 0.2, device=d, dtype=t), torch.arange(5, device=d), torch.arange(5, device=d)),
+}
+INTEGER_RESULTS = {"t5_relative_bucket", "relative_positions"}
+
+
+@pytest.mark.parametrize("name", sorted(ON_DEVICE))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_results_stay_on_the_callers_device_and_dtype(name, dtype, device):
+    out = ON_DEVICE[name](device, dtype)
+    assert out.device.type == device.type
+    assert out.dtype == (torch.int64 if name in INTEGER_RESULTS else dtype)
+
+
+def _other(device):
+    return torch.device("meta" if device.type != "meta" else "cpu")
+
+
+MIXED = [  # f(device, other): a call mixing two devices; the message names both parameters
+    ("relative_positions", lambda d, o: relative_positions(torch.arange(3, device=d), torch.arange(3, device=o)),
+     r"k_positions must be on q_positions' device"),
+    ("T5 positions", lambda d, o: T5RelativeBias(3).to(d)(_q(d, torch.float32), torch.arange(5, device=o)),
+     r"q_positions must be on the device of the tensor it indexes"),
+    ("T5 weights", lambda d, o: T5RelativeBias(3).to(o)(_q(d, torch.float32)),
+     r"relative_attention_bias must be on q's"),
+    ("Shaw key positions", lambda d, o: ShawRelativePosition(8, 2).to(d)(
+        _q(d, torch.float32), torch.arange(5, device=d), torch.arange(5, device=o)),
+     r"k_positions must be on the device of the tensor it indexes"),
+    ("Shaw tables", lambda d, o: ShawRelativePosition(8, 2).to(o)(_q(d, torch.float32)), r"key_table must be on q's"),
+    ("Shaw value table", lambda d, o: ShawRelativePosition(8, 2).to(o).value_bias(
+        torch.ones(1, 1, 2, 2, device=d), torch.arange(2, device=d), torch.arange(2, device=d)),
+     r"value_table must be on probs' device"),
+]
+
+
+@pytest.mark.parametrize("call,pattern", [c[1:] for c in MIXED], ids=[c[0] for c in MIXED])
+def test_tensors_on_two_devices_are_refused(call, pattern, device):
+    with pytest.raises(ValueError, match=pattern):
+        call(device, _other(device))

@@ -1,0 +1,306 @@
+"""attention(), the PositionalEncoding protocol and MultiHeadAttention with every kind of encoding."""
+import math
+
+import pytest
+import torch
+
+from posenc_lib import (ENCODINGS, ALiBi, LearnedEncoding, MultiHeadAttention, NoPE, RotaryEmbedding,
+                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, attention, make_encoding)
+from posenc_lib.attention import HOOKS, PositionalEncoding, where_it_acts
+
+POSITIONAL = [kind for kind in ENCODINGS if kind != "nope"]
+
+
+def _ref_attention(q, k, v, bias=None, causal=False):
+    """softmax(q k^T / sqrt(d) + bias) v in float64, row by row."""
+    q, k, v = q.double(), k.double(), v.double()
+    tq, tk = q.shape[-2], k.shape[-2]
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=torch.float64)
+    for i in range(tq):
+        scores = (q[..., i, :, None] * k.transpose(-2, -1)).sum(-2) / math.sqrt(q.shape[-1])  # (..., Tk)
+        if bias is not None:
+            scores = scores + bias.double().expand(*q.shape[:-2], tq, tk)[..., i, :]
+        if causal:
+            scores[..., tk - tq + i + 1:] = -math.inf
+        p = torch.exp(scores - scores.max(-1, keepdim=True).values)
+        p = p / p.sum(-1, keepdim=True)
+        out[..., i, :] = (p[..., :, None] * v).sum(-2)
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tq,tk", [(5, 5), (3, 8), (1, 4)])
+def test_attention_matches_formula(causal, tq, tk):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, tq, 8), torch.randn(2, 3, tk, 8), torch.randn(2, 3, tk, 5)
+    bias = torch.randn(3, tq, tk)
+    out, weights = attention(q, k, v, bias=bias, causal=causal, return_weights=True)
+    torch.testing.assert_close(out.double(), _ref_attention(q, k, v, bias, causal), atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, tq))
+    if causal:  # query i (the last tq of tk positions) sees keys j <= i only
+        for i in range(tq):
+            assert (weights[..., i, tk - tq + i + 1:] == 0).all()
+
+
+def test_attention_shares_one_key_head_over_the_query_heads():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 1, 5, 8), torch.randn(2, 1, 5, 3)
+    torch.testing.assert_close(attention(q, k, v), attention(q, k.expand(2, 4, 5, 8), v.expand(2, 4, 5, 3)))
+
+
+def test_attention_half_precision_keeps_dtype():
+    q = torch.randn(1, 2, 4, 8, dtype=torch.bfloat16)
+    out = attention(q, q, q, causal=True)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.double(), _ref_attention(q, q, q, causal=True), atol=2e-2, rtol=0)
+
+
+def test_attention_of_no_queries_is_empty():
+    out, weights = attention(torch.zeros(2, 0, 8), torch.zeros(2, 3, 8), torch.zeros(2, 3, 4), return_weights=True)
+    assert out.shape == (2, 0, 4) and weights.shape == (2, 0, 3)
+    assert attention(torch.zeros(1, 0, 8), torch.zeros(1, 0, 8), torch.zeros(1, 0, 4), causal=True).shape == (1, 0, 4)
+
+
+def test_a_mask_goes_in_as_minus_infinity():
+    """The way the bool-bias error tells the caller to pass a mask does mask: masked keys get weight 0."""
+    torch.manual_seed(0)
+    q = torch.randn(1, 4, 8)
+    mask = torch.tensor([[True, False, True, True]]).expand(4, 4)
+    _, weights = attention(q, q, q, bias=torch.zeros_like(mask, dtype=q.dtype).masked_fill(~mask, float("-inf")),
+                           return_weights=True)
+    assert (weights[..., 1] == 0).all() and (weights[..., [0, 2, 3]] > 0).all()
+
+
+# ------------------------------------------------------------------ permutation: DESIGN section 4, mistake 1
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nope_self_attention_is_permutation_equivariant_not_invariant(seed):
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(16, 4, encoding=NoPE())
+    x = torch.randn(2, 7, 16)
+    perm = torch.randperm(7)
+    while torch.equal(perm, torch.arange(7)):
+        perm = torch.randperm(7)
+    out, out_perm = mha(x), mha(x[:, perm])
+    torch.testing.assert_close(out_perm, out[:, perm], atol=1e-6, rtol=0)  # equivariant: outputs permute too
+    assert not torch.allclose(out_perm, out, atol=1e-4)  # not invariant: per-token outputs change
+    torch.testing.assert_close(out_perm.mean(1), out.mean(1), atol=1e-6, rtol=0)  # a pooled readout is invariant
+
+
+def test_a_causal_mask_alone_breaks_equivariance():
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(16, 4, encoding=NoPE(), causal=True)
+    x = torch.randn(1, 6, 16)
+    perm = torch.tensor([5, 4, 3, 2, 1, 0])
+    assert not torch.allclose(mha(x[:, perm]), mha(x)[:, perm], atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", POSITIONAL)
+def test_every_encoding_breaks_permutation_equivariance(kind):
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(16, 2, encoding=make_encoding(kind, d_model=16, num_heads=2, max_len=32))
+    x = torch.randn(1, 7, 16)
+    perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+    assert not torch.allclose(mha(x[:, perm]), mha(x)[:, perm], atol=1e-5)
+    # while the same layer with NoPE is equivariant (sanity check of the construction)
+    nope = MultiHeadAttention(16, 2)
+    nope.load_state_dict(mha.state_dict(), strict=False)
+    torch.testing.assert_close(nope(x[:, perm]), nope(x)[:, perm], atol=1e-6, rtol=0)
+
+
+# ------------------------------------------------------------------ the protocol
+def test_protocol_has_one_hook_per_place():
+    base = PositionalEncoding()
+    q = torch.randn(1, 1, 3, 4)
+    x = q[0]
+    assert base.add_to_input(x, torch.arange(3)) is x
+    assert base.rotate_qk(q, q, None, None) == (q, q)
+    assert base.score_bias(q, None, None) is None and base.value_bias(q, None, None) is None
+    overridden = {kind: where_it_acts(make_encoding(kind, d_model=8, num_heads=2)) for kind in ENCODINGS}
+    assert overridden == {"nope": [], "sinusoidal": ["add_to_input"], "learned": ["add_to_input"],
+                          "t5": ["score_bias"], "shaw": ["score_bias", "value_bias"], "rope": ["rotate_qk"],
+                          "alibi": ["score_bias"]}
+    with pytest.raises(TypeError, match="encoding must be a PositionalEncoding"):
+        where_it_acts(torch.nn.Linear(2, 2))
+
+
+def test_calling_any_encoding_applies_its_first_hook():
+    """enc(...) means one thing for every encoding: apply it where it acts (PositionalEncoding's table)."""
+    torch.manual_seed(0)
+    x, q, k = torch.randn(2, 5, 8), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    pos = torch.arange(5)
+    assert torch.equal(NoPE()(x), x)
+    for enc in (SinusoidalEncoding(8), LearnedEncoding(6, 8)):
+        assert torch.equal(enc(x), enc.add_to_input(x, pos))
+    rope = RotaryEmbedding(4)
+    for got, expected in zip(rope(q, k), rope.rotate_qk(q, k, pos, pos)):
+        assert torch.equal(got, expected)
+    for enc in (ALiBi(2), T5RelativeBias(2), ShawRelativePosition(4, 2)):
+        assert torch.equal(enc(q), enc.score_bias(q, pos, pos))
+
+
+class _Offset(PositionalEncoding):
+    """A learner's own rotation-style encoding: adds the position to every entry of q and k."""
+
+    def rotate_qk(self, q, k, q_positions, k_positions):
+        return q + q_positions[:, None].to(q.dtype), k + k_positions[:, None].to(k.dtype)
+
+
+class _Values(PositionalEncoding):
+    def value_bias(self, probs, q_positions, k_positions):
+        return probs @ k_positions.to(probs.dtype)[:, None].expand(-1, 3)
+
+
+def test_a_new_encoding_gets_the_call_of_its_place():
+    q, k = torch.zeros(1, 1, 3, 2), torch.zeros(1, 1, 4, 2)
+    rq, rk = _Offset()(q, k)  # no positions: q and k each count from 0
+    assert rq[0, 0, :, 0].tolist() == [0, 1, 2] and rk[0, 0, :, 0].tolist() == [0, 1, 2, 3]
+    probs = torch.full((1, 1, 2, 4), 0.25)
+    assert _Values()(probs).shape == (1, 1, 2, 3) and _Values()(probs)[0, 0, 0, 0].item() == 1.5  # mean of 0..3
+    assert where_it_acts(_Offset) == ["rotate_qk"] and set(HOOKS) >= set(where_it_acts(ShawRelativePosition))
+
+
+# ------------------------------------------------------------------ MultiHeadAttention
+@pytest.mark.parametrize("enc", [SinusoidalEncoding(16), LearnedEncoding(10, 16)], ids=["sinusoidal", "learned"])
+def test_mha_adds_an_input_encoding_before_q_k_v(enc):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, encoding=enc)
+    plain = MultiHeadAttention(16, 2, apply_input_encoding=False, encoding=enc)
+    plain.load_state_dict(mha.state_dict())
+    x, pos = torch.randn(2, 6, 16), torch.arange(2, 8)
+    torch.testing.assert_close(mha(x, pos), plain(enc(x, pos), pos))  # applied once, at x
+    assert not torch.allclose(mha(x, pos), plain(x, pos))  # not silently skipped
+
+
+def test_mha_calls_the_attention_side_hooks():
+    """Shaw's score and value terms in MultiHeadAttention equal the explicit computation."""
+    torch.manual_seed(1)
+    shaw = ShawRelativePosition(8, 2)
+    mha = MultiHeadAttention(16, 2, encoding=shaw)
+    x = torch.randn(1, 5, 16)
+    q, k, v = mha.qkv(x).view(1, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    pos = torch.arange(5)
+    out, weights = attention(q, k, v, bias=shaw.score_bias(q, pos, pos), return_weights=True)
+    out = out + shaw.value_bias(weights, pos, pos)
+    torch.testing.assert_close(mha(x), mha.proj(out.transpose(1, 2).reshape(1, 5, 16)))
+
+
+def test_mha_of_an_empty_sequence_is_empty():
+    for kind in ENCODINGS:
+        mha = MultiHeadAttention(16, 2, encoding=make_encoding(kind, d_model=16, num_heads=2), causal=True)
+        assert mha(torch.zeros(2, 0, 16)).shape == (2, 0, 16), kind
+
+
+# ------------------------------------------------------------------ bad input: (id, call, exception, message)
+Q = torch.randn(2, 3, 5, 8)
+BAD = [
+    ("attention int v", lambda: attention(Q, Q, torch.ones(2, 3, 5, 8, dtype=torch.long)), TypeError,
+     r"v must be a floating-point tensor"),
+    ("attention q list", lambda: attention([[1.0]], Q, Q), TypeError, r"q must be a torch.Tensor"),
+    ("attention q 1-D", lambda: attention(torch.zeros(8), Q, Q), ValueError, r"q must have shape \(\.\.\., seq, dim\)"),
+    ("attention q/k dims", lambda: attention(Q, torch.randn(2, 3, 5, 4), Q), ValueError,
+     r"q and k must share the last dimension"),
+    ("attention zero dim", lambda: attention(torch.zeros(1, 3, 0), torch.zeros(1, 3, 0), torch.zeros(1, 3, 2)),
+     ValueError, r"last dimension >= 1"),
+    ("attention k/v lengths", lambda: attention(Q, Q, torch.randn(2, 3, 4, 8)), ValueError,
+     r"k and v must have the same number of positions"),
+    ("attention no keys", lambda: attention(Q, torch.zeros(2, 3, 0, 8), torch.zeros(2, 3, 0, 8)), ValueError,
+     r"k must have at least one position"),
+    ("attention k batch", lambda: attention(Q, torch.randn(3, 3, 5, 8), torch.randn(3, 3, 5, 8)), ValueError,
+     r"k of shape \(3, 3, 5, 8\) does not fit q of shape \(2, 3, 5, 8\)"),
+    ("attention v heads", lambda: attention(Q, Q, torch.randn(2, 4, 5, 8)), ValueError,
+     r"v of shape .* does not fit q"),
+    ("attention k grows q", lambda: attention(torch.randn(1, 3, 5, 8), Q, Q), ValueError,
+     r"k of shape .* does not fit q"),
+    ("attention k rank", lambda: attention(Q, torch.randn(3, 5, 8), torch.randn(3, 5, 8)), ValueError,
+     r"k of shape \(3, 5, 8\) does not fit q"),
+    ("attention bool bias", lambda: attention(Q, Q, Q, bias=torch.ones(5, 5, dtype=torch.bool)), TypeError,
+     r"bias must be a floating-point tensor added to the scores, got torch.bool; for a boolean mask .*masked_fill"),
+    ("attention int bias", lambda: attention(Q, Q, Q, bias=torch.ones(5, 5, dtype=torch.long)), TypeError,
+     r"bias must be a floating-point tensor"),
+    ("attention number bias", lambda: attention(Q, Q, Q, bias=1.0), TypeError, r"bias must be a torch.Tensor or None"),
+    ("attention bias shape", lambda: attention(Q, Q, Q, bias=torch.zeros(4, 5)), ValueError,
+     r"bias of shape \(4, 5\) must broadcast to the scores' shape \(2, 3, 5, 5\)"),
+    ("attention bias grows the batch", lambda: attention(Q, Q, Q, bias=torch.zeros(7, 3, 5, 5)), ValueError,
+     r"bias of shape \(7, 3, 5, 5\) must broadcast"),
+    ("attention bias rank", lambda: attention(Q, Q, Q, bias=torch.zeros(1, 2, 3, 5, 5)), ValueError,
+     r"bias of shape .* must broadcast"),
+    ("causal more queries than keys", lambda: attention(torch.randn(1, 6, 8), torch.randn(1, 4, 8),
+                                                        torch.randn(1, 4, 8), causal=True),
+     ValueError, r"causal attention needs q_len <= k_len"),
+    ("MHA zero heads", lambda: MultiHeadAttention(8, 0), ValueError, r"num_heads must be >= 1"),
+    ("MHA heads do not divide", lambda: MultiHeadAttention(10, 4), ValueError,
+     r"d_model must be divisible by num_heads"),
+    ("MHA encoding type", lambda: MultiHeadAttention(8, 2, encoding="rope"), TypeError,
+     r"encoding must be a posenc_lib PositionalEncoding"),
+    ("MHA int x", lambda: MultiHeadAttention(8, 2)(torch.ones(1, 5, 8, dtype=torch.long)), TypeError,
+     r"x must be a floating-point tensor"),
+    ("MHA x 2-D", lambda: MultiHeadAttention(8, 2)(torch.randn(5, 8)), ValueError,
+     r"x must have shape \(batch, seq, d_model=8\)"),
+    ("MHA x width", lambda: MultiHeadAttention(8, 2)(torch.randn(1, 5, 6)), ValueError,
+     r"x must have shape \(batch, seq, d_model=8\)"),
+    ("MHA positions batch", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), torch.zeros(3, 5, dtype=torch.long)),
+     ValueError, r"positions of shape \(3, 5\) does not fit: expected batch 1 or 2"),
+    ("MHA positions 3-D", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8),
+                                                           torch.zeros(2, 1, 5, dtype=torch.long)),
+     ValueError, r"positions must have shape"),
+    ("MHA float positions", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), torch.arange(5.0)), TypeError,
+     r"positions must be an integer tensor"),
+    ("MHA list positions", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), [0, 1, 2, 3, 4]), TypeError,
+     r"positions must be a torch.Tensor"),
+    ("MHA ALiBi heads", lambda: MultiHeadAttention(16, 4, encoding=ALiBi(2))(torch.randn(1, 5, 16)), ValueError,
+     r"num_heads=2"),
+    ("MHA T5 heads", lambda: MultiHeadAttention(16, 4, encoding=T5RelativeBias(2))(torch.randn(1, 5, 16)),
+     ValueError, r"num_heads=2"),
+    ("MHA learned past max_len", lambda: MultiHeadAttention(8, 2, encoding=LearnedEncoding(4, 8))(torch.randn(1, 5, 8)),
+     ValueError, r"max_len=4"),
+    ("NoPE x 1-D", lambda: NoPE()(torch.zeros(8)), ValueError, r"x must have shape"),
+    ("NoPE positions", lambda: NoPE()(torch.zeros(1, 5, 8), torch.arange(4)), ValueError, r"positions must have shape"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_named(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+# ------------------------------------------------------------------ devices: cpu, meta, cuda when present
+def _x(device, dtype, shape=(2, 3, 5, 8)):
+    return torch.full(shape, 0.5, device=device, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
+def test_attention_stays_on_the_callers_device_and_dtype(dtype, device):
+    x = _x(device, dtype)
+    for out in attention(x, x, x, bias=torch.zeros(5, 5, device=device), causal=True, return_weights=True):
+        assert out.device.type == device.type and out.dtype == dtype
+
+
+@pytest.mark.parametrize("kind", list(ENCODINGS))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_mha_stays_on_the_callers_device_and_dtype(kind, dtype, device):
+    mha = MultiHeadAttention(16, 2, encoding=make_encoding(kind, d_model=16, num_heads=2), causal=True)
+    out = mha.to(device=device, dtype=dtype)(_x(device, dtype, (2, 5, 16)))
+    assert out.device.type == device.type and out.dtype == dtype
+
+
+def _other(device):
+    return torch.device("meta" if device.type != "meta" else "cpu")
+
+
+@pytest.mark.parametrize("name", ["k", "v", "bias"])
+def test_attention_refuses_tensors_on_two_devices(name, device):
+    """e.g. k on meta next to q on the CPU: torch would return a CPU result computed from no data."""
+    args = {"q": _x(device, torch.float32), "k": _x(device, torch.float32), "v": _x(device, torch.float32),
+            "bias": torch.zeros(5, 5, device=device)}
+    args[name] = torch.zeros(args[name].shape, device=_other(device))
+    with pytest.raises(ValueError, match=rf"{name} must be on q's device \({device.type}.*got {_other(device).type}"):
+        attention(args["q"], args["k"], args["v"], bias=args["bias"])
+
+
+def test_mha_refuses_x_or_positions_on_another_device(device):
+    mha = MultiHeadAttention(16, 2).to(device)
+    with pytest.raises(ValueError, match=r"positions must be on the device of the tensor it indexes"):
+        mha(_x(device, torch.float32, (1, 5, 16)), torch.arange(5, device=_other(device)))
+    with pytest.raises(ValueError, match=r"qkv must be on x's device"):
+        mha(torch.empty(1, 5, 16, device=_other(device)))
