@@ -64,9 +64,12 @@ test-ui: $(UI_STAMP)
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py
 
+# tools/nbconvert_refresh.py: nbconvert's settings (no widget state, no timestamps, stale ones cleared);
+# tools/strip_widget_views.py then drops the stored widget views, for which nbconvert has no option.
 refresh: $(STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 --ExecutePreprocessor.record_timing=False notebooks/[0-9][0-9]_*.ipynb
-	$(BIN)/python tools/strip_widget_state.py notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/jupyter nbconvert --config tools/nbconvert_refresh.py --to notebook --execute --inplace \
+		notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python tools/strip_widget_views.py notebooks/[0-9][0-9]_*.ipynb
 
 experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments

@@ -124,6 +124,9 @@ def make_encoding(kind: str | TinyLMConfig, **settings) -> PositionalEncoding:
     return ENCODINGS[config.encoding].from_config(config)
 
 
+IGNORE_INDEX = -100  # a target that is not scored (F.cross_entropy's default ignore_index)
+
+
 class Block(nn.Module):
     def __init__(self, d_model: int, num_heads: int, encoding: PositionalEncoding, dropout: float):
         super().__init__()
@@ -143,8 +146,9 @@ class TinyLM(nn.Module):
     dropout=0.0, **encoding_settings), or TinyLM.from_config(TinyLMConfig(...)): the same fields.
 
     forward(idx (B, T) ints in [0, vocab_size), targets=None, positions=None) -> (logits (B, T, vocab),
-    loss or None); targets: the next tokens, same shape as idx; loss is the mean next-token
-    cross-entropy over all positions. `config` holds the settings it was built from.
+    loss or None); targets: the next tokens, same shape as idx, IGNORE_INDEX (-100, as in
+    F.cross_entropy) where a position has none; loss is the mean next-token cross-entropy over the
+    positions with a target. `config` holds the settings it was built from.
     """
 
     def __init__(self, vocab_size: int, *, encoding: str | PositionalEncoding = "rope", d_model: int = 64,
@@ -191,7 +195,7 @@ class TinyLM(nn.Module):
             if targets.shape != idx.shape or not targets.numel():
                 raise ValueError(f"targets must have idx's shape {tuple(idx.shape)} with at least one token (the "
                                  f"loss is their mean), got {tuple(targets.shape)}")
-            _check_token_ids("targets", targets, self.vocab_size)
+            _check_token_ids("targets", targets, self.vocab_size, ignore_index=IGNORE_INDEX)
         x = self.token_embedding(idx)  # (B, T, D)
         positions = check_input(x, positions)
         x = self.encoding.add_to_input(x, positions)
@@ -204,10 +208,16 @@ class TinyLM(nn.Module):
         return logits, loss
 
 
-def _check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
-    """Token ids must lie in [0, vocab_size) (not checkable on the meta device, which has no values)."""
+def _check_token_ids(name: str, ids: torch.Tensor, vocab_size: int, *, ignore_index: int | None = None) -> None:
+    """Token ids must lie in [0, vocab_size), or equal ignore_index (not checkable on the meta device,
+    which has no values)."""
     if ids.device.type == "meta" or not ids.numel():
         return
+    if ignore_index is not None:
+        ids = ids[ids != ignore_index]
+        if not ids.numel():
+            return
     low, high = (int(v) for v in torch.aminmax(ids))
     if low < 0 or high >= vocab_size:
-        raise ValueError(f"{name} must hold token ids in [0, vocab_size={vocab_size}), got min {low}, max {high}")
+        extra = "" if ignore_index is None else f" or {ignore_index} (not scored)"
+        raise ValueError(f"{name} must hold token ids in [0, vocab_size={vocab_size}){extra}, got min {low}, max {high}")

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from conftest import ref_frequencies, ref_sinusoidal
 from posenc_lib import (LearnedEncoding, SinusoidalEncoding, layout_permutation, sinusoidal_frequencies,
                         sinusoidal_table)
+from posenc_lib import rope_matrix
 from posenc_lib.absolute import offset_matrix
 
 even_dims = st.integers(1, 48).map(lambda h: 2 * h)
@@ -296,3 +297,40 @@ MIXED = [  # f(device, other) -> a call mixing the two devices; the message name
 def test_tensors_on_two_devices_are_refused(call, pattern, device):
     with pytest.raises(ValueError, match=pattern):
         call(device, _other(device))
+
+
+# ----------------------------------------------------------- claims of notebooks 02 and 03
+def test_offset_matrices_compose_invert_and_turn_opposite_to_rope():
+    dim = 12
+    m3, m5 = offset_matrix(3, dim), offset_matrix(5, dim)
+    torch.testing.assert_close(m3 @ m5, offset_matrix(8, dim), atol=1e-14, rtol=0)
+    torch.testing.assert_close(offset_matrix(-3, dim), m3.T, atol=0, rtol=0)
+    torch.testing.assert_close(m3 @ m3.T, torch.eye(dim, dtype=torch.float64), atol=1e-14, rtol=0)
+    # RoPE turns (x1, x2) counter-clockwise; the offset map on (sin, cos) pairs turns the other way
+    torch.testing.assert_close(m3, rope_matrix(-3, dim, layout="interleaved"), atol=1e-15, rtol=0)
+    torch.testing.assert_close(m3.T, rope_matrix(3, dim, layout="interleaved"), atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("k, dim, base", [(3.5, 6, 100.0), (-0.25, 8, 10000.0)])
+def test_offset_matrix_of_a_fractional_offset_matches_the_angle_sum_formula(k, dim, base):
+    expected = torch.zeros(dim, dim, dtype=torch.float64)
+    for i in range(dim // 2):
+        b = k / base ** (2 * i / dim)
+        expected[2 * i, 2 * i], expected[2 * i, 2 * i + 1] = math.cos(b), math.sin(b)
+        expected[2 * i + 1, 2 * i], expected[2 * i + 1, 2 * i + 1] = -math.sin(b), math.cos(b)
+    torch.testing.assert_close(offset_matrix(k, dim, base=base), expected, atol=1e-15, rtol=0)
+
+
+def test_offset_matrix_leaves_a_tensor_of_offsets_as_it_was():
+    ks = torch.tensor([-2, 0, 3])
+    offset_matrix(ks, 8)
+    assert torch.equal(ks, torch.tensor([-2, 0, 3]))
+
+
+def test_notebook_02_layout_claim_distilbert_is_interleaved():
+    """Notebook 02 says Hugging Face's DistilBERT uses the paper's interleaved layout: check it there."""
+    distilbert = pytest.importorskip("transformers.models.distilbert.modeling_distilbert")
+    out = torch.empty(50, 32)
+    distilbert._create_sinusoidal_embeddings(50, 32, out)
+    torch.testing.assert_close(out, sinusoidal_table(50, 32), atol=1e-6, rtol=0)
+    assert not torch.allclose(out, sinusoidal_table(50, 32, layout="concat"), atol=1e-3)

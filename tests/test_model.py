@@ -257,3 +257,18 @@ def test_tinylm_refuses_tensors_on_another_device(device):
         model(idx, torch.zeros(1, 4, dtype=torch.long, device=other))
     with pytest.raises(ValueError, match=r"positions must be on the device of the tensor it indexes"):
         model(idx, positions=torch.arange(4, device=other))
+
+
+def test_ignored_targets_are_not_scored():
+    """-100 (F.cross_entropy's ignore_index) marks a position without a target: allowed, left out of the loss."""
+    torch.manual_seed(0)
+    model = TinyLM(7, encoding="rope", d_model=8, num_heads=2, num_layers=1)
+    idx = torch.randint(0, 7, (2, 5))
+    targets = torch.randint(0, 7, (2, 5))
+    some_ignored = targets.clone()
+    some_ignored[:, :2] = -100
+    logits, loss = model(idx, some_ignored)
+    expected = torch.nn.functional.cross_entropy(logits[:, 2:].reshape(-1, 7), targets[:, 2:].reshape(-1))
+    torch.testing.assert_close(loss, expected)
+    with pytest.raises(ValueError, match=r"targets must hold token ids in \[0, vocab_size=7\) or -100"):
+        model(idx, torch.full((2, 5), -5))

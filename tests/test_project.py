@@ -1,5 +1,6 @@
 """The project skeleton: the two install routes name the same packages, torch is pinned where the
-README says, and the README's two commands exist."""
+README says, the README's two commands exist, the Makefile's developer targets call the tools in
+tools/, and the stored notebooks are executed and clean."""
 import os
 import re
 import subprocess
@@ -75,14 +76,19 @@ def test_environment_yml_installs_the_project_itself():
     assert pip_sections and "-e ." in pip_sections[0]
 
 
+def _torch_pin() -> str:
+    """The torch version the Makefile's install path pins (TORCH ?= torch==X)."""
+    pin = re.search(r"^TORCH\s*\?=\s*torch==(\S+)\s*$", (ROOT / "Makefile").read_text(), re.M)
+    assert pin, "the Makefile pins no torch version (TORCH ?= torch==X)"
+    return pin.group(1)
+
+
 def test_makefile_pins_torch_on_the_install_path():
     makefile = (ROOT / "Makefile").read_text()
-    pin = re.search(r"^TORCH\s*\?=\s*torch==(\S+)\s*$", makefile, re.M)
-    assert pin and pin.group(1) == "2.13.0"
     install = [line for line in makefile.splitlines() if "pip install" in line]
     assert install and all('"$(TORCH)"' in line for line in install)  # every install line carries the pin
     torch_range = Requirement([r for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")][0])
-    assert Version(pin.group(1)) in torch_range.specifier  # the pin satisfies the declared range
+    assert Version(_torch_pin()) in torch_range.specifier  # the pin satisfies the declared range
 
 
 def _make_dry_run(*args) -> subprocess.CompletedProcess:
@@ -100,7 +106,7 @@ def test_make_test_runs_units_and_notebooks_under_nbval():
     dry = _make_dry_run("test")
     assert re.search(r"pytest tests notebooks --nbval-lax --nbval-current-env", dry.stdout)
     assert "MPLBACKEND=Agg" in dry.stdout
-    assert "torch==2.13.0" in dry.stdout  # the install recipe carries the pin ...
+    assert f"torch=={_torch_pin()}" in dry.stdout  # the install recipe carries the pin ...
     # ... and takes the CPU build (PyPI's Linux torch is the multi-GB CUDA one)
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in dry.stdout
 
@@ -111,6 +117,51 @@ def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
     assert "--no-browser" in command and "--port=8123" in command and "root_dir=notebooks" in command
     # JupyterLab exits at once as root (containers, CI) without --allow-root; a normal user does not need it
     assert ("--allow-root" in command) == (os.geteuid() == 0)
+
+
+def test_developer_targets_call_the_tools_in_tools():
+    dry = _make_dry_run("test-ui", "refresh", "bench")
+    for tool in ("ui_check.py", "strip_widget_views.py", "bench.py"):
+        assert f"python tools/{tool}" in dry.stdout, tool
+        assert (ROOT / "tools" / tool).is_file(), tool
+    refresh = dry.stdout[dry.stdout.index("nbconvert"):]
+    assert "--config tools/nbconvert_refresh.py" in refresh and "--execute --inplace" in refresh
+
+
+def test_refresh_settings_keep_widget_state_and_timestamps_out():
+    """The nbconvert settings `make refresh` loads: no widget state, no timestamps, stale ones cleared."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbconvert_refresh.py", path=str(ROOT / "tools")).load_config()
+    assert config.ExecutePreprocessor.store_widget_state is False
+    assert config.ExecutePreprocessor.record_timing is False
+    assert config.ClearMetadataPreprocessor.enabled is True
+    assert "widgets" not in config.ClearMetadataPreprocessor.preserve_nb_metadata_mask
+    assert "execution" not in config.ClearMetadataPreprocessor.preserve_cell_metadata_mask
+
+
+def test_strip_widget_views_drops_only_the_views(tmp_path):
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("strip_widget_views", ROOT / "tools" / "strip_widget_views.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    view = {"output_type": "display_data", "metadata": {},
+            "data": {tool.WIDGET_VIEW: {"model_id": "abc"}, "text/plain": ["IntSlider(value=3)"]}}
+    figure = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": ["<Figure>"]}}
+    text = {"output_type": "stream", "name": "stdout", "text": ["我 爱 北京\n"]}
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": [], "execution_count": 1,
+                     "outputs": [figure, view, text]},
+                    {"cell_type": "markdown", "metadata": {}, "source": ["# 标题"]}],
+          "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert tool.strip(str(path)) is True
+    stripped = path.read_text(encoding="utf-8")
+    expected = dict(nb, cells=[dict(nb["cells"][0], outputs=[figure, text]), nb["cells"][1]])
+    assert stripped == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"  # nbformat's layout, UTF-8
+    assert tool.strip(str(path)) is False and path.read_text(encoding="utf-8") == stripped  # nothing left to do
 
 
 def test_readme_starts_with_the_two_commands():

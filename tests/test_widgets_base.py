@@ -1,7 +1,9 @@
-"""The shared slider-figure mechanism (posenc_lib.widgets._base): a redraw reuses its axes
-(reset_axes keeps the tick objects, for speed) and must look exactly like the same settings drawn
-on a brand-new figure, for every registered builder and after every kind of control change."""
+"""The shared slider-figure mechanism (posenc_lib.widgets._base), for every registered builder: a control
+change redraws once and changes the picture, the redraw reuses its axes (reset_axes keeps the tick
+objects, for speed) and must look exactly like the same settings drawn on a brand-new figure, and it
+stays well under a second. What each figure shows is tested in test_plots_<topic>.py."""
 import io
+import time
 
 import ipywidgets
 import numpy as np
@@ -32,33 +34,34 @@ def other_values(control) -> list:
     return []
 
 
-def test_builders_are_registered():
-    assert len(W.BUILDERS) >= 10
+def test_every_topics_builders_are_registered_once():
+    names = [name for topic in W.TOPICS for name in topic.BUILDERS]
+    assert len(names) == len(set(names)), "two topics register the same builder name"
+    for topic in W.TOPICS:
+        for name, builder in topic.BUILDERS.items():
+            assert W.BUILDERS[name] is builder and getattr(W, builder.__name__) is builder
+            assert builder.__name__ in topic.__all__
 
 
 @pytest.mark.parametrize("name", sorted(W.BUILDERS))
 def test_redraw_matches_a_fresh_figure(name):
     fig = W.BUILDERS[name]()
-    assert isinstance(fig, W.InteractiveFigure)
+    assert isinstance(fig, W.InteractiveFigure) and fig.redraw_count == 1
     assert np.array_equal(pixels(fig.image.value), pixels(fig.fresh_png()))
     for control_name, control in fig.controls.items():
         for value in other_values(control):
-            before = fig.redraw_count
+            before, before_png = fig.redraw_count, fig.image.value
             control.value = value
             assert fig.redraw_count == before + 1, f"{name}: {control_name} did not redraw"
+            assert fig.image.value != before_png, f"{name}: {control_name}={value!r} left the picture as it was"
             assert np.array_equal(pixels(fig.image.value), pixels(fig.fresh_png())), (
                 f"{name}: the redraw after {control_name}={value!r} differs from a fresh figure")
 
 
-def test_redraw_ms_is_the_median_of_its_redraws(monkeypatch):
-    fig = W.BUILDERS["rope_decay"]()
-    before = fig.redraw_count
-    seconds = iter([0.30, 0.02, 0.01])  # one slow outlier; median 0.02 (not the mean, not the last)
-
-    def timed_redraw():
-        fig.redraw_count += 1
-        fig.last_redraw_seconds = next(seconds)
-
-    monkeypatch.setattr(fig, "redraw", timed_redraw)
-    assert fig.redraw_ms(3) == pytest.approx(20.0)
-    assert fig.redraw_count == before + 3
+@pytest.mark.parametrize("name", sorted(W.BUILDERS))
+def test_a_redraw_takes_well_under_a_second(name):
+    """Not the 100 ms target (shared CI cores are noisy): a guard against an accidental recompute per redraw."""
+    fig = W.BUILDERS[name]()
+    start = time.process_time()  # CPU time: less at the mercy of other processes than wall time
+    fig.redraw()
+    assert time.process_time() - start < 1.0

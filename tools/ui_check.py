@@ -1,6 +1,9 @@
 """The course as a learner uses it: every notebook in a real JupyterLab in headless Chromium.
 
-`make test-ui` runs this file. It is not collected by pytest (not named test_*.py).
+`make test-ui` runs this file (a developer tool: not part of the installed package, not collected by
+pytest). It drives Playwright directly rather than through pytest-playwright: that plugin gives a
+browser `page` fixture, while most of this file is the JupyterLab server, the per-notebook runs and
+the redraw timings, which it would not shorten.
 
 1. Static reading (no execution): each STORED notebook is exported to HTML with nbconvert, as a
    reader on GitHub or nbviewer sees it. A notebook with plotting code must contain its figures as
@@ -21,7 +24,7 @@ Screenshots (one per notebook plus one per interactive figure) go to ui-screensh
 
 Needs: `pip install -e ".[ui]"` (Playwright) and a Chromium: /usr/bin/chromium (Debian/Ubuntu:
 `apt-get install chromium`), or --chromium PATH, or Playwright's own (`playwright install chromium`).
-Usage: python tests/ui_check.py [notebooks/NN_x.ipynb ...] [--help for options]
+Usage: python tools/ui_check.py [notebooks/NN_x.ipynb ...] [--help for options]
 """
 from __future__ import annotations
 

@@ -1,8 +1,19 @@
 """Exercise checkers: check_*(answer) prints a success line when the answer is right, or raises
 ExerciseError whose message says *what* is wrong (layout, exponent, sign ...), not just "mismatch".
-Reference solutions live in each part's SOLUTIONS (name -> function) and are tested to pass their
-own checks. part1: notebooks 00-03, part2: 04-06, part3: 07-09."""
-from ._errors import ExerciseError
-from .part1 import *  # noqa: F401,F403
-from .part2 import *  # noqa: F401,F403
-from .part3 import *  # noqa: F401,F403
+
+One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
+extension, review. Each holds its checkers and, out of the notebooks' sight, SOLUTIONS (name ->
+reference solution, tested to pass its own check) and CHECKS (name -> checker). _common holds what
+they share: ExerciseError, attempt, the success line and the coercions of an answer.
+"""
+from . import extension, learned, permutation, relative, review, rope, sinusoidal
+from ._common import ExerciseError, attempt
+from .extension import *  # noqa: F401,F403
+from .learned import *  # noqa: F401,F403
+from .permutation import *  # noqa: F401,F403
+from .relative import *  # noqa: F401,F403
+from .review import *  # noqa: F401,F403
+from .rope import *  # noqa: F401,F403
+from .sinusoidal import *  # noqa: F401,F403
+
+TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review)

@@ -1,6 +1,17 @@
 """Pure figure functions: render_*(ax, ...) draws on the axes it is given and returns the data it
-drew (so tests can check a figure without a browser). No widgets, no global state.
-part1: notebooks 00-03, part2: 04-06, part3: 07-09."""
-from .part1 import *  # noqa: F401,F403
-from .part2 import *  # noqa: F401,F403
-from .part3 import *  # noqa: F401,F403
+drew (so tests can check a figure without a browser). No widgets, no global state, no training: a
+figure of trained models or experiments draws the results it is given.
+
+One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
+permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),
+rope (06), extension (07, 08: extrapolation and context extension), review (09).
+_style holds the shared look (tick labels, panel spacing, one colour per encoding).
+Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
+"""
+from .extension import *  # noqa: F401,F403
+from .learned import *  # noqa: F401,F403
+from .permutation import *  # noqa: F401,F403
+from .relative import *  # noqa: F401,F403
+from .review import *  # noqa: F401,F403
+from .rope import *  # noqa: F401,F403
+from .sinusoidal import *  # noqa: F401,F403

@@ -1,12 +1,18 @@
-"""One builder per interactive figure; each returns an InteractiveFigure (see _base.py).
+"""One builder per interactive figure; each returns an InteractiveFigure (see _base.py) whose controls
+redraw through the matching render_* of posenc_lib.plots.
 
-BUILDERS maps a name to a zero-argument builder; tests and `make bench` walk it, so every
-builder a notebook uses is registered in its part's BUILDERS.
+One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
+extension. BUILDERS maps a name to a zero-argument builder; tests and `make bench` walk it, so every
+builder a notebook uses is registered in its topic module's BUILDERS.
 """
-from . import part1, part2, part3
+from . import extension, learned, permutation, relative, rope, sinusoidal
 from ._base import InteractiveFigure
-from .part1 import *  # noqa: F401,F403
-from .part2 import *  # noqa: F401,F403
-from .part3 import *  # noqa: F401,F403
+from .extension import *  # noqa: F401,F403
+from .learned import *  # noqa: F401,F403
+from .permutation import *  # noqa: F401,F403
+from .relative import *  # noqa: F401,F403
+from .rope import *  # noqa: F401,F403
+from .sinusoidal import *  # noqa: F401,F403
 
-BUILDERS: dict = {**part1.BUILDERS, **part2.BUILDERS, **part3.BUILDERS}
+TOPICS = (permutation, sinusoidal, learned, relative, rope, extension)
+BUILDERS: dict = {name: builder for topic in TOPICS for name, builder in topic.BUILDERS.items()}

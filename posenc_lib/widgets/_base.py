@@ -3,8 +3,9 @@
 A builder makes an `InteractiveFigure`: a VBox of controls above an `ipywidgets.Image` that shows
 the figure as a PNG. Moving a control calls `redraw()`, which clears the axes, calls the pure
 `render_*(ax, **values)` from posenc_lib.plots with the controls' current values, and swaps the
-PNG. The axes are reset (`reset_axes`), not rebuilt, which keeps redraws fast. Tests (and `make bench`) drive it without a browser: set `controls[name].value`, then look at
-`fig`, `redraw_count` or `last_redraw_seconds`.
+PNG. The axes are reset (`reset_axes`), not rebuilt, which keeps redraws fast. Tests (and `make bench`)
+drive it without a browser: set `controls[name].value`, then look at `fig`, `redraw_count` or
+`last_redraw_seconds`.
 """
 from __future__ import annotations
 

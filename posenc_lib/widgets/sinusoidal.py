@@ -1,15 +1,14 @@
-"""Interactive figures for notebooks 00-03: each builder returns an InteractiveFigure over a pure
-render_* from posenc_lib.plots.part1 (see that module for the conventions drawn)."""
+"""Slider figures of notebooks 00, 02 and 03 over posenc_lib.plots.sinusoidal: the sinusoidal table made
+on a chosen device and dtype, the table and its dot products, one pair on the unit circle."""
 from __future__ import annotations
 
 import ipywidgets as widgets
 import torch
 
-from ..plots import part1 as plots
+from ..plots.sinusoidal import DTYPES, render_device_check, render_pe_dot, render_sinusoidal_heatmap, render_unit_circle
 from ._base import InteractiveFigure
 
-__all__ = ["available_devices", "device_picker", "permutation_explorer", "sinusoidal_explorer", "pe_dot_explorer",
-           "unit_circle_explorer"]
+__all__ = ["available_devices", "device_picker", "sinusoidal_explorer", "pe_dot_explorer", "unit_circle_explorer"]
 
 
 def available_devices() -> list[str]:
@@ -29,24 +28,10 @@ def device_picker() -> InteractiveFigure:
     controls = {
         "device": widgets.Dropdown(options=devices, value=devices[-1] if "cuda" in devices else "cpu",
                                    description="device"),
-        "dtype": widgets.Dropdown(options=list(plots.DTYPES), value="float32", description="dtype"),
+        "dtype": widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype"),
     }
-    return InteractiveFigure(plots.render_device_check, controls, figsize=(8.5, 2.8), ncols=2, dpi=72,
+    return InteractiveFigure(render_device_check, controls, figsize=(8.5, 2.8), ncols=2, dpi=72,
                              title="device / dtype picker")
-
-
-def permutation_explorer() -> InteractiveFigure:
-    """01: choose an ordering of "我 爱 北京", toggle the sinusoidal encoding and the causal mask."""
-    setup = plots.toy_sentence()
-    orders = plots.sentence_permutations()
-    controls = {
-        "perm": widgets.Dropdown(options=list(orders.items()), value=orders["爱 北京 我"], description="order"),
-        "encoding": widgets.Dropdown(options=[("none (NoPE)", "none"), ("sinusoidal, added", "sinusoidal")],
-                                     value="none", description="encoding"),
-        "causal": widgets.Checkbox(value=False, description="causal mask"),
-    }
-    return InteractiveFigure(plots.render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
-                             extra={"setup": setup}, title="one attention head on a permuted sentence")
 
 
 def sinusoidal_explorer() -> InteractiveFigure:
@@ -58,7 +43,7 @@ def sinusoidal_explorer() -> InteractiveFigure:
         "position": widgets.IntSlider(value=20, min=0, max=99, description="position"),
         "layout": widgets.Dropdown(options=["interleaved", "concat"], value="interleaved", description="layout"),
     }
-    fig = InteractiveFigure(plots.render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2, dpi=72,
+    fig = InteractiveFigure(render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2, dpi=72,
                             title="sinusoidal position encoding")
     position = controls["position"]
 
@@ -76,7 +61,7 @@ def pe_dot_explorer() -> InteractiveFigure:
         "base": widgets.FloatLogSlider(value=10000.0, base=10, min=1, max=6, step=0.25, description="base"),
         "position": widgets.IntSlider(value=50, min=0, max=199, description="position"),
     }
-    return InteractiveFigure(plots.render_pe_dot, controls, figsize=(7.0, 3.0), dpi=72, extra={"length": 200},
+    return InteractiveFigure(render_pe_dot, controls, figsize=(7.0, 3.0), dpi=72, extra={"length": 200},
                              title="dot products of position encodings")
 
 
@@ -87,13 +72,12 @@ def unit_circle_explorer() -> InteractiveFigure:
         "i": widgets.IntSlider(value=1, min=0, max=7, description="pair i"),
         "position": widgets.IntSlider(value=3, min=0, max=40, description="position"),
     }
-    return InteractiveFigure(plots.render_unit_circle, controls, figsize=(4.6, 4.6), dpi=72,
+    return InteractiveFigure(render_unit_circle, controls, figsize=(4.6, 4.6), dpi=72,
                              extra={"dim": 16, "base": 10000.0}, title="PE(pos + k) = M_k · PE(pos), one pair")
 
 
-BUILDERS: dict = {
+BUILDERS: dict = {  # name -> zero-argument builder returning an InteractiveFigure
     "device_picker": device_picker,
-    "permutation_explorer": permutation_explorer,
     "sinusoidal_explorer": sinusoidal_explorer,
     "pe_dot_explorer": pe_dot_explorer,
     "unit_circle_explorer": unit_circle_explorer,

@@ -1,4 +1,6 @@
-"""Figures and widgets of notebooks 07-09, driven without a browser on the cached results in data/."""
+"""Figures of notebooks 07 and 08 (posenc_lib.plots.extension and widgets.extension), driven without a browser
+on the cached results in data/: each draws the seed means and spreads of the results it is given, the
+scaling figure matches rope_inv_freq, and each slider figure follows its controls."""
 from __future__ import annotations
 
 import math
@@ -12,9 +14,9 @@ import pytest  # noqa: E402
 
 from posenc_lib import experiments as E  # noqa: E402
 from posenc_lib import rope_inv_freq  # noqa: E402
-from posenc_lib.plots import part3 as P  # noqa: E402
-from posenc_lib.widgets import part3 as W  # noqa: E402
-from posenc_lib.widgets import BUILDERS  # noqa: E402
+from posenc_lib.plots import extension as P  # noqa: E402
+from posenc_lib.scaling import EXTENSION_METHODS  # noqa: E402
+from posenc_lib.widgets import extension as W  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -78,19 +80,17 @@ def test_position_loss_and_training_curves(results):
     assert steps[-1] == results["provenance"]["config"]["steps"] and loss[-1] < loss[0]
 
 
-@pytest.mark.parametrize("method", E.EXTENSION_METHODS)
+@pytest.mark.parametrize("method", EXTENSION_METHODS)
 def test_rope_scaling_data_matches_rope_inv_freq(method):
+    """The figure shows the frequencies the experiments of 08 deploy (their config: L0 = 64, factor 4 -> 256)."""
     d = P.rope_scaling_data(method, 4.0, dim=16)
-    cfg = E.ExperimentConfig()
-    inv, factor = rope_inv_freq(16, scaling=E.rope_scaling(method, 4.0, cfg), seq_len=256)
+    inv, factor = rope_inv_freq(16, scaling=E.rope_scaling(method, 4.0, E.ExperimentConfig()), seq_len=256)
     np.testing.assert_allclose(d["scaled"], inv.numpy())
     assert d["attention_factor"] == factor
-    np.testing.assert_allclose(d["turns_long"], 256 * inv.numpy() / (2 * math.pi))
-    np.testing.assert_allclose(d["turns_train"], 64 * d["theta"] / (2 * math.pi))
 
 
 def test_rope_scaling_shapes_of_each_method():
-    ratio = {m: P.rope_scaling_data(m, 8.0, dim=64)["ratio"] for m in E.EXTENSION_METHODS}
+    ratio = {m: P.rope_scaling_data(m, 8.0, dim=64)["ratio"] for m in EXTENSION_METHODS}
     np.testing.assert_allclose(ratio["none"], 1.0)
     np.testing.assert_allclose(ratio["linear"], 1 / 8)                       # PI: every frequency / factor
     assert ratio["ntk"][0] == pytest.approx(1.0) and ratio["ntk"][-1] == pytest.approx(1 / 8)  # NTK: ends
@@ -98,12 +98,18 @@ def test_rope_scaling_shapes_of_each_method():
         assert ratio[m][0] == pytest.approx(1.0) and ratio[m][-1] == pytest.approx(1 / 8)
         assert np.all(np.diff(ratio[m]) <= 1e-12)
     assert P.rope_scaling_data("yarn", 8.0)["attention_factor"] == pytest.approx(0.1 * math.log(8) + 1)
+    # PI's promise: over the long window every pair turns exactly as far as over L0 in training;
+    # plain RoPE turns `factor` times as far
+    linear, plain = P.rope_scaling_data("linear", 8.0, dim=64), P.rope_scaling_data("none", 8.0, dim=64)
+    np.testing.assert_allclose(linear["turns_long"], linear["turns_train"], rtol=1e-12)
+    np.testing.assert_allclose(plain["turns_long"], 8 * plain["turns_train"], rtol=1e-12)
+    assert plain["turns_train"][0] == pytest.approx(64 / (2 * math.pi))  # pair 0: theta = 1, one turn per 2 pi
 
 
 def test_render_extension_reads_the_cached_table(extension):
     fig, ax = plt.subplots()
     out = P.render_extension(ax, extension, highlight="yarn", show_finetuned=True)
-    for method in E.EXTENSION_METHODS:
+    for method in EXTENSION_METHODS:
         expected = np.mean([[e["loss"][method][m] for m in ("1", "2", "4", "8")] for e in extension["no_finetune"]], 0)
         np.testing.assert_allclose(out["mean"][method], expected)
     assert len(out["finetuned"]) == len(extension["finetuned"])
@@ -111,11 +117,6 @@ def test_render_extension_reads_the_cached_table(extension):
     assert P.render_extension(ax, extension, show_finetuned=False)["finetuned"] == {}
     with pytest.raises(ValueError, match="highlight"):
         P.render_extension(ax, extension, highlight="xpos")
-
-
-def test_part3_builders_are_registered():
-    for name in ("extrapolation_explorer", "rope_scaling_explorer", "extension_explorer"):
-        assert BUILDERS[name] is W.BUILDERS[name]
 
 
 def test_extrapolation_explorer_redraws_on_each_control(results):
@@ -161,26 +162,3 @@ def test_renders_do_not_touch_the_results(results):
     fig, ax = plt.subplots()
     P.render_position_loss(ax, results)
     assert repr(results) == before
-
-
-def test_shift_invariance_separates_absolute_from_relative():
-    data = P.shift_invariance(shifts=(0, 3, 50), dim=8, length=10)
-    change = {name: max(values) for name, values in data["change"].items()}
-    assert change["t5"] == change["alibi"] == change["nope"] == 0.0
-    assert change["rope"] < 1e-12
-    assert change["sinusoidal"] > 0.1 and change["learned"] > 0.1
-    assert all(values[0] == 0.0 for values in data["change"].values())  # shift 0 against itself
-    fig, ax = plt.subplots()
-    assert P.render_shift_invariance(ax, data) is data
-    assert any("exactly 0" in t.get_text() for t in ax.texts)
-
-
-def test_encoding_table_markdown_has_a_row_per_encoding(results):
-    rows = E.encoding_summary(results)
-    table = P.encoding_table_markdown(rows).splitlines()
-    assert len(table) == 2 + len(rows)
-    learned = next(line for line in table if line.startswith("| learned"))
-    assert learned.count("n/a") == 3 and "| 4096 |" in learned
-    assert "not in the experiment" in next(line for line in table if line.startswith("| shaw"))
-    rope = next(r for r in rows if r["encoding"] == "rope")
-    assert f"{rope['rise']['8']:+.3f}" in next(line for line in table if line.startswith("| rope"))

@@ -1,8 +1,9 @@
-"""Figures for notebooks 07-09: train short / test long, and RoPE context extension.
+"""Notebooks 07 and 08: train short, test long, and RoPE context extension (linear, NTK-aware,
+dynamic NTK, YaRN, Llama 3).
 
-Every render_*(ax_or_axes, ...) draws on the axes it is given and returns the data it drew. The
-experiment figures read the dicts written by `posenc_lib.experiments` (pass them in; a widget loads
-them once, not per redraw). Conventions:
+Every render_*(axes, ...) draws on the axes it is given and returns the data it drew. The experiment
+figures draw the results dicts of `posenc_lib.experiments` they are given (a widget loads them once,
+not per redraw). Conventions:
   * loss = mean cross-entropy in nats per character over the LAST L = train_len positions of a
     window of m * L characters (m = "multiple"); the windows end at the same characters for every m.
   * "spread" = min..max over the seeds; a learned table has no value past L and is drawn as "n/a".
@@ -10,6 +11,7 @@ them once, not per redraw). Conventions:
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -17,24 +19,15 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Polygon
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
-import torch
-
-from .. import experiments as E
-from ..absolute import LearnedEncoding, SinusoidalEncoding
-from ..alibi import ALiBi
-from ..attention import NoPE
-from ..relative import T5RelativeBias
-from ..rope import RotaryEmbedding
-from ..scaling import rope_inv_freq
+from ..scaling import extension_scaling, rope_inv_freq
+from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
-    "ENCODING_COLORS", "METHOD_COLORS", "render_extrapolation", "render_position_loss", "render_training_curves",
-    "rope_scaling_data", "render_rope_scaling", "render_extension", "render_method_position_loss", "shift_scores", "shift_invariance",
-    "render_shift_invariance", "encoding_table_markdown",
+    "ENCODING_COLORS", "METHOD_COLORS", "METHOD_LABELS", "render_extrapolation", "render_position_loss",
+    "render_training_curves", "rope_scaling_data", "render_rope_scaling", "render_extension",
+    "render_method_position_loss",
 ]
 
-ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
-                   "rope": "#ff7f0e", "alibi": "#d62728"}
 METHOD_COLORS = {"none": "#7f7f7f", "linear": "#1f77b4", "ntk": "#2ca02c", "dynamic": "#17becf",
                  "yarn": "#d62728", "llama3": "#9467bd"}
 METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
@@ -44,12 +37,7 @@ METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-awar
 _PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 
 
-def _tidy(ax, nbins: int = 5):
-    """Few, small tick labels and no minor ticks: tick text is most of a redraw's cost."""
-    ax.tick_params(labelsize=7)
-    if ax.get_yscale() == "linear":
-        ax.locator_params(axis="y", nbins=nbins)
-    ax.minorticks_off()
+_tidy = functools.partial(tidy, nbins=5, axis="y", minor_ticks=False)  # these panels' x ticks are set by hand
 
 
 def _band(ax, x, low, high, *, color, alpha: float) -> None:
@@ -189,13 +177,12 @@ def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, 
                       original_max: int = 64) -> dict:
     """Frequencies of plain RoPE and of `method` extended by `factor` from `original_max` positions.
 
-    The scaling dict is the experiment's (`experiments.rope_scaling`; dynamic: its fixed factor at
-    seq_len = factor * original_max). Returns dict(theta, scaled, attention_factor, wavelength,
+    The scaling dict is the experiments' (`posenc_lib.scaling.extension_scaling`; dynamic: its fixed
+    factor at seq_len = factor * original_max). Returns dict(theta, scaled, attention_factor, wavelength,
     scaled_wavelength, turns_train (original_max * theta / 2 pi), turns_long (factor * original_max
     * scaled / 2 pi), ratio (scaled / theta), scaling).
     """
-    cfg = E.ExperimentConfig(train_len=int(original_max))
-    scaling = E.rope_scaling(method, float(factor), cfg)
+    scaling = extension_scaling(method, float(factor), original_max_position_embeddings=int(original_max))
     theta, _ = rope_inv_freq(dim, base=base)
     long_len = int(round(factor * original_max))
     scaled, attention_factor = rope_inv_freq(dim, base=base, scaling=scaling, seq_len=long_len)
@@ -311,78 +298,3 @@ def render_method_position_loss(ax, data: dict, bin_size: int = 16):
     ax.legend(fontsize=7, ncol=2)
     _tidy(ax)
     return out
-
-
-# ------------------------------------------------------------------------------------------- 09: review
-
-
-def shift_scores(encoding, x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor, shift: int) -> torch.Tensor:
-    """Attention scores (T, T) (before the softmax, no 1/sqrt(d)) of the tokens x (T, d) placed at
-    positions shift .. shift+T-1, going through every hook of `encoding` (one head): input added,
-    q/k rotated, score bias added."""
-    T = x.shape[0]
-    positions = torch.arange(T, device=x.device) + int(shift)
-    h = encoding.add_to_input(x[None], positions)[0]
-    q, k = (h @ wq)[None, None], (h @ wk)[None, None]
-    q, k = encoding.rotate_qk(q, k, positions, positions)
-    scores = q @ k.transpose(-1, -2)
-    bias = encoding.score_bias(q, positions, positions)
-    return (scores if bias is None else scores + bias)[0, 0]
-
-
-def shift_invariance(shifts=(0, 1, 5, 20, 60, 200), dim: int = 16, length: int = 24, seed: int = 0) -> dict:
-    """max |S(shift) - S(0)| for the same tokens moved by `shift` positions, per encoding (float64).
-
-    Relative encodings (RoPE, T5, ALiBi) give rounding-level or exactly zero changes; absolute ones
-    (sinusoidal, learned) change the scores. Returns dict(shifts, change: {name: [...]})."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(length, dim, generator=gen, dtype=torch.float64)
-    wq, wk = (torch.randn(dim, dim, generator=gen, dtype=torch.float64) / math.sqrt(dim) for _ in range(2))
-    torch.manual_seed(seed)
-    encodings = {"nope": NoPE(), "sinusoidal": SinusoidalEncoding(dim),
-                 "learned": LearnedEncoding(max(shifts) + length, dim, init_std=1.0),
-                 "t5": T5RelativeBias(1, bidirectional=False), "rope": RotaryEmbedding(dim), "alibi": ALiBi(1)}
-    change = {}
-    with torch.no_grad():
-        for name, enc in encodings.items():
-            base = shift_scores(enc, x, wq, wk, 0)
-            change[name] = [float((shift_scores(enc, x, wq, wk, s) - base).abs().max()) for s in shifts]
-    return {"shifts": list(shifts), "change": change}
-
-
-def render_shift_invariance(ax, data: dict | None = None, floor: float = 1e-17):
-    """How much the scores change when the whole sequence moves by `shift` (log axis; exact zeros
-    drawn at `floor`). Returns the data drawn."""
-    data = shift_invariance() if data is None else data
-    shifts = np.array(data["shifts"][1:])
-    for name, values in data["change"].items():
-        v = np.maximum(np.array(values[1:]), floor)
-        ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
-    ax.axhline(1e-12, color="k", lw=0.6, ls=":")
-    ax.text(shifts[0], 1e-12, " rounding level", fontsize=7, va="bottom")
-    zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
-    if zeros:
-        ax.text(shifts[0], floor * 4, " exactly 0 (overlapping): " + ", ".join(zeros), fontsize=7, va="bottom")
-    ax.set_xscale("log")
-    ax.set_xlabel("shift of the whole sequence (positions)", fontsize=8)
-    ax.set_ylabel("max |scores(shift) - scores(0)|", fontsize=8)
-    ax.set_title("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)", fontsize=9, y=1.0)
-    ax.legend(fontsize=7, ncol=3, loc="center right")
-    _tidy(ax)
-    return data
-
-
-def encoding_table_markdown(rows: list) -> str:
-    """A Markdown table of `experiments.encoding_summary` rows (rises in nats/char; n/a = no value)."""
-    multiples = list(rows[0]["rise"])
-    head = ("| encoding | where it acts | parameters in TinyLM | loss at L | "
-            + " | ".join(f"rise at {m}L" for m in multiples) + " |")
-    lines = [head, "|" + "---|" * (4 + len(multiples))]
-    for r in rows:
-        if not r["measured"]:
-            measured = ["not in the experiment"] + [""] * len(multiples)
-        else:
-            measured = [f"{r['loss_at_L']:.3f}"] + ["n/a" if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
-                                                    for m in multiples]
-        lines.append(f"| {r['encoding']} | {r['acts']} | {r['parameters']} | " + " | ".join(measured) + " |")
-    return "\n".join(lines)

@@ -1,12 +1,12 @@
-"""Interactive figures for notebooks 07-09: each builder returns an InteractiveFigure over a pure
-render_* from posenc_lib.plots.part3. The experiment builders read the cached results in data/
-once (posenc_lib.experiments.load_results) and hand them to every redraw."""
+"""Slider figures of notebooks 07 and 08 over posenc_lib.plots.extension. The experiment builders read
+the cached results in data/ once (posenc_lib.experiments.load_results) and hand them to every redraw."""
 from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .. import experiments as E
-from ..plots import part3 as plots
+from ..experiments import load_results
+from ..plots.extension import METHOD_LABELS, render_extension, render_extrapolation, render_rope_scaling
+from ..scaling import EXTENSION_METHODS
 from ._base import InteractiveFigure
 
 __all__ = ["extrapolation_explorer", "rope_scaling_explorer", "extension_explorer"]
@@ -14,7 +14,7 @@ __all__ = ["extrapolation_explorer", "rope_scaling_explorer", "extension_explore
 
 def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
     """07: loss vs evaluation length per encoding; focus one encoding, pick the length compared with L."""
-    results = E.load_results("extrapolation") if results is None else results
+    results = load_results("extrapolation") if results is None else results
     L = results["provenance"]["config"]["train_len"]
     multiples = sorted(int(m) for m in results["runs"][0]["loss"])
     controls = {
@@ -22,36 +22,36 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
         "multiple": widgets.SelectionSlider(options=[(f"{m}L = {m * L}", m) for m in multiples],
                                             value=4 if 4 in multiples else multiples[-1], description="length"),
     }
-    return InteractiveFigure(plots.render_extrapolation, controls, figsize=(8.4, 3.1), ncols=2, dpi=72,
+    return InteractiveFigure(render_extrapolation, controls, figsize=(8.4, 3.1), ncols=2, dpi=72,
                              extra={"results": results}, title="train short, test long (cached results in data/)")
 
 
 def rope_scaling_explorer() -> InteractiveFigure:
     """08: what each context-extension method does to every RoPE frequency, for a chosen factor."""
     controls = {
-        "method": widgets.Dropdown(options=[(plots.METHOD_LABELS[m], m) for m in E.EXTENSION_METHODS],
+        "method": widgets.Dropdown(options=[(METHOD_LABELS[m], m) for m in EXTENSION_METHODS],
                                    value="yarn", description="method"),
         "factor": widgets.FloatLogSlider(value=4.0, base=2, min=0, max=5, step=0.5, description="factor"),
         "dim": widgets.Dropdown(options=[16, 64, 128], value=16, description="head dim"),
     }
-    return InteractiveFigure(plots.render_rope_scaling, controls, figsize=(8.4, 3.0), ncols=2, dpi=72,
+    return InteractiveFigure(render_rope_scaling, controls, figsize=(8.4, 3.0), ncols=2, dpi=72,
                              title="RoPE frequencies under each context-extension method (L0 = 64)")
 
 
 def extension_explorer(extension: dict | None = None) -> InteractiveFigure:
     """08: the RoPE model of 07 at 2-8x its length with each method; highlight one, toggle the fine-tuned runs."""
-    extension = E.load_results("context_extension") if extension is None else extension
+    extension = load_results("context_extension") if extension is None else extension
     methods = list(extension["no_finetune"][0]["loss"])
     controls = {
-        "highlight": widgets.Dropdown(options=[("all", "all")] + [(plots.METHOD_LABELS[m], m) for m in methods],
+        "highlight": widgets.Dropdown(options=[("all", "all")] + [(METHOD_LABELS[m], m) for m in methods],
                                       value="all", description="method"),
         "show_finetuned": widgets.Checkbox(value=True, description="fine-tuned runs"),
     }
-    return InteractiveFigure(plots.render_extension, controls, figsize=(6.2, 3.2), dpi=72,
+    return InteractiveFigure(render_extension, controls, figsize=(6.2, 3.2), dpi=72,
                              extra={"extension": extension}, title="context extension of the RoPE model (cached)")
 
 
-BUILDERS: dict = {
+BUILDERS: dict = {  # name -> zero-argument builder returning an InteractiveFigure
     "extrapolation_explorer": extrapolation_explorer,
     "rope_scaling_explorer": rope_scaling_explorer,
     "extension_explorer": extension_explorer,

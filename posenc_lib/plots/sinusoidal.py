@@ -1,48 +1,31 @@
-"""Figures (and the small computations behind them) for notebooks 00-03.
+"""Notebooks 00, 02 and 03: the sinusoidal table, its wavelengths and dot products, the offset matrix
+M_k on the unit circle, and which score maps depend on n - m only.
 
-Every render_*(ax_or_axes, ...) draws on the axes it is given and returns the data it drew.
-Conventions, as in the rest of posenc_lib:
-  * sinusoidal tables: omega_i = base ** (-2i/d) for the pair index i; layout "interleaved" puts
-    sin(pos*omega_i) in column 2i and cos in column 2i+1, "concat" puts all sines then all cosines.
-  * a permutation `perm` builds the new sentence tokens[perm[0]], tokens[perm[1]], ... (x_perm = x[perm]).
+Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
+Conventions, as in posenc_lib.absolute:
+  * omega_i = base ** (-2i/d) for the pair index i; layout "interleaved" puts sin(pos*omega_i) in
+    column 2i and cos in column 2i+1, "concat" puts all sines then all cosines.
   * unit-circle figures put sin on the horizontal axis and cos on the vertical one, so a pair (sin, cos)
     moves CLOCKWISE as the position grows; RoPE's rotation of (x1, x2) is counter-clockwise.
-Figure fonts have no CJK glyphs, so figures label "我 爱 北京" by its pinyin (wǒ, ài, Běijīng).
 """
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import time
 
 import numpy as np
 import torch
 
-from ..absolute import SinusoidalEncoding, offset_matrix, sinusoidal_frequencies, sinusoidal_table
-from ..attention import attention
-from ..relative import diagonal_spread  # noqa: F401  (re-exported for notebooks)
+from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
+from ..relative import diagonal_spread
 from ..rope import apply_rope, rope_matrix
+from ._style import tidy, to_numpy
 
-__all__ = [
-    "TOKENS", "PINYIN", "toy_sentence", "sentence_permutations", "permutation_experiment", "diagonal_spread",
-    "relative_score_maps", "render_device_check", "render_permutation", "render_table", "render_sinusoidal_heatmap",
-    "render_wavelengths", "render_pe_dot", "render_unit_circle", "render_score_maps",
-]
+__all__ = ["DTYPES", "render_device_check", "render_table", "render_sinusoidal_heatmap", "render_wavelengths",
+           "render_pe_dot", "render_unit_circle", "relative_score_maps", "render_score_maps"]
 
-TOKENS = ("我", "爱", "北京")
-PINYIN = {"我": "wǒ", "爱": "ài", "北京": "Běijīng"}
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def _label(token: str) -> str:
-    return PINYIN.get(token, token)
-
-
-def _tidy(ax, nbins: int = 4):
-    """Few, small tick labels: text is most of a redraw's cost."""
-    ax.locator_params(nbins=nbins)
-    ax.tick_params(labelsize=7)
 
 
 # --------------------------------------------------------------------------------------- 00: device / dtype check
@@ -96,101 +79,15 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
             "naive_error": float(naive_error.max()), "seconds": seconds}
 
 
-# ------------------------------------------------------------------------------------- 01: permutation symmetry
-
-def toy_sentence(dim: int = 8, *, seed: int = 0, dtype=torch.float64) -> dict:
-    """Seeded toy embeddings for "我 爱 北京" (one row per token) and one head's W_q, W_k, W_v (dim, dim)."""
-    gen = torch.Generator().manual_seed(seed)
-    embeddings = torch.randn(len(TOKENS), dim, generator=gen, dtype=dtype)
-    w_q, w_k, w_v = (torch.randn(dim, dim, generator=gen, dtype=dtype) / math.sqrt(dim) for _ in range(3))
-    return {"tokens": TOKENS, "embeddings": embeddings, "w_q": w_q, "w_k": w_k, "w_v": w_v}
-
-
-def sentence_permutations(tokens=TOKENS) -> dict:
-    """label -> permutation tuple, for every ordering of the tokens ("爱 北京 我" -> (1, 2, 0))."""
-    return {" ".join(tokens[j] for j in perm): perm for perm in itertools.permutations(range(len(tokens)))}
-
-
-def _one_head(x, setup, *, encoding: str, causal: bool):
-    if encoding == "sinusoidal":
-        x = SinusoidalEncoding(x.shape[-1])(x)  # adds PE(0), PE(1), ... by position, not by token
-    elif encoding != "none":
-        raise ValueError(f"encoding must be 'none' or 'sinusoidal', got {encoding!r}")
-    q, k, v = x @ setup["w_q"], x @ setup["w_k"], x @ setup["w_v"]
-    return attention(q, k, v, causal=causal, return_weights=True)
-
-
-def permutation_experiment(perm, *, encoding: str = "none", causal: bool = False, setup: dict | None = None) -> dict:
-    """Run one attention head on the sentence and on its permutation x[perm].
-
-    Returns the outputs and weights of both, `equivariance_error` = max |out_perm - out[perm]| (zero when
-    the outputs permute with the inputs) and `pooled_error` = max |mean(out_perm) - mean(out)| (zero when
-    the mean-pooled readout is invariant)."""
-    setup = setup or toy_sentence()
-    perm = tuple(int(p) for p in perm)
-    if sorted(perm) != list(range(len(setup["tokens"]))):
-        raise ValueError(f"perm must be a permutation of 0..{len(setup['tokens']) - 1}, got {perm}")
-    x = setup["embeddings"]
-    index = torch.tensor(perm)
-    out, weights = _one_head(x, setup, encoding=encoding, causal=causal)
-    out_perm, weights_perm = _one_head(x[index], setup, encoding=encoding, causal=causal)
-    return {
-        "tokens": setup["tokens"], "tokens_perm": tuple(setup["tokens"][j] for j in perm), "perm": perm,
-        "out": out, "out_perm": out_perm, "weights": weights, "weights_perm": weights_perm,
-        "equivariance_error": float((out_perm - out[index]).abs().max()),
-        "weights_error": float((weights_perm - weights[index][:, index]).abs().max()),
-        "pooled_error": float((out_perm.mean(0) - out.mean(0)).abs().max()),
-        "token_errors": (out_perm - out[index]).norm(dim=-1),  # per position of the permuted sentence
-    }
-
-
-def _attention_map(ax, weights, tokens, title):
-    labels = [_label(t) for t in tokens]
-    ax.imshow(weights.double().numpy(), cmap="Blues", vmin=0, vmax=1)
-    ax.set_xticks(range(len(labels)), labels, fontsize=8)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    ax.set_xlabel("key", fontsize=8)
-    ax.set_ylabel("query", fontsize=8)
-    ax.set_title(title, fontsize=9)
-    for (i, j), w in np.ndenumerate(weights.double().numpy()):
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="white" if w > 0.6 else "black")
-
-
-def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: bool = False, setup: dict | None = None):
-    """Three panels: attention weights for the original sentence, for the permuted one, and how far each
-    word's output moved (|out_perm - out[perm]|, zero = equivariant) next to the pooled readout's change."""
-    result = permutation_experiment(perm, encoding=encoding, causal=causal, setup=setup)
-    ax_a, ax_b, ax_c = axes
-    _attention_map(ax_a, result["weights"], result["tokens"], "original order")
-    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], "permuted order")
-    moved = result["token_errors"].double().numpy()
-    labels = [_label(t) for t in result["tokens_perm"]] + ["mean\npool"]
-    values = list(moved) + [result["pooled_error"]]
-    colors = ["tab:blue"] * len(moved) + ["tab:orange"]
-    ax_c.bar(range(len(values)), values, color=colors)
-    ax_c.set_xticks(range(len(values)), labels, fontsize=8)
-    ax_c.set_ylim(0, max(0.5, 1.15 * max(values)))
-    for j, value in enumerate(values):
-        ax_c.text(j, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom", fontsize=7)
-    ax_c.set_ylabel("change of the word's output", fontsize=8)
-    _tidy(ax_c)
-    ax_c.figure.subplots_adjust(bottom=0.17, wspace=0.45)
-    equivariant = result["equivariance_error"] < 1e-9
-    invariant = result["pooled_error"] < 1e-9
-    ax_c.set_title(f"equivariant: {'yes' if equivariant else 'NO'}, pooled invariant: {'yes' if invariant else 'NO'}",
-                   fontsize=9)
-    return result
-
-
-# ------------------------------------------------------------------------------------------ 02: sinusoidal table
+# ------------------------------------------------------------------------------------------ 02: the table
 
 def render_table(ax, table, *, title: str = "", position: int | None = None):
     """A (positions, dims) table as a heatmap, blue -1 ... red +1; a line marks `position` if given."""
-    data = table.double().cpu().numpy() if isinstance(table, torch.Tensor) else np.asarray(table, dtype=float)
+    data = to_numpy(table)
     ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     ax.set_xlabel("dimension", fontsize=8)
     ax.set_ylabel("position", fontsize=8)
-    _tidy(ax)
+    tidy(ax)
     if position is not None:
         ax.axhline(position, color="black", lw=0.8)
     ax.set_title(title, fontsize=9)
@@ -217,7 +114,7 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     ax_vec.plot(cos_dims, vector[cos_dims], marker, ms=3, label="cos columns")
     ax_vec.set_ylim(-1.1, 1.1)
     ax_vec.set_xlabel("dimension", fontsize=8)
-    _tidy(ax_vec)
+    tidy(ax_vec)
     ax_vec.set_title(f"PE(position={position})", fontsize=9)
     ax_vec.legend(fontsize=7, loc="lower right")
     ax_vec.figure.subplots_adjust(bottom=0.16, wspace=0.25)
@@ -258,7 +155,7 @@ def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int =
     ax.set_xlim(-0.5, length - 0.5)
     ax.set_xlabel("q", fontsize=8)
     ax.set_ylabel("dot product", fontsize=8)
-    _tidy(ax, 6)
+    tidy(ax, 6)
     ax.set_title(f"PE({position})·PE(q): depends on |q - {position}| only (max d/2 = {d_model // 2})", fontsize=9)
     ax.legend(fontsize=7, loc="lower left")
     ax.figure.subplots_adjust(bottom=0.16)

@@ -1,2 +1,0 @@
-class ExerciseError(AssertionError):
-    """An answer that is not right yet; the message says what to fix."""

@@ -1,0 +1,235 @@
+"""Exercises on RoPE: the rotation of one pair (notebook 03), rotate_half, half-split RoPE and the
+conversion of a checkpoint between layouts (06), and the complex-number form (09).
+
+Each check_<name>(answer) calls the learner's function on a few inputs, prints one line starting
+with "✓" when it is right, and otherwise raises ExerciseError saying WHAT is wrong (the
+clockwise rotation, the other layout, the inverse permutation, e^{-i m theta} ...).
+`attempt(check, answer)` runs a check from a notebook cell without stopping the notebook.
+SOLUTIONS[name] is a reference solution for check_<name>; CHECKS[name] is the checker.
+
+Conventions (as in posenc_lib.rope): RoPE turns a pair (x1, x2) counter-clockwise,
+y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin, by m * theta_i at position m, theta_i = base ** (-2i/d);
+layout "half" pairs dims (i, i + d/2), "interleaved" pairs (2i, 2i+1).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..absolute import layout_permutation
+from ..rope import apply_rope, rope_complex, rotate_every_two, rotate_half
+from ..scaling import rope_inv_freq
+from ._common import ExerciseError, as_tensor, attempt, call, ok, same, tensor
+
+__all__ = [
+    "attempt", "check_rope_pair", "check_rotate_half", "check_rope_half", "check_unpermute_qk_rows",
+    "check_rope_complex",
+]
+
+
+# ------------------------------------------------------------------------------------ 03: one pair
+
+def check_rope_pair(rope_pair) -> None:
+    """rope_pair(x1, x2, angle) -> (y1, y2): RoPE's counter-clockwise rotation of the pair (x1, x2) by `angle`."""
+    gen = torch.Generator().manual_seed(5)
+    x1, x2 = torch.randn(6, generator=gen, dtype=torch.float64), torch.randn(6, generator=gen, dtype=torch.float64)
+    angle = torch.rand(6, generator=gen, dtype=torch.float64) * 4 - 2
+    result = rope_pair(x1.clone(), x2.clone(), angle.clone())
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ExerciseError("rope_pair should return the pair (y1, y2)")
+    y1, y2 = (tensor(r, "y").double() for r in result)
+    c, s = angle.cos(), angle.sin()
+    right = (x1 * c - x2 * s, x1 * s + x2 * c)
+    if same(y1, right[0], 1e-6) and same(y2, right[1], 1e-6):
+        ok("(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): counter-clockwise, as RoPE (R_m q).(R_n k) needs")
+        return
+    if same(y1, x1 * c + x2 * s, 1e-6) and same(y2, -x1 * s + x2 * c, 1e-6):
+        raise ExerciseError("you rotated clockwise, [[cos, sin], [-sin, cos]]: that is the offset map M_k's "
+                            "orientation on (sin, cos) pairs. RoPE rotates (x1, x2) by [[cos, -sin], [sin, cos]]; "
+                            "mixing the two flips the sign of the relative angle (m - n becomes n - m)")
+    if same(y1, right[1], 1e-6) and same(y2, right[0], 1e-6):
+        raise ExerciseError("you returned (y2, y1): the first output is x1 cos - x2 sin")
+    raise ExerciseError("(y1, y2) should be (x1 cos(angle) - x2 sin(angle), x1 sin(angle) + x2 cos(angle))")
+
+
+# ------------------------------------------------------------------ 06: rotate_half, RoPE, layouts
+
+def check_rotate_half(fn) -> None:
+    """fn(x (..., d)) -> [-x2, x1] where x1, x2 are the first and second half of the last dim."""
+    x = torch.arange(1.0, 9.0).reshape(1, 8)
+    before = x.clone()
+    got = as_tensor(call(fn, x, what="your rotate_half"), "your rotate_half")
+    if not torch.equal(x, before):
+        raise ExerciseError("your rotate_half changed x in place: return a new tensor")
+    want = rotate_half(x)
+    if got.shape != want.shape:
+        raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}")
+    if torch.equal(got, want):
+        other = torch.arange(1.0, 13.0).reshape(2, 6)  # another size and a batch: no hard-coded half of 4
+        got_other = as_tensor(call(fn, other, what="your rotate_half"), "your rotate_half")
+        if got_other.shape != other.shape or not torch.equal(got_other, rotate_half(other)):
+            raise ExerciseError("right for d = 8, wrong for a (2, 6) input: split at d // 2 = x.shape[-1] // 2 of the "
+                                "LAST dim, whatever its size and however many leading dims x has")
+        ok(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.")
+        return
+    if torch.equal(got, rotate_every_two(x)):
+        raise ExerciseError("you paired interleaved dims (2i, 2i+1) but the reference is half-split: pair i is "
+                            "(x[i], x[i + d/2]), so move whole halves")
+    if torch.equal(got, -want):
+        raise ExerciseError("you turned by -90 degrees ([x2, -x1]): the counter-clockwise turn of (x1, x2) is "
+                            "(-x2, x1), the minus goes on the second half, which moves to the front")
+    if torch.equal(got, torch.cat((x[..., 4:], x[..., :4]), -1)):
+        raise ExerciseError("you swapped the halves but forgot the minus sign: [x1, x2] -> [-x2, x1]")
+    raise ExerciseError(f"rotate_half([1..8]) should be {want[0].tolist()}, got {got.reshape(-1).tolist()}")
+
+
+def check_rope_half(fn) -> None:
+    """fn(x (T, d), positions (T,) int64, base) -> RoPE of x in the half-split layout (x * cos + rotate_half(x) * sin)."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(6, 8, generator=gen, dtype=torch.float64)
+    positions = torch.tensor([0, 1, 2, 5, 17, 100])
+    base = 100.0
+    before = x.clone()
+    got = as_tensor(call(fn, x, positions, base, what="your RoPE"), "your RoPE")
+    if not torch.equal(x, before):
+        raise ExerciseError("your RoPE changed x in place: return a new tensor")
+    want = apply_rope(x, positions, base=base, layout="half")
+    if got.shape != want.shape:
+        raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}")
+    if same(got, want, atol=1e-5):
+        ok("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).")
+        return
+    if not same(got[0], x[0], atol=1e-5):
+        raise ExerciseError("position 0 must not move (angle 0: cos 1, sin 0); yours changes it")
+    if same(got, apply_rope(x, positions, base=base, layout="interleaved"), atol=1e-5):
+        raise ExerciseError("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
+                            "must be torch.cat((c, c)), and rotate_half moves whole halves")
+    if same(got, apply_rope(x, -positions, base=base, layout="half"), atol=1e-5):
+        raise ExerciseError("your rotation turns clockwise (by -m theta): the relative angle's sign flips. "
+                            "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]")
+    dim = x.shape[-1]
+    wrong_exponent = 1.0 / base ** (torch.arange(dim // 2, dtype=torch.float64) / dim)
+    if same(got, apply_rope(x, positions, inv_freq=wrong_exponent, layout="half"), atol=1e-5):
+        raise ExerciseError("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
+                            "(torch.arange(0, d, 2) / d), you used i/d")
+    ang = positions.double()[:, None] * (1.0 / base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    mixed = x * ang.cos().repeat_interleave(2, -1) + _solution_rotate_half(x) * ang.sin().repeat_interleave(2, -1)
+    if same(got, mixed, atol=1e-5):
+        raise ExerciseError("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
+                            "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)")
+    raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
+
+
+def check_unpermute_qk_rows(fn) -> None:
+    """fn(weight (num_heads*head_dim, d_model), num_heads) -> the rows of a HALF-SPLIT checkpoint's W_q or W_k
+    reordered, within each head, back to the interleaved pair order, so that interleaved RoPE (Meta-style code)
+    on the new weights gives the scores half-split RoPE gives on the old ones."""
+    num_heads, head_dim, d_model = 2, 8, 6
+    gen = torch.Generator().manual_seed(8)
+    weight = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
+    before = weight.clone()
+    got = as_tensor(call(fn, weight, num_heads, what="your function"), "your function")
+    if not torch.equal(weight, before):
+        raise ExerciseError("your function changed the weight in place: return a new tensor")
+    want = _solution_unpermute_qk_rows(weight, num_heads)
+    if got.shape != weight.shape:
+        if got.shape == weight.T.shape:
+            raise ExerciseError("the result is transposed: keep nn.Linear's (out_features, in_features) layout")
+        raise ExerciseError(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}")
+    if same(got, want, atol=0):
+        ok("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.")
+        return
+    perm = layout_permutation(head_dim)
+    if same(got, weight.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(weight), atol=0):
+        raise ExerciseError("that is the interleaved -> half-split direction (perm itself); going back needs the "
+                            "inverse permutation, torch.argsort(perm): new row perm[j] = old row j")
+    if same(got, weight[:, torch.argsort(layout_permutation(d_model))], atol=0):
+        raise ExerciseError("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute rows")
+    if same(got, weight[torch.argsort(layout_permutation(num_heads * head_dim))], atol=0):
+        raise ExerciseError("you permuted all rows at once, mixing the heads; permute within each head's block of "
+                            "head_dim rows (reshape to (num_heads, head_dim, d_model) first)")
+    raise ExerciseError("wrong row order: within each head, new row perm[j] = old row j, "
+                        "perm = layout_permutation(head_dim)")
+
+
+# ---------------------------------------------------------------------------- 09: the complex form
+
+def check_rope_complex(rope_by_complex) -> None:
+    """rope_by_complex(x, m, base=10000.0) -> x (..., d) rotated for position m via pairs (x[2i], x[2i+1]) as
+    complex numbers times e^{i m theta_i} (the derivation's form; compare posenc_lib.rope_complex)."""
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(3, 8, generator=gen, dtype=torch.float64)
+    for m in (0, 3, 17):
+        before = x.clone()
+        got = tensor(rope_by_complex(x, m, base=10000.0), f"rope_by_complex(x, {m})").double()
+        if not torch.equal(x, before):
+            raise ExerciseError("your function modified x in place; return a new tensor")
+        right = rope_complex(x[:, None, :], torch.tensor([m]), base=10000.0)[:, 0]  # each row at position m
+        if same(got, right, 1e-5):  # float32 angles (Meta's Llama code) are right too
+            continue
+        if tuple(got.shape) != tuple(x.shape):
+            raise ExerciseError(f"the result should have x's shape {tuple(x.shape)}, got {tuple(got.shape)}")
+        theta, _ = rope_inv_freq(x.shape[-1])
+        z_half = torch.complex(x[..., :4], x[..., 4:]) * torch.polar(torch.ones(4, dtype=torch.float64), m * theta)
+        half = torch.cat((z_half.real, z_half.imag), -1)
+        z = torch.view_as_complex(x.reshape(3, 4, 2).contiguous())
+        clockwise = torch.view_as_real(z * torch.polar(torch.ones(4, dtype=torch.float64), -m * theta)).flatten(-2)
+        wrong_exp = torch.view_as_real(z * torch.polar(torch.ones(4, dtype=torch.float64),
+                                                       m * 10000.0 ** (-torch.arange(4, dtype=torch.float64) / 8))).flatten(-2)
+        if same(got, half, 1e-5):
+            raise ExerciseError("you paired dim i with dim i + d/2 (the half-split layout of rotate_half): the derivation "
+                                "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
+                                "permutation of dims and must not be mixed")
+        if same(got, clockwise, 1e-5):
+            raise ExerciseError("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}; with the "
+                                "sign flipped the relative angle is reversed: a key k positions back scores as if it were k ahead")
+        if same(got, wrong_exp, 1e-5):
+            raise ExerciseError("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)")
+        raise ExerciseError(f"at m={m} the result differs from the reference by up to "
+                            f"{float((got - right).abs().max()):.3g}")
+    ok("pairs as complex numbers times e^{i m theta}: the same rotation as apply_rope(..., layout='interleaved')")
+
+
+# ------------------------------------------------------------------------------------ reference solutions
+
+def _solution_rope_pair(x1, x2, angle):
+    c, s = torch.cos(angle), torch.sin(angle)
+    return x1 * c - x2 * s, x1 * s + x2 * c
+
+
+def _solution_rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _solution_rope_half(x, positions, base=10000.0):
+    dim = x.shape[-1]
+    inv_freq = 1.0 / base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = positions.double()[:, None] * inv_freq[None, :]  # angles in float64
+    cos, sin = torch.cat((angles.cos(), angles.cos()), -1), torch.cat((angles.sin(), angles.sin()), -1)
+    return (x.double() * cos + _solution_rotate_half(x.double()) * sin).to(x.dtype)
+
+
+def _solution_unpermute_qk_rows(weight, num_heads):
+    out_features, in_features = weight.shape
+    head_dim = out_features // num_heads
+    inverse = torch.argsort(layout_permutation(head_dim))  # half-split dim j came from interleaved dim perm[j]
+    return weight.reshape(num_heads, head_dim, in_features)[:, inverse].reshape(out_features, in_features)
+
+
+def _solution_rope_complex(x, m, base=10000.0):
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    rotated = z * torch.polar(torch.ones_like(theta), m * theta)
+    return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
+
+
+SOLUTIONS: dict = {  # exercise name -> a reference solution (kept out of the notebooks' visible cells)
+    "rope_pair": _solution_rope_pair,
+    "rotate_half": _solution_rotate_half,
+    "rope_half": _solution_rope_half,
+    "unpermute_qk_rows": _solution_unpermute_qk_rows,
+    "rope_complex": _solution_rope_complex,
+}
+
+CHECKS: dict = {name: globals()[f"check_{name}"] for name in SOLUTIONS}  # exercise name -> its checker

@@ -1,0 +1,68 @@
+"""Checkers of notebook 04 (posenc_lib.exercises.learned): typical wrong answers get the message that
+names the mistake."""
+import torch
+from torch.nn import functional as F
+
+from posenc_lib.exercises import learned as ex
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _normalised_in_place(table):
+    table /= table.norm(dim=-1, keepdim=True)
+    return table @ table.T
+
+
+def _targets(tokens, lag, *, shift, fill=-100):
+    """tokens `shift` places back (shift < 0: ahead), `fill` where there is none."""
+    targets = torch.full_like(tokens, fill)
+    if shift > 0:
+        targets[:, shift:] = tokens[:, :-shift]
+    else:
+        targets[:, :shift] = tokens[:, -shift:]
+    return targets
+
+
+def _lookup_checking(*, upper, negative=True, message="past max_len={max_len}", error=ValueError):
+    """table[positions] after a range check: positions > upper(max_len) (and < 0 if `negative`) are refused."""
+    def lookup(table, positions):
+        max_len = table.shape[0]
+        if int(positions.max()) > upper(max_len) or (negative and int(positions.min()) < 0):
+            raise error(message.format(max_len=max_len))
+        return table[positions]
+    return lookup
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("dot products", ex.check_cosine_similarity, lambda P: P @ P.T, ["raw dot products"]),
+    ("columns", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0) @ F.normalize(P, dim=0).T,
+     ["normalised each column"]),
+    ("dims compared", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0).T @ F.normalize(P, dim=0),
+     ["(dim, dim)", "rows"]),
+    ("in place", ex.check_cosine_similarity, _normalised_in_place, ["in place"]),
+    ("halved", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=-1) @ F.normalize(P, dim=-1).T * 0.5,
+     ["diagonal must be all 1"]),
+    ("future", ex.check_lag_targets, lambda tokens, lag: _targets(tokens, lag, shift=-lag), ["AHEAD"]),
+    ("roll", ex.check_lag_targets, lambda tokens, lag: torch.roll(tokens, lag, dims=1), ["wrapped around", "-100"]),
+    ("zeros first", ex.check_lag_targets, lambda tokens, lag: _targets(tokens, lag, shift=lag, fill=0), ["-100"]),
+    ("off by one", ex.check_lag_targets, lambda tokens, lag: _targets(tokens, lag, shift=lag + 1), ["off by one"]),
+    ("float targets", ex.check_lag_targets, lambda tokens, lag: S["lag_targets"](tokens, lag).float(), ["int64"]),
+    ("no check", ex.check_safe_lookup, lambda table, positions: table[positions], ["bare IndexError", "max_len"]),
+    ("> not >=", ex.check_safe_lookup, _lookup_checking(upper=lambda n: n), ["position 8 == max_len"]),
+    ("no negative check", ex.check_safe_lookup, _lookup_checking(upper=lambda n: n - 1, negative=False),
+     ["-1 silently reads the LAST row"]),
+    ("vague message", ex.check_safe_lookup, _lookup_checking(upper=lambda n: n - 1, message="bad positions"),
+     ["should name max_len"]),
+    ("IndexError", ex.check_safe_lookup, _lookup_checking(upper=lambda n: n - 1, error=IndexError,
+                                                          message="positions must be < max_len={max_len}"),
+     ["your check is right", "ValueError"]),
+    ("clamped", ex.check_safe_lookup, lambda table, positions: table[positions.clamp(0, table.shape[0] - 1)],
+     ["no error"]),
+]
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

@@ -1,0 +1,54 @@
+"""Checkers of notebook 01 (posenc_lib.exercises.permutation): typical wrong answers get the message
+that names the mistake, and right answers written another valid way pass."""
+import pytest
+import torch
+
+from posenc_lib.exercises import permutation as ex
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _inverse(w, perm):
+    inv = torch.argsort(torch.as_tensor(perm))
+    return w[inv][:, inv]
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("P transposed", ex.check_permutation_matrix, lambda perm: S["permutation_matrix"](perm).T, ["transpose"]),
+    ("P all ones", ex.check_permutation_matrix, lambda perm: torch.ones(len(perm), len(perm)),
+     ["not a permutation matrix"]),
+    ("P wrong size", ex.check_permutation_matrix, lambda perm: torch.eye(len(perm) + 1), ["should be"]),
+    ("rows only", ex.check_permuted_weights, lambda w, perm: w[torch.as_tensor(perm)],
+     ["rows (queries) but not the columns"]),
+    ("columns only", ex.check_permuted_weights, lambda w, perm: w[:, torch.as_tensor(perm)],
+     ["columns (keys) but not the rows"]),
+    ("inverse perm", ex.check_permuted_weights, _inverse, ["inverse permutation"]),
+    ("weights transposed", ex.check_permuted_weights, lambda w, perm: S["permuted_weights"](w, perm).T, ["transposed"]),
+    ("weights unchanged", ex.check_permuted_weights, lambda w, perm: w, ["not the weights"]),
+    ("first token", ex.check_invariant_readout, lambda out: out[0], ["position 0"]),
+    ("last token", ex.check_invariant_readout, lambda out: out[-1], ["last token"]),
+    ("flatten", ex.check_invariant_readout, lambda out: out.flatten(), ["flatten"]),
+    ("position-weighted sum", ex.check_invariant_readout,
+     lambda out: (out * torch.arange(1, out.shape[0] + 1, dtype=out.dtype)[:, None]).sum(0),
+     ["not permutation-invariant"]),
+    ("constant", ex.check_invariant_readout, lambda out: torch.zeros(out.shape[-1]), ["ignores the content"]),
+]
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+@pytest.mark.parametrize("check, answer", [
+    (ex.check_permutation_matrix, lambda perm: torch.eye(len(perm))[perm]),  # perm is a tensor, as in 01
+    (ex.check_permuted_weights, lambda w, perm: w[perm][:, perm]),
+    (ex.check_invariant_readout, lambda out: out.sum(0)),
+    (ex.check_invariant_readout, lambda out: out.max(0).values),
+    (ex.check_invariant_readout, lambda out: out.sort(0).values.flatten()),  # invariant, the input's size
+], ids=["eye rows", "index twice", "sum", "max", "sorted"])
+def test_other_right_answers_pass(check, answer, capsys):
+    check(answer)
+    assert capsys.readouterr().out.startswith("✓ ")

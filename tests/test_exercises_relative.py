@@ -1,0 +1,67 @@
+"""Checkers of notebook 05 (posenc_lib.exercises.relative): typical wrong answers get the message that
+names the mistake."""
+import math
+
+import torch
+
+from posenc_lib import alibi_slopes
+from posenc_lib.exercises import relative as ex
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _t5_unclamped(r, bidirectional, num_buckets, max_distance):
+    n = num_buckets // 2 if bidirectional else num_buckets
+    bucket = (r > 0).long() * n if bidirectional else torch.zeros_like(r)
+    d = r.abs() if bidirectional else (-r).clamp(min=0)
+    exact = n // 2
+    large = exact + (torch.log(d.float() / exact) / math.log(max_distance / exact) * (n - exact)).long()
+    return bucket + torch.where(d < exact, d, large)
+
+
+def _t5_causal_abs(r, bidirectional, num_buckets, max_distance):
+    if bidirectional:
+        return S["t5_bucket"](r, True, num_buckets, max_distance)
+    return S["t5_bucket"](-r.abs(), False, num_buckets, max_distance)  # future keys treated like the past
+
+
+def _largest_power_of_two(n):
+    return 2 ** math.floor(math.log2(n))
+
+
+def _alibi_first_of_double(n):
+    p = _largest_power_of_two(n)
+    return alibi_slopes(n if p == n else 2 * p, dtype=torch.float64)[:n]
+
+
+def _alibi_even_extra(n):
+    p = _largest_power_of_two(n)
+    base = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]
+    return base + [2.0 ** (-8.0 * h / (2 * p)) for h in range(2, 4 * p, 2)][: n - p]
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("query - key", ex.check_relative_positions, lambda n: -S["relative_positions"](n), ["wrong sign", "key - query"]),
+    ("|j - i|", ex.check_relative_positions, lambda n: S["relative_positions"](n).abs(), ["|j - i|"]),
+    ("float", ex.check_relative_positions, lambda n: S["relative_positions"](n).float(), ["integer tensor"]),
+    ("t5 sign", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](-r, b, n, m), ["wrong sign", "key - query"]),
+    ("t5 unclamped", ex.check_t5_bucket, _t5_unclamped, ["Clamp"]),
+    ("t5 causal |r|", ex.check_t5_bucket, _t5_causal_abs, ["future key", "bucket 0"]),
+    ("t5 buckets per side", ex.check_t5_bucket,
+     lambda r, b, n, m: S["t5_bucket"](r, b, 2 * n if b else n, m), ["num_buckets // 2"]),
+    ("alibi power-of-two formula", ex.check_alibi_slopes, lambda n: [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)],
+     ["power-of-two formula", "n = 6"]),
+    ("alibi first of double", ex.check_alibi_slopes, _alibi_first_of_double,
+     ["first 6 slopes of 8 heads", "2^-1, 2^-3"]),
+    ("alibi even extra", ex.check_alibi_slopes, _alibi_even_extra, ["share a slope", "ODD h"]),
+    ("alibi reversed", ex.check_alibi_slopes, lambda n: S["alibi_slopes"](n).flip(0), ["reversed"]),
+    ("alibi from h = 0", ex.check_alibi_slopes, lambda n: [2.0 ** (-8.0 * h / n) for h in range(n)], ["off by one"]),
+    ("alibi one short", ex.check_alibi_slopes, lambda n: S["alibi_slopes"](n)[:-1], ["need"]),
+]
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

@@ -1,0 +1,139 @@
+"""Checkers on RoPE (posenc_lib.exercises.rope; notebooks 03, 06 and 09): typical wrong answers get the
+message that names the mistake, and right answers in another valid form (float32, Meta's complex64)
+pass."""
+import torch
+
+from posenc_lib import apply_rope, layout_permutation
+from posenc_lib.exercises import rope as ex
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _theta(d, base=10000.0):
+    return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+def _in_place_rotate_half(x):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h].clone(), x[..., h:].clone()
+    x[..., :h], x[..., h:] = -x2, x1
+    return x
+
+
+def _rope_wrong_exponent(x, positions, base):
+    d = x.shape[-1]
+    return apply_rope(x, positions, inv_freq=1.0 / base ** (torch.arange(d // 2, dtype=torch.float64) / d))
+
+
+def _rope_repeat_interleaved_tables(x, positions, base):
+    ang = positions.double()[:, None] * _theta(x.shape[-1], base)
+    return x * ang.cos().repeat_interleave(2, -1) + S["rotate_half"](x) * ang.sin().repeat_interleave(2, -1)
+
+
+def _rows_per_head(w, h, index):
+    return w.reshape(h, -1, w.shape[1])[:, index].reshape_as(w)
+
+
+def _complex_half_split(x, m, base=10000.0):
+    d = x.shape[-1]
+    z = torch.complex(x[..., : d // 2], x[..., d // 2:]) * torch.polar(torch.ones(d // 2, dtype=x.dtype),
+                                                                        m * _theta(d, base))
+    return torch.cat((z.real, z.imag), -1)
+
+
+def _complex_in_place(x, m, base=10000.0):
+    out = S["rope_complex"](x, m, base)
+    x.zero_()
+    return out
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("pair clockwise", ex.check_rope_pair,
+     lambda x1, x2, a: (x1 * a.cos() + x2 * a.sin(), -x1 * a.sin() + x2 * a.cos()), ["clockwise"]),
+    ("pair swapped", ex.check_rope_pair,
+     lambda x1, x2, a: (x1 * a.sin() + x2 * a.cos(), x1 * a.cos() - x2 * a.sin()), ["(y2, y1)"]),
+    ("pair unrotated", ex.check_rope_pair, lambda x1, x2, a: (x1, x2), ["should be"]),
+    ("pair one value", ex.check_rope_pair, lambda x1, x2, a: x1, ["pair"]),
+    ("rotate_half interleaved", ex.check_rotate_half,
+     lambda x: torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2), ["interleaved", "half-split"]),
+    ("rotate_half -90", ex.check_rotate_half, lambda x: -S["rotate_half"](x), ["-90 degrees"]),
+    ("rotate_half no minus", ex.check_rotate_half, lambda x: torch.cat((x[..., 4:], x[..., :4]), -1),
+     ["forgot the minus"]),
+    ("rotate_half in place", ex.check_rotate_half, _in_place_rotate_half, ["in place"]),
+    ("rotate_half hard-coded 4", ex.check_rotate_half, lambda x: torch.cat((-x[..., 4:], x[..., :4]), -1),
+     ["wrong for a (2, 6) input"]),
+    ("rotate_half crash", ex.check_rotate_half, lambda x: x.nonexistent(), ["AttributeError"]),
+    ("rope interleaved", ex.check_rope_half, lambda x, p, b: apply_rope(x, p, base=b, layout="interleaved"),
+     ["interleaved", "half-split"]),
+    ("rope clockwise", ex.check_rope_half, lambda x, p, b: apply_rope(x, -p, base=b), ["clockwise"]),
+    ("rope exponent", ex.check_rope_half, _rope_wrong_exponent, ["base^(-2i/d)"]),
+    ("rope tables interleaved", ex.check_rope_half, _rope_repeat_interleaved_tables, ["repeat_interleave"]),
+    ("rope position + 1", ex.check_rope_half, lambda x, p, b: apply_rope(x, p + 1, base=b),
+     ["position 0 must not move"]),
+    ("rows: forward perm", ex.check_unpermute_qk_rows,
+     lambda w, h: _rows_per_head(w, h, layout_permutation(w.shape[0] // h)), ["inverse permutation"]),
+    ("columns", ex.check_unpermute_qk_rows, lambda w, h: w[:, torch.argsort(layout_permutation(w.shape[1]))],
+     ["columns"]),
+    ("heads mixed", ex.check_unpermute_qk_rows, lambda w, h: w[torch.argsort(layout_permutation(w.shape[0]))],
+     ["all rows at once"]),
+    ("weight transposed", ex.check_unpermute_qk_rows, lambda w, h: S["unpermute_qk_rows"](w, h).T, ["transposed"]),
+    ("complex half-split", ex.check_rope_complex, _complex_half_split, ["half-split"]),
+    ("complex clockwise", ex.check_rope_complex, lambda x, m, base=10000.0: S["rope_complex"](x, -m, base),
+     ["e^{-i m theta}"]),
+    ("complex unrotated", ex.check_rope_complex, lambda x, m, base=10000.0: x.clone(), ["differs"]),
+    ("complex in place", ex.check_rope_complex, _complex_in_place, ["in place"]),
+]
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+def test_rope_pair_solution_is_the_librarys_rotation():
+    x = torch.randn(1, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = apply_rope(x, torch.tensor([3]), layout="interleaved")  # pair 0 turns by 3 * theta_0 = 3 rad
+    y1, y2 = S["rope_pair"](x[0, 0], x[0, 1], torch.tensor(3.0, dtype=torch.float64))
+    torch.testing.assert_close(torch.stack((y1, y2)), y[0])
+
+
+def test_meta_style_float32_complex_rope_passes(capsys):
+    def rope_float32(x, m, base=10000.0):  # Meta's Llama: float32 frequencies and complex64
+        d = x.shape[-1]
+        theta = base ** (-torch.arange(0, d, 2) / d)
+        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+        return torch.view_as_real(z * torch.polar(torch.ones_like(theta), m * theta)).flatten(-2)
+
+    ex.check_rope_complex(rope_float32)
+    assert capsys.readouterr().out.startswith("✓ ")
+
+
+def test_layout_conversion_both_ways_preserves_scores():
+    """Interleaved -> half-split with perm (Hugging Face's converter formula as the independent reference), and
+    back with the exercise's solution: the attention scores stay the same; without conversion they do not."""
+    num_heads, head_dim, d_model, T = 2, 8, 16, 5
+    gen = torch.Generator().manual_seed(0)
+    w_q = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
+    w_k = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
+    x = torch.randn(T, d_model, generator=gen, dtype=torch.float64)
+
+    def hf_permute(w):  # transformers' convert_llama_weights_to_hf.permute, written out
+        return w.view(num_heads, head_dim // 2, 2, d_model).transpose(1, 2).reshape(num_heads * head_dim, d_model)
+
+    def to_half(w):
+        return _rows_per_head(w, num_heads, layout_permutation(head_dim))
+
+    torch.testing.assert_close(to_half(w_q), hf_permute(w_q), rtol=0, atol=0)
+    torch.testing.assert_close(S["unpermute_qk_rows"](to_half(w_q), num_heads), w_q, rtol=0, atol=0)
+
+    def scores(wq, wk, layout):
+        q = (x @ wq.T).view(T, num_heads, head_dim).transpose(0, 1)
+        k = (x @ wk.T).view(T, num_heads, head_dim).transpose(0, 1)
+        q, k = apply_rope(q, layout=layout), apply_rope(k, layout=layout)
+        return q @ k.transpose(-2, -1)
+
+    reference = scores(w_q, w_k, "interleaved")
+    torch.testing.assert_close(scores(to_half(w_q), to_half(w_k), "half"), reference, rtol=0, atol=1e-12)
+    assert (scores(w_q, w_k, "half") - reference).abs().max() > 1e-2  # without the permutation: different scores

@@ -1,0 +1,131 @@
+"""Checkers of notebooks 00, 02 and 03 on the sinusoidal encoding (posenc_lib.exercises.sinusoidal):
+typical wrong answers get the message that names the mistake, right answers in another valid form pass."""
+import math
+
+import pytest
+import torch
+
+from posenc_lib import diagonal_spread, layout_permutation, offset_matrix, sinusoidal_table
+from posenc_lib.exercises import sinusoidal as ex
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _omega(d, base):
+    return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+def _naive_table(n, d, base):
+    """The common naive code: fine for even d, a size-mismatch crash for odd d."""
+    pe = torch.zeros(n, d)
+    position = torch.arange(n, dtype=torch.float32)[:, None]
+    div_term = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+def _vague_odd_dim_error(n, d, base):
+    if d % 2:
+        raise ValueError("odd")
+    return S["sinusoidal_table"](n, d, base)
+
+
+def _raw_blocks(w):
+    mask = torch.block_diag(*[torch.ones(2, 2)] * (w.shape[0] // 2)).bool()
+    return torch.where(mask, w, torch.zeros_like(w))
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    # 00: positions and wavelengths
+    ("float positions", ex.check_make_positions, lambda n, device: torch.arange(n, device=device, dtype=torch.float32),
+     ["integer dtype"]),
+    ("n + 1 positions", ex.check_make_positions, lambda n, device: torch.arange(n + 1, device=device), ["off by one"]),
+    ("from 1", ex.check_make_positions, lambda n, device: torch.arange(1, n + 1, device=device), ["0, not 1"]),
+    ("ignores device", ex.check_make_positions, lambda n, device: torch.arange(n), ["device"]),
+    ("a list", ex.check_make_positions, lambda n, device: list(range(n)), ["torch.Tensor"]),
+    ("omega", ex.check_wavelength, lambda omega: omega, ["omega itself"]),
+    ("1/omega", ex.check_wavelength, lambda omega: 1 / omega, ["2*pi"]),
+    ("cycles", ex.check_wavelength, lambda omega: omega / (2 * math.pi), ["cycles per position"]),
+    ("2 pi omega", ex.check_wavelength, lambda omega: 2 * math.pi * omega, ["multiplied"]),
+    ("constant wavelength", ex.check_wavelength, lambda omega: 3.0, ["expected"]),
+    # 02: the table (each typical mistake of ex.MISTAKES has its own message)
+    *[(f"table {kind}", ex.check_sinusoidal_table, lambda n, d, base, kind=kind: ex.mistaken_table(kind, n, d, base),
+       [fragment]) for kind, fragment in [
+        ("concat", "concatenated layout"), ("swapped", "swapped"), ("exponent_per_column", "2*floor(j/2)/dim"),
+        ("exponent_i", "2i/dim"), ("multiply", "multiplied"), ("fairseq", "fairseq"), ("fairseq_concat", "fairseq"),
+        ("from_one", "start at 0")]],
+    ("naive odd dim crash", ex.check_sinusoidal_table, _naive_table, ["odd dim=5", "RuntimeError", "ValueError"]),
+    ("odd dim sliced", ex.check_sinusoidal_table, lambda n, d, base: sinusoidal_table(n, d + d % 2, base=base)[:, :d],
+     ["returned a table"]),
+    ("odd dim vague", ex.check_sinusoidal_table, _vague_odd_dim_error, ["does not name the parameter"]),
+    ("table transposed", ex.check_sinusoidal_table, lambda n, d, base: sinusoidal_table(n, d, base=base).T,
+     ["transposed"]),
+    ("table scaled", ex.check_sinusoidal_table, lambda n, d, base: 1.1 * sinusoidal_table(n, d, base=base),
+     ["differs most"]),
+    ("one per dim", ex.check_wavelengths, lambda d, base: S["wavelengths"](2 * d, base), ["one wavelength per"]),
+    ("frequencies", ex.check_wavelengths, lambda d, base: 2 * math.pi / S["wavelengths"](d, base),
+     ["angular frequencies"]),
+    ("no 2 pi", ex.check_wavelengths, lambda d, base: S["wavelengths"](d, base) / (2 * math.pi), ["2*pi"]),
+    ("exponent i/dim", ex.check_wavelengths,
+     lambda d, base: 2 * math.pi * base ** (torch.arange(d // 2, dtype=torch.float64) / d), ["i/dim"]),
+    ("reversed", ex.check_wavelengths, lambda d, base: S["wavelengths"](d, base).flip(0), ["reversed"]),
+    ("sin in the dot", ex.check_pe_dot,
+     lambda k, d, base: float((k * _omega(d, base)).sin().sum() + (k * _omega(d, base)).cos().sum()), ["direction"]),
+    ("mean not sum", ex.check_pe_dot, lambda k, d, base: float((k * _omega(d, base)).cos().mean()), ["mean"]),
+    ("constant dot", ex.check_pe_dot, lambda k, d, base: float(d), ["expected"]),
+    # 03: the offset matrix and the relative part of W
+    ("M_k transposed", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, base).T,
+     ["transpose", "RoPE"]),
+    ("M_k concat", ex.check_offset_matrix, lambda k, d, base: offset_matrix(k, d, base=base, layout="concat"),
+     ["concatenated layout"]),
+    ("angle k", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, 1.0), ["k*omega_i"]),
+    ("M_k exponent", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, math.sqrt(base)),
+     ["wrong exponent"]),
+    ("identity", ex.check_offset_matrix, lambda k, d, base: torch.eye(d), ["misses PE(pos + k)"]),
+    ("M_k size", ex.check_offset_matrix, lambda k, d, base: torch.eye(d + 1), ["should be"]),
+    ("W itself", ex.check_relative_part, lambda w: w, ["outside the 2x2 diagonal blocks"]),
+    ("raw blocks", ex.check_relative_part, _raw_blocks, ["alpha*I + beta*J"]),
+    ("no beta", ex.check_relative_part, lambda w: torch.diag(torch.diagonal(S["relative_part"](w))),
+     ["dropped beta"]),
+    ("beta sign", ex.check_relative_part, lambda w: S["relative_part"](w).T, ["wrong sign"]),
+    ("2 W'", ex.check_relative_part, lambda w: 2 * S["relative_part"](w), ["not the closest"]),
+]
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+def test_wavelengths_as_a_list_pass(capsys):
+    ex.check_wavelengths(lambda d, base: [2 * math.pi * base ** (2 * i / d) for i in range(d // 2)])
+    assert capsys.readouterr().out.startswith("✓ ")
+
+
+def test_mistaken_tables_are_really_wrong_and_concat_is_a_column_permutation():
+    right = sinusoidal_table(20, 8, dtype=torch.float64)
+    for kind in ex.MISTAKES:
+        assert not torch.allclose(ex.mistaken_table(kind, 20, 8), right), kind
+    torch.testing.assert_close(ex.mistaken_table("concat", 20, 8), right[:, layout_permutation(8)])
+    with pytest.raises(ValueError, match="kind"):
+        ex.mistaken_table("nope", 4, 4)
+
+
+def test_relative_part_makes_the_position_term_relative():
+    w = torch.randn(8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    table = sinusoidal_table(50, 8, dtype=torch.float64)
+    assert diagonal_spread(table @ w @ table.T) > 0.1
+    assert diagonal_spread(table @ S["relative_part"](w) @ table.T) < 1e-12
+
+
+def test_a_learners_in_place_edit_does_not_corrupt_the_check(capsys):
+    def spy(w):
+        out = S["relative_part"](w)
+        w.zero_()  # a learner's in-place edit must not corrupt the checker's reference
+        return out
+
+    ex.check_relative_part(spy)
+    assert capsys.readouterr().out.startswith("✓ ")

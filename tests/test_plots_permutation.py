@@ -1,0 +1,78 @@
+"""Notebook 01's figure (posenc_lib.plots.permutation and widgets.permutation): one attention head on a
+sentence and its permutations, checked against torch's own attention; the widget follows its controls."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from posenc_lib.plots import permutation as plots  # noqa: E402
+from posenc_lib.widgets import permutation as widgets  # noqa: E402
+
+ALL_ORDERS = list(plots.sentence_permutations().values())
+
+
+def test_sentence_permutations_label_the_new_order():
+    orders = plots.sentence_permutations()
+    assert len(orders) == 6 and orders["爱 北京 我"] == (1, 2, 0) and orders["我 爱 北京"] == (0, 1, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_one_head_agrees_with_torch_scaled_dot_product_attention(causal):
+    setup = plots.toy_sentence()
+    result = plots.permutation_experiment((0, 1, 2), causal=causal, setup=setup)
+    x = setup["embeddings"]
+    expected = F.scaled_dot_product_attention(x @ setup["w_q"], x @ setup["w_k"], x @ setup["w_v"], is_causal=causal)
+    torch.testing.assert_close(result["out"], expected)
+
+
+@pytest.mark.parametrize("perm", ALL_ORDERS)
+def test_nope_attention_is_equivariant_and_pooling_invariant(perm):
+    result = plots.permutation_experiment(perm)
+    assert result["equivariance_error"] < 1e-12
+    assert result["weights_error"] < 1e-12
+    assert result["pooled_error"] < 1e-12
+
+
+@pytest.mark.parametrize("encoding, causal", [("sinusoidal", False), ("none", True), ("sinusoidal", True)])
+@pytest.mark.parametrize("perm", [p for p in ALL_ORDERS if p != (0, 1, 2)])
+def test_an_encoding_or_a_causal_mask_breaks_the_symmetry(perm, encoding, causal):
+    assert plots.permutation_experiment(perm, encoding=encoding, causal=causal)["equivariance_error"] > 1e-2
+
+
+def test_causal_last_token_sees_a_set():
+    # swapping the first two words leaves the last word's output unchanged: it attends to the same set
+    result = plots.permutation_experiment((1, 0, 2), causal=True)
+    assert float(result["token_errors"][-1]) < 1e-12
+    assert float(result["token_errors"][0]) > 1e-2
+
+
+@pytest.mark.parametrize("kwargs, match", [({"perm": (0, 0, 1)}, "perm"),
+                                           ({"perm": (0, 1, 2), "encoding": "rope"}, "encoding")])
+def test_permutation_experiment_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plots.permutation_experiment(**kwargs)
+
+
+def test_render_permutation_labels_the_permuted_order_in_pinyin():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3)
+    result = plots.render_permutation(axes, (1, 2, 0))
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == [plots.PINYIN[t] for t in result["tokens_perm"]]
+    assert axes[2].get_title().startswith("equivariant: yes")
+    plt.close(fig)
+
+
+def test_permutation_explorer_follows_its_controls():
+    fig = widgets.permutation_explorer()
+    assert fig.last_result["equivariance_error"] < 1e-12 and fig.last_result["tokens_perm"] == ("爱", "北京", "我")
+    fig.controls["causal"].value = True
+    assert fig.last_result["equivariance_error"] > 1e-2
+    fig.controls["causal"].value = False
+    fig.controls["encoding"].value = "sinusoidal"
+    assert fig.last_result["equivariance_error"] > 1e-2
+    fig.controls["perm"].value = (0, 1, 2)
+    assert fig.last_result["equivariance_error"] == 0.0

@@ -1,0 +1,44 @@
+"""Notebook 09's figures (posenc_lib.plots.review): which encodings' scores notice a shift of the whole
+sequence, and the table of every encoding from notebook 07's cached results."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from posenc_lib import experiments as E  # noqa: E402
+from posenc_lib.plots import review as P  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def results():
+    return E.load_results("extrapolation")
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def test_shift_invariance_separates_absolute_from_relative():
+    data = P.shift_invariance(shifts=(0, 3, 50), dim=8, length=10)
+    change = {name: max(values) for name, values in data["change"].items()}
+    assert change["t5"] == change["alibi"] == change["nope"] == 0.0
+    assert change["rope"] < 1e-12
+    assert change["sinusoidal"] > 0.1 and change["learned"] > 0.1
+    assert all(values[0] == 0.0 for values in data["change"].values())  # shift 0 against itself
+    fig, ax = plt.subplots()
+    assert P.render_shift_invariance(ax, data) is data
+    assert any("exactly 0" in t.get_text() for t in ax.texts)
+
+
+def test_encoding_table_markdown_has_a_row_per_encoding(results):
+    rows = E.encoding_summary(results)
+    table = P.encoding_table_markdown(rows).splitlines()
+    assert len(table) == 2 + len(rows)
+    learned = next(line for line in table if line.startswith("| learned"))
+    assert learned.count("n/a") == 3 and "| 4096 |" in learned
+    assert "not in the experiment" in next(line for line in table if line.startswith("| shaw"))
+    rope = next(r for r in rows if r["encoding"] == "rope")
+    assert f"{rope['rise']['8']:+.3f}" in next(line for line in table if line.startswith("| rope"))

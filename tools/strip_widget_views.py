@@ -1,0 +1,39 @@
+"""Drop stored ipywidgets views from executed notebooks, the one thing nbclient cannot leave out.
+
+`make refresh` executes the notebooks with nbconvert, whose ExecutePreprocessor (nbclient) already
+keeps out the saved widget state (`store_widget_state=False`) and the per-cell execution timestamps
+(`record_timing=False`). The kernel still sends every displayed widget as an output of MIME type
+application/vnd.jupyter.widget-view+json, and a stored view whose state is not saved shows "model not
+found" in JupyterLab; without it, the learner sees the static figure above and re-runs the cell to
+get live sliders. This script removes those outputs and writes the notebook back as nbformat does.
+
+Usage: python tools/strip_widget_views.py notebooks/*.ipynb
+"""
+import json
+import sys
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def strip(path: str) -> bool:
+    """Remove the widget-view outputs of the notebook at `path` in place; True when there were any."""
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    changed = False
+    for cell in nb["cells"]:
+        outputs = cell.get("outputs", [])
+        kept = [o for o in outputs if WIDGET_VIEW not in o.get("data", {})]
+        if len(kept) != len(outputs):
+            cell["outputs"] = kept
+            changed = True
+    if changed:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(nb, f, indent=1, ensure_ascii=False)  # nbformat's own layout, so diffs stay small
+            f.write("\n")
+    return changed
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        if strip(p):
+            print(f"stripped widget views from {p}")
