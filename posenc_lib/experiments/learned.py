@@ -6,11 +6,11 @@ target at position t is the token at position t - lag, and the first `lag` posit
 answer is, so the model can only solve it by knowing positions: with a learned table, the rows it
 learns are the model's notion of "where".
 
-`train_position_demo` trains the model (seeded, on one CPU thread so that a run is reproducible
-bit for bit on one machine and very closely across machines) and records the table every `every`
-steps. `make_learned_snapshots()` runs it with `SNAPSHOT_CONFIG` and writes
-data/learned_snapshots.npz (the tables) and data/learned_snapshots.json (config and provenance);
-notebook 04's checkpoint slider loads them with `load_learned_snapshots()`.
+`train_position_demo` trains the model with the experiments' one AdamW loop (`training.fit`; seeded,
+on one CPU thread so that a run is reproducible bit for bit on one machine and very closely across
+machines) and records the table every `every` steps. `make_learned_snapshots()` runs it with
+`SNAPSHOT_CONFIG` and writes data/learned_snapshots.npz (the tables) and data/learned_snapshots.json
+(config and provenance); notebook 04's checkpoint slider loads them with `load_learned_snapshots()`.
 """
 from __future__ import annotations
 
@@ -24,11 +24,14 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from . import _checks
-from .model import TinyLM
+from .. import _checks
+from ..model import TinyLM
+from .results import data_dir, data_file
+from .training import fit, seeded_tinylm
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 SNAPSHOT_STEM = "learned_snapshots"
+MAKE_SNAPSHOTS = ("run posenc_lib.experiments.learned.make_learned_snapshots() "
+                  "(python -m posenc_lib.experiments --learned-snapshots) to make it, about 5 s on a CPU")
 
 # The one configuration the shipped snapshots were made with (notebook 04 trains the same one live).
 SNAPSHOT_CONFIG = dict(encoding="learned", vocab_size=16, seq_len=32, lag=1, d_model=32, num_heads=2, num_layers=1,
@@ -65,6 +68,9 @@ def position_similarity(table: torch.Tensor) -> torch.Tensor:
 
 def similarity_by_distance(similarity: torch.Tensor) -> torch.Tensor:
     """Mean of the k-th diagonal of a (T, T) similarity matrix for k = 0 .. T-1: how alike positions k apart are."""
+    _checks.float_tensor("similarity", similarity)
+    if similarity.dim() != 2 or similarity.shape[0] != similarity.shape[1]:
+        raise ValueError(f"similarity must be a square (T, T) matrix, got shape {tuple(similarity.shape)}")
     T = similarity.shape[-1]
     return torch.stack([similarity.diagonal(k).mean() for k in range(T)])
 
@@ -98,8 +104,8 @@ def train_position_demo(encoding: str = "learned", *, vocab_size: int = 16, seq_
                         d_model: int = 32, num_heads: int = 2, num_layers: int = 1, batch_size: int = 32,
                         lr: float = 3e-3, weight_decay: float = 0.1, steps: int = 240, every: int = 20,
                         seed: int = 0) -> dict:
-    """Train TinyLM(encoding=...) on the lag-copy task (CPU, one thread, denormals flushed, seeded) and
-    record the position table.
+    """Train TinyLM(encoding=...) on the lag-copy task (CPU, one thread, denormals flushed, seeded;
+    AdamW at a constant lr, no clipping) and record the position table.
 
     Returns a dict: model, config, steps (the recorded steps 0, every, 2*every, ..., and `steps`),
     tables ((n, seq_len, d_model) float32, the learned table after `step` optimizer updates for each
@@ -111,27 +117,21 @@ def train_position_demo(encoding: str = "learned", *, vocab_size: int = 16, seq_
                   weight_decay=weight_decay, steps=_checks.positive_int("steps", steps, allow_zero=True),
                   every=_checks.positive_int("every", every), seed=seed)
     with _one_thread():
-        torch.manual_seed(seed)
-        model = TinyLM(vocab_size, encoding=encoding, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                       max_len=seq_len)
+        model = seeded_tinylm(seed, vocab_size, encoding=encoding, d_model=d_model, num_heads=num_heads,
+                              num_layers=num_layers, max_len=seq_len)
         generator = torch.Generator().manual_seed(seed)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
         table = getattr(getattr(model.encoding, "table", None), "weight", None)
-        recorded, tables, losses = [], [], []
-        for step in range(steps + 1):
-            if step % every == 0 or step == steps:
-                recorded.append(step)
+        recorded, tables = [], []
+
+        def record(updates: int):  # the table after `updates` optimizer steps
+            if updates % every == 0 or updates == steps:
+                recorded.append(updates)
                 if table is not None:
                     tables.append(table.detach().clone())
-            if step == steps:
-                break
-            tokens, targets = lag_copy_batch(batch_size, seq_len, vocab_size, lag, generator=generator)
-            _, loss = model(tokens, targets)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-    model.eval()
+
+        record(0)
+        losses = fit(model, lambda: lag_copy_batch(batch_size, seq_len, vocab_size, lag, generator=generator),
+                     steps=steps, lr=lr, weight_decay=weight_decay, on_step=lambda step, loss: record(step + 1))
     return dict(model=model, config=config, steps=recorded,
                 tables=torch.stack(tables) if tables else torch.empty(0, seq_len, d_model),
                 losses=losses)
@@ -146,13 +146,13 @@ def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> 
     """
     config = {**SNAPSHOT_CONFIG, **overrides}
     run = train_position_demo(**config)
-    directory = Path(directory) if directory is not None else DATA_DIR
+    directory = Path(directory) if directory is not None else data_dir(must_exist=False)
     directory.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(directory / f"{SNAPSHOT_STEM}.npz", steps=np.asarray(run["steps"], dtype=np.int64),
                         tables=run["tables"].numpy().astype(np.float32),
                         losses=np.asarray(run["losses"], dtype=np.float32))
-    from . import __version__
-    provenance = dict(made_by="posenc_lib.learned_demo.make_learned_snapshots()", config=config, flush_denormal=True,
+    from .. import __version__
+    provenance = dict(made_by=f"{__name__}.make_learned_snapshots()", config=config, flush_denormal=True,
                       task="copy the token `lag` places back (targets -100 where t < lag), uniform random tokens",
                       arrays={"steps": "recorded steps (n,)",
                               "tables": "learned position table after `step` optimizer updates, for each recorded "
@@ -167,19 +167,11 @@ def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> 
 
 
 def load_learned_snapshots(directory: str | Path | None = None) -> dict:
-    """The shipped snapshots: dict with steps (list), tables ((n, T, d) float32 tensor), losses (list), provenance."""
-    directory = Path(directory) if directory is not None else DATA_DIR
-    npz_path, json_path = directory / f"{SNAPSHOT_STEM}.npz", directory / f"{SNAPSHOT_STEM}.json"
-    if not npz_path.exists():
-        raise FileNotFoundError(f"{npz_path} is missing: run posenc_lib.learned_demo.make_learned_snapshots() "
-                                f"to make it (about 5 s on a CPU)")
+    """The shipped snapshots (default: data/): dict with steps (list), tables ((n, T, d) float32 tensor),
+    losses (list), provenance (the .json, {} if absent)."""
+    npz_path = data_file(f"{SNAPSHOT_STEM}.npz", directory, made_by=MAKE_SNAPSHOTS)
+    json_path = npz_path.with_suffix(".json")
     with np.load(npz_path) as data:
         steps, tables, losses = data["steps"].tolist(), torch.from_numpy(data["tables"].copy()), data["losses"].tolist()
     provenance = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else {}
     return dict(steps=steps, tables=tables, losses=losses, provenance=provenance)
-
-
-if __name__ == "__main__":
-    result = make_learned_snapshots()
-    print(f"wrote {DATA_DIR / SNAPSHOT_STEM}.npz/.json: steps {result['steps'][0]}..{result['steps'][-1]}, "
-          f"final loss {result['losses'][-1]:.4f}")

@@ -1,0 +1,82 @@
+"""Every setting of a run, in one frozen dataclass that is stored with the results."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _checks
+from ..scaling import EXTENSION_METHODS
+
+#: the encodings notebook 07 compares (names in posenc_lib.model.ENCODINGS)
+EXPERIMENT_ENCODINGS = ("nope", "sinusoidal", "learned", "t5", "rope", "alibi")
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Every setting of notebook 07's and 08's runs; checked when made, stored in each result's provenance."""
+    train_len: int = 64
+    steps: int = 1000             # issue: ~1500; at the measured ~75-85 ms CPU/step, 1200 steps came to ~15.7 min
+    batch_size: int = 32
+    lr: float = 1e-2
+    min_lr_ratio: float = 0.1      # cosine decay from lr to lr * min_lr_ratio
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    seeds: tuple = (0, 1, 2)
+    encodings: tuple = EXPERIMENT_ENCODINGS
+    eval_multiples: tuple = (1, 2, 4, 8)
+    eval_windows: int = 128        # windows per length (same end points at every length)
+    eval_batch: int = 32
+    d_model: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    t5_num_buckets: int = 32
+    t5_max_distance: int = 64      # = train_len, so every bucket is trained (T5: 128 < its 512 training length)
+    log_every: int = 50
+    # context extension (notebook 08)
+    extension_methods: tuple = EXTENSION_METHODS
+    dynamic_factor: float = 2.0    # dynamic NTK is deployed with one fixed factor; the length does the rest
+    llama3_low_freq_factor: float = 1.0
+    llama3_high_freq_factor: float = 4.0
+    finetune_multiple: int = 4     # fine-tune at finetune_multiple * train_len
+    finetune_steps: int = 200
+    finetune_lr: float = 1e-3
+    finetune_warmup: int = 20
+    finetune_seeds: tuple = (0,)
+
+    def __post_init__(self):
+        for name in ("train_len", "steps", "batch_size", "eval_windows", "eval_batch", "log_every", "d_model",
+                     "num_heads", "num_layers", "t5_num_buckets", "t5_max_distance", "finetune_multiple",
+                     "finetune_steps"):
+            _checks.positive_int(name, getattr(self, name))
+        for name in ("warmup_steps", "finetune_warmup"):
+            _checks.positive_int(name, getattr(self, name), allow_zero=True)
+        for name in ("lr", "finetune_lr"):
+            _checks.positive_float(name, getattr(self, name))
+        for name in ("min_lr_ratio", "weight_decay", "grad_clip"):
+            _checks.positive_float(name, getattr(self, name), inclusive=True)
+        _checks.positive_float("dynamic_factor", self.dynamic_factor, minimum=1.0, inclusive=True)
+        for name in ("llama3_low_freq_factor", "llama3_high_freq_factor"):
+            _checks.positive_float(name, getattr(self, name))
+        for name in ("seeds", "finetune_seeds"):
+            for seed in getattr(self, name):
+                _checks.positive_int(f"{name} entries", seed, allow_zero=True)
+        for m in self.eval_multiples:
+            _checks.positive_int("eval_multiples entries", m)
+        unknown = [e for e in self.encodings if e not in EXPERIMENT_ENCODINGS]
+        if unknown:
+            raise ValueError(f"encodings must be among {list(EXPERIMENT_ENCODINGS)}, got unknown {unknown}")
+        bad = [m for m in self.extension_methods if m not in EXTENSION_METHODS]
+        if bad:
+            raise ValueError(f"extension_methods must be among {list(EXTENSION_METHODS)}, got unknown {bad}")
+        if 1 not in self.eval_multiples:
+            raise ValueError(f"eval_multiples must include 1 (the training length), got {self.eval_multiples}")
+
+
+def config_from(results: dict) -> ExperimentConfig:
+    """The ExperimentConfig stored in a results dict's provenance (JSON lists become tuples)."""
+    try:
+        stored = results["provenance"]["config"]
+    except (KeyError, TypeError):
+        raise ValueError("results must be a dict written by posenc_lib.experiments (with provenance.config), "
+                         f"got {type(results).__name__}") from None
+    return ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})

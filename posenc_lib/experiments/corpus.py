@@ -1,0 +1,99 @@
+"""The experiment's text: the Python standard library's own .py sources, one character = one token.
+
+CORPUS_FILES is a FIXED list of modules present as single files in every CPython >= 3.10 (found with
+`sysconfig`; a missing one is a clear error). The text differs a little between Python versions, so
+`load_corpus` records the file list's hash, the text's hash and its character counts. VALID_FILES
+are held out for validation (about 10% of the characters).
+
+Vocabulary: ASCII code points 0..127 are ids 0..127; every other character is the one unknown id
+UNK_ID = 128, so VOCAB_SIZE = 129.
+"""
+from __future__ import annotations
+
+import hashlib
+import platform
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+#: stdlib modules (paths relative to sysconfig.get_paths()['stdlib']) that exist as single files in
+#: every CPython 3.10 .. 3.14 (none of them became a package or was removed), sorted.
+CORPUS_FILES = (
+    "argparse.py", "ast.py", "base64.py", "bisect.py", "calendar.py", "colorsys.py", "configparser.py",
+    "contextlib.py", "copy.py", "csv.py", "dataclasses.py", "datetime.py", "difflib.py", "enum.py",
+    "fnmatch.py", "fractions.py", "ftplib.py", "functools.py", "getopt.py", "gettext.py", "glob.py",
+    "gzip.py", "heapq.py", "hmac.py", "inspect.py", "ipaddress.py", "keyword.py", "linecache.py",
+    "locale.py", "mailbox.py", "numbers.py", "operator.py", "optparse.py", "pickle.py", "pprint.py",
+    "queue.py", "quopri.py", "random.py", "reprlib.py", "sched.py", "secrets.py", "selectors.py",
+    "shlex.py", "shutil.py", "smtplib.py", "socket.py", "statistics.py", "string.py", "subprocess.py",
+    "tarfile.py", "tempfile.py", "textwrap.py", "threading.py", "timeit.py", "token.py", "tokenize.py",
+    "trace.py", "traceback.py", "types.py", "typing.py", "uuid.py", "warnings.py", "weakref.py",
+)
+#: held out for validation (about 10% of the characters); the rest is training text
+VALID_FILES = ("calendar.py", "csv.py", "fractions.py", "gzip.py", "heapq.py", "pprint.py", "queue.py",
+               "shlex.py", "string.py", "textwrap.py")
+UNK_ID = 128
+VOCAB_SIZE = UNK_ID + 1
+
+
+def encode(text: str) -> torch.Tensor:
+    """Characters -> (len(text),) int64 ids: ord(c) for ASCII, UNK_ID (128) for anything else."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text:  # torch.frombuffer refuses an empty buffer
+        return torch.zeros(0, dtype=torch.int64, device="cpu")
+    raw = torch.frombuffer(bytearray(text.encode("utf-32-le")), dtype=torch.int32).to(torch.int64)
+    return torch.where(raw < 128, raw, torch.full_like(raw, UNK_ID))
+
+
+def decode(ids) -> str:
+    """int ids (a tensor or a list) -> text; the unknown id (and anything outside 0..127) becomes '?'."""
+    return "".join(chr(i) if 0 <= i < 128 else "?" for i in torch.as_tensor(ids).tolist())
+
+
+def stdlib_dir() -> Path:
+    """Where this Python's standard library lives (sysconfig.get_paths()['stdlib'])."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def corpus_paths(root: Path | str | None = None) -> list[Path]:
+    """The absolute paths of CORPUS_FILES under `root` (default: stdlib_dir()); FileNotFoundError
+    listing every missing file."""
+    root = stdlib_dir() if root is None else Path(root)
+    paths = [root / name for name in CORPUS_FILES]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"the experiment's corpus needs these Python standard-library files, missing under "
+                                f"{root}: {missing} (is this a full CPython >= 3.10 install?)")
+    return paths
+
+
+@dataclass
+class Corpus:
+    train: torch.Tensor  # (n_train,) int64 ids
+    valid: torch.Tensor  # (n_valid,) int64 ids
+    info: dict           # provenance: files, hashes, character counts, python version
+
+
+def load_corpus(root: Path | str | None = None) -> Corpus:
+    """Read CORPUS_FILES (files joined by a newline, in list order) and split off VALID_FILES."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in corpus_paths(root)}
+    train_text = "\n".join(texts[n] for n in CORPUS_FILES if n not in VALID_FILES)
+    valid_text = "\n".join(texts[n] for n in CORPUS_FILES if n in VALID_FILES)
+    whole = "\n".join(texts[n] for n in CORPUS_FILES)
+    info = {
+        "source": "Python standard library .py files, sysconfig.get_paths()['stdlib']",
+        "python": platform.python_version(),
+        "files": list(CORPUS_FILES),
+        "valid_files": list(VALID_FILES),
+        "file_list_sha256": hashlib.sha256("\n".join(CORPUS_FILES).encode()).hexdigest(),
+        "text_sha256": hashlib.sha256(whole.encode("utf-8")).hexdigest(),
+        "chars": len(whole),
+        "train_chars": len(train_text),
+        "valid_chars": len(valid_text),
+        "non_ascii_chars": sum(ord(c) >= 128 for c in whole),
+        "vocab": "ASCII 0..127 -> ids 0..127, other characters -> 128",
+    }
+    return Corpus(encode(train_text), encode(valid_text), info)

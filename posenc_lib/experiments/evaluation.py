@@ -1,0 +1,100 @@
+"""Evaluation: the loss on the LAST L positions of windows of L, 2L, 4L, 8L that END at the same places.
+
+The predicted characters are identical at every length; only the positions they sit at (and how
+much context precedes them) change, so a rise of the loss with the window is the encoding's doing.
+Notebook 08's context-extension methods swap a trained model's RoPE for a rescaled one
+(`with_rope_scaling`), weights untouched.
+"""
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from .. import _checks
+from ..absolute import LearnedEncoding
+from ..model import TinyLM, make_encoding
+from ..scaling import EXTENSION_METHODS, extension_scaling
+from .config import ExperimentConfig
+
+
+def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
+    """(windows,) int64 evenly spaced end indices e in [longest, len(valid) - 1]: the window of n ids is
+    valid[e - n : e], its targets valid[e - n + 1 : e + 1]."""
+    longest, windows = _checks.positive_int("longest", longest), _checks.positive_int("windows", windows)
+    lo, hi = longest, valid.numel() - 1
+    if hi <= lo:
+        raise ValueError(f"validation text ({valid.numel()} ids) is shorter than the longest window ({longest})")
+    return torch.linspace(lo, hi, windows, device=valid.device).round().to(torch.int64)
+
+
+def supports_length(model: TinyLM, length: int) -> bool:
+    """False when the model has no encoding for `length` positions (a learned table past max_len)."""
+    enc = model.encoding
+    return not (isinstance(enc, LearnedEncoding) and length > enc.max_len)
+
+
+@torch.no_grad()
+def evaluate(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len: int, ends: torch.Tensor,
+             batch: int = 32, per_position: bool = False):
+    """Mean cross-entropy (nats/char) over the LAST `score_len` positions of windows of `context_len`
+    ending at `ends` (see eval_ends).
+
+    Returns None if the model cannot take `context_len` positions (see `supports_length`). With
+    per_position=True returns (loss, (context_len,) float64 tensor of the mean loss at each position).
+    """
+    context_len, score_len = _checks.positive_int("context_len", context_len), _checks.positive_int("score_len",
+                                                                                                   score_len)
+    batch = _checks.positive_int("batch", batch)
+    if score_len > context_len:
+        raise ValueError(f"score_len ({score_len}) must be <= context_len ({context_len})")
+    if not supports_length(model, context_len):
+        return (None, None) if per_position else None
+    model.eval()
+    offsets = torch.arange(-context_len, 1, device=valid.device)
+    total = torch.zeros(context_len, dtype=torch.float64, device=valid.device)
+    for i in range(0, ends.numel(), batch):
+        window = valid[ends[i:i + batch, None] + offsets]  # (b, n + 1)
+        logits, _ = model(window[:, :-1])
+        nll = F.cross_entropy(logits.transpose(1, 2), window[:, 1:], reduction="none")  # (b, n)
+        total += nll.sum(0).double()
+    per_pos = total / ends.numel()
+    loss = float(per_pos[-score_len:].mean())
+    return (loss, per_pos) if per_position else loss
+
+
+def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | None:
+    """The `scaling` dict that extends a RoPE model trained at cfg.train_len by `factor` with `method`
+    (posenc_lib.scaling.extension_scaling with the config's dynamic and Llama 3 settings)."""
+    return extension_scaling(method, factor, original_max_position_embeddings=cfg.train_len,
+                             dynamic_factor=cfg.dynamic_factor, low_freq_factor=cfg.llama3_low_freq_factor,
+                             high_freq_factor=cfg.llama3_high_freq_factor)
+
+
+def with_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig) -> TinyLM:
+    """Swap the model's RoPE for one with `scaling` (weights untouched); returns the model."""
+    model.replace_encoding(make_encoding("rope", d_model=cfg.d_model, num_heads=cfg.num_heads, rope_scaling=scaling))
+    return model
+
+
+def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSION_METHODS, multiple: int = 8,
+                         windows: int = 16, cfg: ExperimentConfig | None = None, scalings: dict | None = None) -> dict:
+    """Per-position loss of a trained RoPE model on windows of multiple * L with each method's scaling
+    (factor = multiple), on `windows` of notebook 07's window ends. `scalings` (label -> scaling
+    dict) adds or overrides entries. The model's own encoding is put back afterwards.
+    Returns dict(L, multiple, curves: {label: (n,) tensor}, loss: {label: mean over the last L})."""
+    cfg = cfg or ExperimentConfig()
+    multiple = _checks.positive_int("multiple", multiple)
+    n = cfg.train_len * multiple
+    todo = {m: rope_scaling(m, float(multiple), cfg) for m in methods}
+    todo.update(scalings or {})
+    ends = eval_ends(valid, cfg.train_len * max(cfg.eval_multiples), windows)
+    original = model.encoding
+    curves, losses = {}, {}
+    try:
+        for label, scaling in todo.items():
+            with_rope_scaling(model, scaling, cfg)
+            losses[label], curves[label] = evaluate(model, valid, context_len=n, score_len=cfg.train_len, ends=ends,
+                                                    batch=cfg.eval_batch, per_position=True)
+    finally:
+        model.replace_encoding(original)
+    return {"L": cfg.train_len, "multiple": multiple, "curves": curves, "loss": losses}

@@ -1,0 +1,71 @@
+"""The cached results in the repository's data/ folder: where it is, reading them, writing them.
+
+data/ sits beside posenc_lib/ in a clone of the repository; an installed package has no data/, so
+every reader goes through `data_file`, which names the missing path and the command that makes it.
+The files (formats in data/README.md):
+    experiments_extrapolation.json       notebook 07 (run_all's "extrapolation" dict)
+    experiments_context_extension.json   notebook 08 (run_all's "context_extension" dict)
+    experiments_rope_L64_seed0.pt        the seed-0 RoPE model's state_dict (load_rope_model)
+    learned_snapshots.npz / .json        notebook 04 (posenc_lib.experiments.learned)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from ..model import TinyLM
+from .config import ExperimentConfig
+from .training import build_model
+
+EXTRAPOLATION_FILE = "experiments_extrapolation.json"
+EXTENSION_FILE = "experiments_context_extension.json"
+ROPE_STATE_FILE = "experiments_rope_L64_seed0.pt"
+RESULT_FILES = {"extrapolation": EXTRAPOLATION_FILE, "context_extension": EXTENSION_FILE}
+MAKE_EXPERIMENTS = "run `make experiments` (python -m posenc_lib.experiments) in a clone of the repository"
+
+
+def data_dir(*, must_exist: bool = True) -> Path:
+    """The repository's data/ folder (the one place it is found). must_exist=False: the path only (to write to)."""
+    path = Path(__file__).resolve().parents[2] / "data"
+    if must_exist and not path.is_dir():
+        raise FileNotFoundError(f"{path} is missing: posenc_lib's cached results live in data/ of a clone of the "
+                                f"repository (an installed package has none); {MAKE_EXPERIMENTS} to make them")
+    return path
+
+
+def data_file(name: str, directory: Path | str | None = None, *, made_by: str = MAKE_EXPERIMENTS) -> Path:
+    """<directory>/<name> (default directory: data_dir()), which must exist: FileNotFoundError naming the
+    path and `made_by`, how to make it."""
+    path = (data_dir() if directory is None else Path(directory)) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: {made_by}")
+    return path
+
+
+def load_results(name: str = "extrapolation", data_dir: Path | str | None = None) -> dict:
+    """The cached JSON of 'extrapolation' (notebook 07) or 'context_extension' (notebook 08)."""
+    if name not in RESULT_FILES:
+        raise ValueError(f"name must be one of {list(RESULT_FILES)}, got {name!r}")
+    return json.loads(data_file(RESULT_FILES[name], data_dir).read_text(encoding="utf-8"))
+
+
+def load_rope_model(data_dir: Path | str | None = None, cfg: ExperimentConfig | None = None) -> TinyLM:
+    """The RoPE TinyLM of notebook 07 (seed 0), trained at L = 64, on the CPU in eval mode."""
+    path = data_file(ROPE_STATE_FILE, data_dir)
+    model = build_model("rope", cfg or ExperimentConfig(), 0)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def write_results(out_dir: Path | str, results: dict, rope_state: dict | None = None) -> None:
+    """Write run_all's results ({"extrapolation": ..., "context_extension": ... or None}) as JSON, and
+    the seed-0 RoPE state_dict when given, into out_dir (created if needed)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, result in results.items():
+        if result is not None:
+            (out_dir / RESULT_FILES[name]).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    if rope_state is not None:
+        torch.save(rope_state, out_dir / ROPE_STATE_FILE)

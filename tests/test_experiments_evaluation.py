@@ -1,0 +1,120 @@
+"""posenc_lib.experiments.evaluation: scoring the last L positions, and RoPE context extension at eval time."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from posenc_lib import rope_inv_freq
+from posenc_lib.experiments import build_model, load_corpus
+from posenc_lib.experiments import evaluation as V
+from posenc_lib.experiments.config import ExperimentConfig
+from posenc_lib.scaling import EXTENSION_METHODS
+
+
+@pytest.fixture(scope="module")
+def valid():
+    return load_corpus().valid
+
+
+def _tiny_cfg(**kw):
+    return replace(ExperimentConfig(), **{"train_len": 16, "eval_windows": 6, "eval_batch": 4, **kw})
+
+
+def test_eval_ends_are_spread_over_the_text_and_leave_room_for_the_longest_window():
+    ends = V.eval_ends(torch.arange(1000), 64, 5)
+    assert ends.dtype == torch.int64 and ends.shape == (5,) and ends[0] == 64 and ends[-1] == 999
+    gaps = ends.diff()
+    assert int(gaps.max() - gaps.min()) <= 1 and int(gaps.min()) > 0  # evenly spaced, to the nearest index
+    with pytest.raises(ValueError, match="longest window"):
+        V.eval_ends(torch.arange(50), 64, 5)
+    with pytest.raises(ValueError, match="windows"):
+        V.eval_ends(torch.arange(1000), 64, 0)
+
+
+def test_evaluate_scores_exactly_the_last_L_positions(valid):
+    cfg = _tiny_cfg()
+    model = build_model("rope", cfg, 0).eval()
+    ends = V.eval_ends(valid, 64, cfg.eval_windows)
+    got, per_pos = V.evaluate(model, valid, context_len=48, score_len=16, ends=ends, batch=4, per_position=True)
+    # independent recomputation: one window at a time, cross-entropy from log_softmax by hand
+    total = []
+    with torch.no_grad():
+        for e in ends.tolist():
+            window = valid[e - 48:e + 1]
+            logits, _ = model(window[None, :-1])
+            logp = torch.log_softmax(logits[0].double(), -1)
+            total.append(-logp[torch.arange(48), window[1:]])
+    total = torch.stack(total)
+    assert got == pytest.approx(float(total[:, -16:].mean()), abs=1e-5)
+    torch.testing.assert_close(per_pos, total.mean(0), atol=1e-5, rtol=0)
+    assert V.evaluate(model, valid, context_len=48, score_len=16, ends=ends, batch=5) == pytest.approx(got, abs=1e-6)
+
+
+def test_learned_has_no_value_past_its_length(valid):
+    model = build_model("learned", _tiny_cfg(), 0)
+    ends = V.eval_ends(valid, 64, 4)
+    assert not V.supports_length(model, 17) and V.supports_length(model, 16)
+    assert V.evaluate(model, valid, context_len=32, score_len=16, ends=ends) is None
+    assert V.evaluate(model, valid, context_len=32, score_len=16, ends=ends, per_position=True) == (None, None)
+    assert V.evaluate(model, valid, context_len=16, score_len=16, ends=ends) is not None
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(context_len=8, score_len=16), "score_len"),
+                                           (dict(context_len=0, score_len=0), "context_len"),
+                                           (dict(context_len=16, score_len=16, batch=0), "batch")])
+def test_evaluate_names_a_bad_length(valid, kwargs, match):
+    model = build_model("nope", _tiny_cfg(), 0)
+    with pytest.raises(ValueError, match=match):
+        V.evaluate(model, valid, ends=V.eval_ends(valid, 64, 4), **kwargs)
+
+
+@pytest.mark.parametrize("method", EXTENSION_METHODS)
+def test_every_extension_scaling_is_valid_and_uses_the_config(method):
+    cfg = ExperimentConfig(train_len=32, dynamic_factor=3.0, llama3_low_freq_factor=2.0, llama3_high_freq_factor=8.0)
+    scaling = V.rope_scaling(method, 4.0, cfg)
+    if method == "none":
+        assert scaling is None
+        return
+    inv, attention_factor = rope_inv_freq(16, scaling=scaling, seq_len=256)
+    assert inv.shape == (8,) and attention_factor >= 1.0
+    expected = {"linear": {"factor": 4.0}, "ntk": {"factor": 4.0},
+                "dynamic": {"factor": 3.0, "original_max_position_embeddings": 32},
+                "yarn": {"factor": 4.0, "original_max_position_embeddings": 32},
+                "llama3": {"factor": 4.0, "original_max_position_embeddings": 32, "low_freq_factor": 2.0,
+                           "high_freq_factor": 8.0}}[method]
+    assert scaling == {"rope_type": method, **expected}
+
+
+def test_rope_scaling_names_an_unknown_method():
+    with pytest.raises(ValueError, match="method"):
+        V.rope_scaling("xpos", 2.0, ExperimentConfig())
+
+
+def test_replacing_the_rope_keeps_the_weights(valid):
+    cfg = _tiny_cfg()
+    model = build_model("rope", cfg, 3)
+    x = valid[:40][None]
+    before, _ = model(x)
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    assert V.with_rope_scaling(model, {"rope_type": "linear", "factor": 1.0}, cfg) is model
+    torch.testing.assert_close(model(x)[0], before)
+    V.with_rope_scaling(model, {"rope_type": "linear", "factor": 4.0}, cfg)
+    assert not torch.allclose(model(x)[0], before)
+    assert all(torch.equal(weights[k], v) for k, v in model.state_dict().items())
+
+
+def test_method_position_loss_restores_the_encoding_and_matches_evaluate(valid):
+    cfg = _tiny_cfg()
+    model = build_model("rope", cfg, 0).eval()
+    original = model.encoding
+    out = V.method_position_loss(model, valid, methods=("none", "linear"), multiple=2, windows=4, cfg=cfg,
+                                 scalings={"pi x3": {"rope_type": "linear", "factor": 3.0}})
+    assert model.encoding is original and all(b.attn.encoding is original for b in model.blocks)
+    assert list(out["curves"]) == ["none", "linear", "pi x3"] and out["curves"]["none"].shape == (32,)
+    ends = V.eval_ends(valid, cfg.train_len * max(cfg.eval_multiples), 4)
+    plain = V.evaluate(model, valid, context_len=32, score_len=16, ends=ends)
+    assert out["loss"]["none"] == pytest.approx(plain, abs=1e-6)
+    assert out["loss"]["linear"] != pytest.approx(plain, abs=1e-6)
+    assert out["loss"]["none"] == pytest.approx(float(out["curves"]["none"][-16:].mean()), abs=1e-9)

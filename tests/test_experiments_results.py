@@ -1,0 +1,124 @@
+"""posenc_lib.experiments.results: data/ found in one place, and the cached results it holds (their
+shape, their provenance, and that the saved model still gives its cached loss)."""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+
+from posenc_lib.experiments import (CORPUS_FILES, EXPERIMENT_ENCODINGS, EXTENSION_METHODS, VALID_FILES, VOCAB_SIZE,
+                                    config_from, eval_ends, evaluate, load_corpus)
+from posenc_lib.experiments import results as S
+
+
+@pytest.fixture(scope="module")
+def cached():
+    return S.load_results("extrapolation"), S.load_results("context_extension")
+
+
+def test_data_dir_is_the_repositorys(pytestconfig):
+    assert S.data_dir() == pytestconfig.rootpath / "data"
+
+
+def test_a_missing_data_dir_names_the_path_and_the_command(tmp_path, monkeypatch):
+    """As in an installed wheel: site-packages/posenc_lib/experiments/results.py, no site-packages/data."""
+    monkeypatch.setattr(S, "__file__", str(tmp_path / "posenc_lib" / "experiments" / "results.py"))
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'data'}.*make experiments"):
+        S.data_dir()
+    with pytest.raises(FileNotFoundError, match="make experiments"):
+        S.load_results("extrapolation")
+    assert S.data_dir(must_exist=False) == tmp_path / "data"
+
+
+@pytest.mark.parametrize("load", [lambda d: S.load_results("extrapolation", d),
+                                  lambda d: S.load_results("context_extension", d), S.load_rope_model])
+def test_a_missing_file_names_the_path_and_the_command(tmp_path, load):
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path}.*make experiments"):
+        load(tmp_path)
+
+
+def test_load_results_names_an_unknown_result():
+    with pytest.raises(ValueError, match="name"):
+        S.load_results("nope")
+
+
+def test_cached_extrapolation_has_the_expected_shape(cached):
+    res, _ = cached
+    cfg = res["provenance"]["config"]
+    assert cfg["train_len"] == 64 and cfg["batch_size"] == 32 and len(cfg["seeds"]) == 3
+    assert cfg["encodings"] == list(EXPERIMENT_ENCODINGS) and cfg["eval_multiples"] == [1, 2, 4, 8]
+    assert {(r["encoding"], r["seed"]) for r in res["runs"]} == {(e, s) for e in EXPERIMENT_ENCODINGS
+                                                                 for s in cfg["seeds"]}
+    assert len(res["runs"]) == 3 * 6
+    for run in res["runs"]:
+        assert set(run["loss"]) == {"1", "2", "4", "8"}
+        assert run["train_curve"][-1][0] == cfg["steps"]
+        if run["encoding"] == "learned":
+            assert run["loss"]["1"] is not None and all(run["loss"][m] is None for m in ("2", "4", "8"))
+            assert len(run["per_position_loss"]) == 64
+        else:
+            assert all(0 < run["loss"][m] < 10 for m in run["loss"])
+            assert len(run["per_position_loss"]) == 8 * 64
+        assert run["loss"]["1"] < math.log(VOCAB_SIZE)  # it learned something
+    for enc, row in res["summary"].items():  # the summary is the seeds' mean, recomputed here
+        for m, stats in row.items():
+            values = [r["loss"][m] for r in res["runs"] if r["encoding"] == enc]
+            if None in values:
+                assert stats is None
+            else:
+                assert stats["mean"] == pytest.approx(sum(values) / len(values), abs=1e-5)
+                assert stats["min"] <= stats["mean"] <= stats["max"]
+
+
+def test_cached_results_carry_their_provenance(cached):
+    for result in cached:
+        prov = result["provenance"]
+        for key in ("date_utc", "torch_version", "posenc_lib_version", "python_version", "config", "workers",
+                    "timing_whole_command"):
+            assert prov[key] is not None, key
+        timing = prov["timing_whole_command"]
+        assert timing["wall_seconds"] > 0 and timing["worker_cpu_seconds"] > 0
+        corpus = result["corpus"]
+        assert corpus["files"] == list(CORPUS_FILES) and corpus["valid_files"] == list(VALID_FILES)
+        assert corpus["file_list_sha256"] == hashlib.sha256("\n".join(CORPUS_FILES).encode()).hexdigest()
+        assert len(corpus["text_sha256"]) == 64 and corpus["chars"] > 1_000_000
+        assert config_from(result).steps == prov["config"]["steps"]  # the stored config is a valid one
+
+
+def test_cached_context_extension_has_the_expected_shape(cached):
+    res, ext = cached
+    cfg = ext["provenance"]["config"]
+    assert [e["seed"] for e in ext["no_finetune"]] == cfg["seeds"]
+    for e in ext["no_finetune"]:
+        assert list(e["loss"]) == list(EXTENSION_METHODS)
+        rope_run = next(r for r in res["runs"] if r["encoding"] == "rope" and r["seed"] == e["seed"])
+        for method in EXTENSION_METHODS:  # factor 1 at L: every method is plain RoPE there
+            assert e["loss"][method]["1"] == pytest.approx(rope_run["loss"]["1"], abs=1e-4)
+        for m in ("2", "4", "8"):  # no scaling = the RoPE row of the extrapolation run
+            assert e["loss"]["none"][m] == pytest.approx(rope_run["loss"][m], abs=1e-4)
+    assert {(f["method"], f["seed"]) for f in ext["finetuned"]} == {(m, s) for m in ("linear", "none")
+                                                                    for s in cfg["finetune_seeds"]}
+    for f in ext["finetuned"]:
+        assert f["finetune_len"] == cfg["finetune_multiple"] * cfg["train_len"]
+        assert f["train_curve"][-1][0] == cfg["finetune_steps"]
+
+
+def test_saved_rope_model_reproduces_its_cached_loss(cached):
+    res, _ = cached
+    corpus = load_corpus()
+    if res["corpus"]["text_sha256"] != corpus.info["text_sha256"]:
+        pytest.skip("this Python's standard library differs from the one the cached results were made with")
+    cfg = config_from(res)
+    model = S.load_rope_model(cfg=cfg)
+    assert not model.training
+    ends = eval_ends(corpus.valid, cfg.train_len * max(cfg.eval_multiples), cfg.eval_windows)
+    loss = evaluate(model, corpus.valid, context_len=cfg.train_len, score_len=cfg.train_len, ends=ends)
+    cached_loss = next(r["loss"]["1"] for r in res["runs"] if r["encoding"] == "rope" and r["seed"] == 0)
+    assert loss == pytest.approx(cached_loss, abs=1e-3)
+
+
+def test_write_results_skips_a_missing_part(tmp_path):
+    S.write_results(tmp_path / "new", {"extrapolation": {"runs": []}, "context_extension": None})
+    assert [p.name for p in (tmp_path / "new").iterdir()] == [S.EXTRAPOLATION_FILE]
+    assert S.load_results("extrapolation", tmp_path / "new") == {"runs": []}
