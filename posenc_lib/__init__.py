@@ -7,8 +7,8 @@ Conventions used throughout (each module's docstring has the details):
   * relative position = key position - query position (T5, Shaw); ALiBi bias = -slope * |i - j|.
   * angles in float64 (float32 where the device lacks it); results in the input's dtype and device.
 """
-from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, sinusoidal_frequencies,
-                       sinusoidal_table)
+from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, position_similarity,
+                       similarity_by_distance, sinusoidal_frequencies, sinusoidal_table)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
@@ -25,7 +25,7 @@ __all__ = [
     "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition", "SinusoidalEncoding", "T5RelativeBias", "TinyLM",
     "TinyLMConfig",
     "alibi_bias", "alibi_slopes", "apply_rope", "attention", "diagonal_spread", "layout_permutation", "make_encoding",
-    "offset_matrix", "register_encoding",
+    "offset_matrix", "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",
     "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotate_half",
     "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket", "where_it_acts",

@@ -19,6 +19,7 @@ import numbers
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from . import _checks
 from .attention import PositionalEncoding, check_input
@@ -213,3 +214,25 @@ def offset_matrix(k, dim: int, *, base: float = 10000.0, layout: str = "interlea
     m[..., cos_cols, sin_cols] = -sin
     m[..., cos_cols, cos_cols] = cos
     return m.to(dtype or work)
+
+
+# ----------------------------------------------------------------- how alike the rows of a table are
+def position_similarity(table: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity of every pair of rows of a (num_positions, dim) table: (num_positions, num_positions).
+
+    Computed in float64; entry (i, j) = <P_i, P_j> / (|P_i| |P_j|), so the diagonal is 1.
+    """
+    _checks.float_tensor("table", table)
+    if table.dim() != 2:
+        raise ValueError(f"table must have shape (num_positions, dim), got {tuple(table.shape)}")
+    unit = F.normalize(table.detach().to(torch.float64), dim=-1)
+    return unit @ unit.T
+
+
+def similarity_by_distance(similarity: torch.Tensor) -> torch.Tensor:
+    """Mean of the k-th diagonal of a (T, T) similarity matrix for k = 0 .. T-1: how alike positions k apart are."""
+    _checks.float_tensor("similarity", similarity)
+    if similarity.dim() != 2 or similarity.shape[0] != similarity.shape[1]:
+        raise ValueError(f"similarity must be a square (T, T) matrix, got shape {tuple(similarity.shape)}")
+    T = similarity.shape[-1]
+    return torch.stack([similarity.diagonal(k).mean() for k in range(T)])

@@ -10,7 +10,7 @@ from conftest import ref_frequencies, ref_sinusoidal
 from posenc_lib import (LearnedEncoding, SinusoidalEncoding, layout_permutation, sinusoidal_frequencies,
                         sinusoidal_table)
 from posenc_lib import rope_matrix
-from posenc_lib.absolute import offset_matrix
+from posenc_lib.absolute import offset_matrix, position_similarity, similarity_by_distance
 
 even_dims = st.integers(1, 48).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])
@@ -334,3 +334,28 @@ def test_notebook_02_layout_claim_distilbert_is_interleaved():
     distilbert._create_sinusoidal_embeddings(50, 32, out)
     torch.testing.assert_close(out, sinusoidal_table(50, 32), atol=1e-6, rtol=0)
     assert not torch.allclose(out, sinusoidal_table(50, 32, layout="concat"), atol=1e-3)
+
+
+# ----------------------------------------------------------- how alike the rows of a table are
+def test_position_similarity_is_float64_cosine():
+    table = torch.randn(5, 6, generator=torch.Generator().manual_seed(1))
+    t = table.double()
+    expected = torch.tensor([[float(t[i] @ t[j] / (t[i].norm() * t[j].norm())) for j in range(5)] for i in range(5)],
+                            dtype=torch.float64)
+    torch.testing.assert_close(position_similarity(table), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn, arg, exc, match", [
+    (position_similarity, torch.randn(3), ValueError, "num_positions, dim"),
+    (position_similarity, torch.ones(3, 3, dtype=torch.long), TypeError, "table"),
+    (similarity_by_distance, torch.randn(3, 4), ValueError, "square"),
+    (similarity_by_distance, [[1.0]], TypeError, "similarity"),
+])
+def test_similarity_functions_name_a_bad_input(fn, arg, exc, match):
+    with pytest.raises(exc, match=match):
+        fn(arg)
+
+
+def test_similarity_by_distance_is_mean_diagonal():
+    sim = torch.arange(16.0).reshape(4, 4)
+    torch.testing.assert_close(similarity_by_distance(sim), torch.tensor([7.5, 6.0, 4.5, 3.0]))

@@ -30,30 +30,6 @@ def test_lag_copy_batch_rejects_bad_arguments(kwargs, exc, name):
         ld.lag_copy_batch(**args)
 
 
-def test_position_similarity_is_float64_cosine():
-    table = torch.randn(5, 6, generator=torch.Generator().manual_seed(1))
-    t = table.double()
-    expected = torch.tensor([[float(t[i] @ t[j] / (t[i].norm() * t[j].norm())) for j in range(5)] for i in range(5)],
-                            dtype=torch.float64)
-    torch.testing.assert_close(ld.position_similarity(table), expected, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("fn, arg, exc, match", [
-    (ld.position_similarity, torch.randn(3), ValueError, "num_positions, dim"),
-    (ld.position_similarity, torch.ones(3, 3, dtype=torch.long), TypeError, "table"),
-    (ld.similarity_by_distance, torch.randn(3, 4), ValueError, "square"),
-    (ld.similarity_by_distance, [[1.0]], TypeError, "similarity"),
-])
-def test_similarity_functions_name_a_bad_input(fn, arg, exc, match):
-    with pytest.raises(exc, match=match):
-        fn(arg)
-
-
-def test_similarity_by_distance_is_mean_diagonal():
-    sim = torch.arange(16.0).reshape(4, 4)
-    torch.testing.assert_close(ld.similarity_by_distance(sim), torch.tensor([7.5, 6.0, 4.5, 3.0]))
-
-
 def test_shipped_snapshots_have_documented_shape_and_provenance():
     snap = ld.load_learned_snapshots()
     cfg = ld.SNAPSHOT_CONFIG

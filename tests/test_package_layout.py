@@ -5,7 +5,7 @@ public name of a topic module is also importable from its package, and imports p
 
 read from the source (ast), including imports inside functions: a layer imports only from itself and the
 layers before it, exercises do not import plots or widgets, and plots do not import the experiments
-(except the two pure functions of a position table listed in PLOTS_MAY_USE)."""
+(they draw what they are given)."""
 import ast
 import importlib
 import sys
@@ -24,10 +24,6 @@ MAY_IMPORT = {
     "widgets": {"core", "experiments", "plots", "widgets"},
     "exercises": {"core", "experiments", "exercises"},
 }
-# cosine similarity of a table's rows and its mean by distance: plain functions of a tensor, kept with
-# notebook 04's experiment code; plots.learned draws them for the tables it is given
-PLOTS_MAY_USE = {("posenc_lib.experiments.learned", "position_similarity"),
-                 ("posenc_lib.experiments.learned", "similarity_by_distance")}
 
 
 def layer_of(module: str) -> str:
@@ -72,8 +68,7 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 def test_imports_point_one_way(path):
     importer = layer_of(module_name(path))
     wrong = [f"{target}{'.' + name if name else ''}" for target, name in imports(path)
-             if layer_of(target) not in MAY_IMPORT[importer]
-             and not (importer == "plots" and (target, name) in PLOTS_MAY_USE)]
+             if layer_of(target) not in MAY_IMPORT[importer]]
     assert not wrong, f"{module_name(path)} ({importer}) imports from a later layer: {wrong}"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from ..experiments.learned import position_similarity
+from ..absolute import position_similarity
 from ._common import ExerciseError, as_tensor, attempt, call, ok, same
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]

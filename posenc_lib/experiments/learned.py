@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from .. import _checks
+from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
 from ..model import TinyLM
 from .results import data_dir, data_file
 from .training import fit, seeded_tinylm
@@ -52,27 +52,6 @@ def lag_copy_batch(batch_size: int, seq_len: int, vocab_size: int, lag: int = 1,
     targets = torch.full_like(tokens, -100)
     targets[:, lag:] = tokens[:, :-lag]
     return tokens, targets
-
-
-def position_similarity(table: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity of every pair of rows of a (num_positions, dim) table: (num_positions, num_positions).
-
-    Computed in float64; entry (i, j) = <P_i, P_j> / (|P_i| |P_j|), so the diagonal is 1.
-    """
-    _checks.float_tensor("table", table)
-    if table.dim() != 2:
-        raise ValueError(f"table must have shape (num_positions, dim), got {tuple(table.shape)}")
-    unit = F.normalize(table.detach().to(torch.float64), dim=-1)
-    return unit @ unit.T
-
-
-def similarity_by_distance(similarity: torch.Tensor) -> torch.Tensor:
-    """Mean of the k-th diagonal of a (T, T) similarity matrix for k = 0 .. T-1: how alike positions k apart are."""
-    _checks.float_tensor("similarity", similarity)
-    if similarity.dim() != 2 or similarity.shape[0] != similarity.shape[1]:
-        raise ValueError(f"similarity must be a square (T, T) matrix, got shape {tuple(similarity.shape)}")
-    T = similarity.shape[-1]
-    return torch.stack([similarity.diagonal(k).mean() for k in range(T)])
 
 
 @torch.no_grad()

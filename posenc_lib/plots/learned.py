@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ..absolute import sinusoidal_table
-from ..experiments.learned import position_similarity, similarity_by_distance  # pure functions of a table
+from ..absolute import position_similarity, similarity_by_distance
 from ._style import tidy, to_numpy, two_panels
 
 __all__ = ["sinusoidal_similarity", "render_similarity", "render_similarity_pair", "render_learned_snapshot",

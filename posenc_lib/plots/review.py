@@ -54,10 +54,9 @@ def shift_invariance(shifts=(0, 1, 5, 20, 60, 200), dim: int = 16, length: int =
     return {"shifts": list(shifts), "change": change}
 
 
-def render_shift_invariance(ax, data: dict | None = None, floor: float = 1e-17):
-    """How much the scores change when the whole sequence moves by `shift` (log axis; exact zeros
-    drawn at `floor`). Returns the data drawn."""
-    data = shift_invariance() if data is None else data
+def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
+    """How much the scores change when the whole sequence moves by `shift`, from `shift_invariance()`
+    (log axis; exact zeros drawn at `floor`). Returns the data drawn."""
     shifts = np.array(data["shifts"][1:])
     for name, values in data["change"].items():
         v = np.maximum(np.array(values[1:]), floor)
