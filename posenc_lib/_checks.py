@@ -57,6 +57,31 @@ def int_tensor(name: str, x) -> torch.Tensor:
     return x
 
 
+def boolean(name: str, value) -> bool:
+    """A real bool (a string such as "no" is truthy, which would silently mean True)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} ({value!r})")
+    return value
+
+
+# Positions are counted in int64 and turned into angles in float64, which holds every integer up to
+# 2**53 exactly; past that, sin(m * theta) would be computed for another m, and key - query of two
+# positions near the int64 limits would overflow. So |position| <= 2**53 everywhere.
+MAX_POSITION = 2 ** 53
+
+
+def position_values(name: str, value: torch.Tensor) -> torch.Tensor:
+    """An integer tensor of positions as int64 (uint8/int16/int32 would wrap around in key - query),
+    every value within +-MAX_POSITION (not checkable on the meta device, which has no values)."""
+    value = int_tensor(name, value).to(torch.int64)
+    if value.device.type != "meta" and value.numel():
+        low, high = (int(v) for v in torch.aminmax(value))
+        if low < -MAX_POSITION or high > MAX_POSITION:
+            raise ValueError(f"{name} must lie within +-2**53 (angles are computed in float64, exact up to 2**53), "
+                             f"got min {low}, max {high}")
+    return value
+
+
 def angle_dtype(device: torch.device) -> torch.dtype:
     """float64 where the device has it (CPU, CUDA, meta), float32 otherwise (e.g. MPS)."""
     return torch.float32 if torch.device(device).type == "mps" else torch.float64
@@ -79,7 +104,8 @@ def same_device(reference_name: str, reference: torch.Tensor, **others) -> None:
 
 
 def positions(name: str, value, *, seq_len: int, device: torch.device, batch: int | None = None) -> torch.Tensor:
-    """Integer positions of shape (seq,) or (batch', seq) with seq == seq_len, on `device`.
+    """Integer positions of shape (seq,) or (batch', seq) with seq == seq_len, on `device`, as int64
+    within +-MAX_POSITION (see `position_values`).
 
     batch: the batch size of the tensor they index (None: no batch there, so only (seq,) fits);
     a (batch', seq) tensor needs batch' == batch or batch' == 1. Raises a TypeError for lists,
@@ -94,7 +120,7 @@ def positions(name: str, value, *, seq_len: int, device: torch.device, batch: in
         raise ValueError(f"{name} of shape {tuple(value.shape)} does not fit: expected {expected}")
     if value.device != torch.device(device):
         raise ValueError(f"{name} must be on the device of the tensor it indexes ({device}), got {value.device}")
-    return value
+    return position_values(name, value)
 
 
 def finite_tensor(name: str, t: torch.Tensor) -> torch.Tensor:

@@ -77,8 +77,9 @@ class ALiBi(PositionalEncoding):
 
     def score_bias(self, q, q_positions, k_positions):
         q_positions, k_positions = check_query(q, q_positions, k_positions, owner="ALiBi", num_heads=self.num_heads)
-        slopes = alibi_slopes(self.num_heads, device=q.device)
-        distance = relative_positions(q_positions, k_positions).abs().to(slopes.dtype)  # (B, Tq, Tk)
+        work = _checks.angle_dtype(q.device)  # float64: exact slopes and distances up to 2**53, rounded once
+        slopes = alibi_slopes(self.num_heads, device=q.device, dtype=work)
+        distance = relative_positions(q_positions, k_positions).abs().to(work)  # (B, Tq, Tk)
         return (-slopes[None, :, None, None] * distance[:, None]).to(q.dtype)
 
     def extra_repr(self):

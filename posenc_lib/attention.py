@@ -212,6 +212,8 @@ def attention(q, k, v, *, bias=None, causal: bool = False, return_weights: bool 
     The softmax runs in float32 or better; the output comes back in q's dtype.
     """
     _check_attention_inputs(q, k, v, bias)
+    _checks.boolean("causal", causal)
+    _checks.boolean("return_weights", return_weights)
     work = _checks.compute_dtype(q.dtype)
     scores = q.to(work) @ k.to(work).transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Tq, Tk)
     if bias is not None:
@@ -244,6 +246,8 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         _checks.positive_int("d_model", d_model)
         _checks.positive_int("num_heads", num_heads)
+        for name, flag in (("causal", causal), ("bias", bias), ("apply_input_encoding", apply_input_encoding)):
+            _checks.boolean(name, flag)
         if d_model % num_heads:
             raise ValueError(f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads}")
         if encoding is not None and not isinstance(encoding, PositionalEncoding):

@@ -23,6 +23,7 @@ from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
 from .relative import ShawRelativePosition, T5RelativeBias
 from .rope import RotaryEmbedding
+from .scaling import rope_inv_freq
 
 # The registry: name -> PositionalEncoding class. Iterating it gives the names.
 ENCODINGS: dict[str, type[PositionalEncoding]] = {
@@ -96,6 +97,11 @@ class TinyLMConfig:
         _checks.positive_float("rope_base", self.rope_base, minimum=1.0)
         if self.rope_scaling is not None and not isinstance(self.rope_scaling, dict):
             raise TypeError(f"rope_scaling must be a dict or None, got {type(self.rope_scaling).__name__}")
+        if self.encoding == "rope":
+            if self.head_dim % 2:
+                raise ValueError(f"RoPE needs an even head_dim = d_model / num_heads, got d_model={self.d_model}, "
+                                 f"num_heads={self.num_heads} (head_dim {self.head_dim})")
+            rope_inv_freq(self.head_dim, base=self.rope_base, scaling=self.rope_scaling)  # scaling checked now
 
     @property
     def head_dim(self) -> int:
@@ -118,6 +124,9 @@ def make_encoding(kind: str | TinyLMConfig, **settings) -> PositionalEncoding:
     else:
         if isinstance(kind, str):
             _checks.choice("kind", kind, ENCODINGS)
+        elif not isinstance(kind, PositionalEncoding):
+            raise TypeError(f"kind must be a name in {sorted(ENCODINGS)}, a TinyLMConfig or a PositionalEncoding, "
+                            f"got {type(kind).__name__} ({kind!r})")
         config = TinyLMConfig(encoding=kind, **settings)
     if isinstance(config.encoding, PositionalEncoding):
         return config.encoding
@@ -184,7 +193,7 @@ class TinyLM(nn.Module):
             block.attn.encoding = encoding
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, positions: torch.Tensor | None = None):
-        _checks.int_tensor("idx", idx)
+        idx = _checks.int_tensor("idx", idx).long()  # nn.Embedding takes int64 (or int32) only
         if idx.dim() != 2:
             raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
         if targets is not None:
@@ -196,6 +205,9 @@ class TinyLM(nn.Module):
                 raise ValueError(f"targets must have idx's shape {tuple(idx.shape)} with at least one token (the "
                                  f"loss is their mean), got {tuple(targets.shape)}")
             _check_token_ids("targets", targets, self.vocab_size, ignore_index=IGNORE_INDEX)
+            if targets.device.type != "meta" and bool((targets == IGNORE_INDEX).all()):
+                raise ValueError(f"targets must have at least one position that is not {IGNORE_INDEX} "
+                                 f"(the loss is the mean over scored positions), got none")
         x = self.token_embedding(idx)  # (B, T, D)
         positions = check_input(x, positions)
         x = self.encoding.add_to_input(x, positions)

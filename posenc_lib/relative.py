@@ -17,8 +17,7 @@ from .attention import PositionalEncoding, check_probs, check_query
 
 def _bucket_settings(bidirectional, num_buckets, max_distance) -> tuple[int, int]:
     """Checks T5's settings; returns (n, e): the buckets per side and how many of them are exact."""
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__} ({bidirectional!r})")
+    _checks.boolean("bidirectional", bidirectional)
     num_buckets = _checks.positive_int("num_buckets", num_buckets)
     max_distance = _checks.positive_int("max_distance", max_distance)
     n = num_buckets // 2 if bidirectional else num_buckets
@@ -70,6 +69,8 @@ def relative_positions(q_positions: torch.Tensor, k_positions: torch.Tensor) -> 
         _checks.int_tensor(name, t)
         if t.dim() not in (1, 2):
             raise ValueError(f"{name} must have shape (seq,) or (batch, seq), got {tuple(t.shape)}")
+    q_positions = _checks.position_values("q_positions", q_positions)  # int64, so k - q neither wraps nor overflows
+    k_positions = _checks.position_values("k_positions", k_positions)
     _checks.same_device("q_positions", q_positions, k_positions=k_positions)
     q = q_positions if q_positions.dim() == 2 else q_positions[None]
     k = k_positions if k_positions.dim() == 2 else k_positions[None]
@@ -110,6 +111,10 @@ class T5RelativeBias(PositionalEncoding):
     def forward(self, *args, **kwargs):
         if (args and isinstance(args[0], torch.Tensor)) or "q" in kwargs:
             return super().forward(*args, **kwargs)  # t5(q, q_positions, k_positions): the protocol's call
+        if len(args) + len(kwargs) != 2:
+            raise TypeError("T5RelativeBias is called as t5(q_len, k_len) -> (heads, q_len, k_len), or as "
+                            f"t5(q, q_positions=None, k_positions=None) with q a torch.Tensor; got {len(args)} "
+                            f"positional argument(s) starting with {type(args[0]).__name__ if args else None}")
         return self.compute_bias(*args, **kwargs)
 
     def compute_bias(self, q_len: int, k_len: int) -> torch.Tensor:
@@ -144,6 +149,7 @@ class ShawRelativePosition(PositionalEncoding):
 
     def __init__(self, head_dim: int, max_relative_position: int, *, values: bool = True):
         super().__init__()
+        _checks.boolean("values", values)
         self.head_dim = _checks.positive_int("head_dim", head_dim)
         self.max_relative_position = _checks.positive_int("max_relative_position", max_relative_position,
                                                           allow_zero=True)
@@ -191,6 +197,8 @@ def diagonal_spread(scores: torch.Tensor) -> float:
     _checks.finite_tensor("scores", scores)
     rows, cols = scores.shape
     spread = 0.0
+    if not scores.numel():
+        return spread
     for d in range(-rows + 1, cols):
         diag = torch.diagonal(scores, offset=d)
         spread = max(spread, float(diag.max() - diag.min()))

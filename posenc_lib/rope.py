@@ -91,7 +91,7 @@ def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor
     inv_freq must be too: in float32 an angle near 1e5 rad is off by up to ~4e-3, and in bf16
     positions 256 and 257 collide.
     """
-    positions = _checks.int_tensor("positions", positions)
+    positions = _checks.position_values("positions", positions)
     return _angles(positions, _check_inv_freq(inv_freq, "positions", positions))
 
 
@@ -112,7 +112,7 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_f
     angles and their cos/sin are computed in float64 (float32 on devices without it) and rounded once
     to `dtype`; a is the attention factor (YaRN; 1 otherwise). Pair i at position m is turned by these.
     """
-    positions = _checks.int_tensor("positions", positions)
+    positions = _checks.position_values("positions", positions)
     inv_freq = _check_inv_freq(inv_freq, "positions", positions)
     attention_factor = _checks.positive_float("attention_factor", attention_factor)
     return _cos_sin(positions, inv_freq, attention_factor, _checks.float_dtype("dtype", dtype) or torch.float32)
@@ -293,6 +293,8 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
     _checks.choice("layout", layout, LAYOUTS)
     if isinstance(position, bool) or not isinstance(position, numbers.Integral):
         raise TypeError(f"position must be an int (a token index), got {type(position).__name__} ({position!r})")
+    if abs(position) > _checks.MAX_POSITION:
+        raise ValueError(f"position must lie within +-2**53 (angles are computed in float64), got {position}")
     dtype = _checks.float_dtype("dtype", dtype) or torch.float64
     inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
     angle = float(position) * inv_freq  # float64 (exact for |position| < 2**53)

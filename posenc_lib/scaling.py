@@ -224,7 +224,10 @@ def extension_scaling(method: str, factor: float, *, original_max_position_embed
     _checks.choice("method", method, EXTENSION_METHODS)
     factor = _checks.positive_float("factor", factor, minimum=1.0, inclusive=True)
     l0 = _checks.positive_int("original_max_position_embeddings", original_max_position_embeddings)
-    return {
+    dynamic_factor = _checks.positive_float("dynamic_factor", dynamic_factor, minimum=1.0, inclusive=True)
+    low_freq_factor = _checks.positive_float("low_freq_factor", low_freq_factor)
+    high_freq_factor = _checks.positive_float("high_freq_factor", high_freq_factor)
+    scaling = {
         "none": None,
         "linear": {"rope_type": "linear", "factor": factor},
         "ntk": {"rope_type": "ntk", "factor": factor},
@@ -233,3 +236,6 @@ def extension_scaling(method: str, factor: float, *, original_max_position_embed
         "llama3": {"rope_type": "llama3", "factor": factor, "original_max_position_embeddings": l0,
                    "low_freq_factor": low_freq_factor, "high_freq_factor": high_freq_factor},
     }[method]
+    if scaling is not None:
+        _validate(scaling)  # e.g. low_freq_factor < high_freq_factor: checked like any scaling dict
+    return scaling

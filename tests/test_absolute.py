@@ -359,3 +359,19 @@ def test_similarity_functions_name_a_bad_input(fn, arg, exc, match):
 def test_similarity_by_distance_is_mean_diagonal():
     sim = torch.arange(16.0).reshape(4, 4)
     torch.testing.assert_close(similarity_by_distance(sim), torch.tensor([7.5, 6.0, 4.5, 3.0]))
+
+
+# ------------------------------------------------ small integer dtypes and the 2**53 limit (an independent probe)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_small_integer_positions_index_like_int64(dtype):
+    x = torch.zeros(2, 8)
+    pos = torch.tensor([3, 9])
+    learned = LearnedEncoding(10, 8)
+    torch.testing.assert_close(learned(x, pos.to(dtype)), learned(x, pos), rtol=0, atol=0)
+    sinus = SinusoidalEncoding(8)
+    torch.testing.assert_close(sinus(x, pos.to(dtype)), sinus(x, pos), rtol=0, atol=0)
+
+
+def test_sinusoidal_positions_past_2_to_53_are_refused():
+    with pytest.raises(ValueError, match=r"positions must lie within \+-2\*\*53"):
+        SinusoidalEncoding(8)(torch.zeros(1, 8, dtype=torch.float64), torch.tensor([2 ** 63 - 1]))

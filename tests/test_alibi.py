@@ -166,3 +166,23 @@ def test_positions_on_another_device_are_refused(device):
         ALiBi(2)(q, torch.arange(5, device=other))
     with pytest.raises(ValueError, match=r"k_positions must be on the device of the tensor it indexes"):
         ALiBi(2)(q, torch.arange(5, device=device), torch.arange(5, device=other))
+
+
+def test_module_bias_is_exact_in_float64():
+    """For float64 q the module's bias is -m_h * |j - i| to float64 precision (slopes and distances are
+    not rounded to float32 first): checked against the paper's slopes in plain Python."""
+    q = torch.zeros(1, 12, 2, 4, dtype=torch.float64)
+    k_pos = torch.tensor([1, 2, 2 ** 24 + 1])
+    bias = ALiBi(12)(q, torch.tensor([0, 5]), k_pos)
+    slopes = ref_alibi_slopes(12)
+    expected = torch.tensor([[[-m * abs(j - i) for j in k_pos.tolist()] for i in (0, 5)] for m in slopes],
+                            dtype=torch.float64)[None]
+    torch.testing.assert_close(bias, expected, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_small_integer_positions_give_the_int64_bias(dtype):
+    q = torch.zeros(1, 4, 1, 4)
+    got = ALiBi(4)(q, torch.tensor([5], dtype=dtype), torch.tensor([3], dtype=dtype))
+    torch.testing.assert_close(got, ALiBi(4)(q, torch.tensor([5]), torch.tensor([3])), rtol=0, atol=0)
+    assert got[0, 0, 0, 0].item() == -2 * ref_alibi_slopes(4)[0]

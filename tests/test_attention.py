@@ -304,3 +304,16 @@ def test_mha_refuses_x_or_positions_on_another_device(device):
         mha(_x(device, torch.float32, (1, 5, 16)), torch.arange(5, device=_other(device)))
     with pytest.raises(ValueError, match=r"qkv must be on x's device"):
         mha(torch.empty(1, 5, 16, device=_other(device)))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda q: attention(q, q, q, causal="no"), "causal"),
+    (lambda q: attention(q, q, q, return_weights=1), "return_weights"),
+    (lambda q: MultiHeadAttention(16, 2, causal="no"), "causal"),
+    (lambda q: MultiHeadAttention(16, 2, bias=None), "bias"),
+    (lambda q: MultiHeadAttention(16, 2, apply_input_encoding="yes"), "apply_input_encoding"),
+])
+def test_flags_must_be_real_bools(call, name):
+    """A string such as "no" is truthy: taken as a flag it would silently mean True."""
+    with pytest.raises(TypeError, match=rf"{name} must be a bool"):
+        call(torch.zeros(1, 2, 3, 4))

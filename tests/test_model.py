@@ -272,3 +272,33 @@ def test_ignored_targets_are_not_scored():
     torch.testing.assert_close(loss, expected)
     with pytest.raises(ValueError, match=r"targets must hold token ids in \[0, vocab_size=7\) or -100"):
         model(idx, torch.full((2, 5), -5))
+
+
+@pytest.mark.parametrize("settings, exc, match", [
+    (dict(rope_scaling={"rope_type": "linear", "factor": -1.0}), ValueError, r"scaling\['factor'\] must be >= 1"),
+    (dict(d_model=6, num_heads=2), ValueError, r"RoPE needs an even head_dim.*d_model=6, num_heads=2"),
+])
+def test_config_checks_rope_settings_when_made(settings, exc, match):
+    with pytest.raises(exc, match=match):
+        TinyLMConfig(**settings)
+    with pytest.raises(exc, match=match):
+        TinyLM(10, **settings)
+
+
+def test_all_ignored_targets_are_an_error_not_a_nan_loss():
+    model = TinyLM(10, d_model=16, num_heads=2, num_layers=1)
+    with pytest.raises(ValueError, match=r"targets must have at least one position that is not -100"):
+        model(torch.tensor([[1, 2]]), torch.tensor([[-100, -100]]))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_small_integer_token_ids_work(dtype):
+    torch.manual_seed(0)
+    model = TinyLM(10, encoding="learned", d_model=16, num_heads=2, num_layers=1, max_len=8)
+    idx = torch.tensor([[1, 2, 9]])
+    torch.testing.assert_close(model(idx.to(dtype))[0], model(idx)[0], rtol=0, atol=0)
+
+
+def test_make_encoding_names_kind():
+    with pytest.raises(TypeError, match=r"kind must be a name in \["):
+        make_encoding(123)

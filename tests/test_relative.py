@@ -335,3 +335,49 @@ MIXED = [  # f(device, other): a call mixing two devices; the message names both
 def test_tensors_on_two_devices_are_refused(call, pattern, device):
     with pytest.raises(ValueError, match=pattern):
         call(device, _other(device))
+
+
+# ------------------------------------------------ small integer dtypes, int64 limits, bools (an independent probe)
+SMALL_INTS = [torch.uint8, torch.int16, torch.int32]
+
+
+@pytest.mark.parametrize("dtype", SMALL_INTS)
+def test_small_integer_positions_count_like_int64(dtype):
+    """key - query of uint8 5 and 3 is -2, not 254: positions are widened to int64 before subtracting."""
+    q, k = torch.tensor([5], dtype=dtype), torch.tensor([3, 7], dtype=dtype)
+    assert relative_positions(q, k).tolist() == [[[-2, 2]]]
+    t5 = T5RelativeBias(2, bidirectional=True)
+    q4 = torch.zeros(1, 2, 1, 8)
+    torch.testing.assert_close(t5(q4, q, k), t5(q4, q.long(), k.long()), rtol=0, atol=0)
+    shaw = ShawRelativePosition(8, 2)
+    torch.testing.assert_close(shaw.score_bias(q4[:, :1], q, k), shaw.score_bias(q4[:, :1], q.long(), k.long()))
+
+
+@pytest.mark.parametrize("q, k", [([-1], [2 ** 63 - 1]), ([-(2 ** 62)], [2 ** 62]), ([0], [2 ** 53 + 1])])
+def test_positions_past_2_to_53_are_refused_not_overflowed(q, k):
+    with pytest.raises(ValueError, match=r"positions must lie within \+-2\*\*53"):
+        relative_positions(torch.tensor(q), torch.tensor(k))
+
+
+def test_positions_at_2_to_53_still_subtract_exactly():
+    assert relative_positions(torch.tensor([-(2 ** 53)]), torch.tensor([2 ** 53])).item() == 2 ** 54
+
+
+@pytest.mark.parametrize("call, name", [(lambda: ShawRelativePosition(8, 2, values="no"), "values"),
+                                        (lambda: T5RelativeBias(2, bidirectional=1), "bidirectional"),
+                                        (lambda: t5_relative_bucket(torch.tensor([1]), bidirectional="yes"),
+                                         "bidirectional")])
+def test_flags_must_be_real_bools(call, name):
+    with pytest.raises(TypeError, match=rf"{name} must be a bool"):
+        call()
+
+
+def test_t5_called_with_a_non_tensor_says_both_forms():
+    import numpy as np
+    with pytest.raises(TypeError, match=r"t5\(q_len, k_len\).*q a torch.Tensor"):
+        T5RelativeBias(4)(np.zeros((1, 4, 3, 8)))
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (0, 0)])
+def test_diagonal_spread_of_an_empty_matrix_is_zero(shape):
+    assert diagonal_spread(torch.zeros(shape)) == 0.0

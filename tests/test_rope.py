@@ -766,3 +766,36 @@ def test_tensors_on_different_devices_are_named(name, device):
     with pytest.raises(ValueError, match=pattern) as info:
         call(device, other)
     assert device.type in str(info.value) and other.type in str(info.value)
+
+
+# ------------------------------------------------ small integer dtypes and the 2**53 limit (an independent probe)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_small_integer_positions_rotate_like_int64(dtype):
+    """uint8 positions are positions, not a boolean mask, in every entry point."""
+    x = torch.randn(1, 2, 6, 8, generator=torch.Generator().manual_seed(0))
+    pos = torch.tensor([7, 1, 0, 200, 3, 3])
+    expected = ref_rope(x, pos).to(torch.float32)
+    torch.testing.assert_close(apply_rope(x, pos.to(dtype)), expected, atol=1e-5, rtol=0)
+    q, k = RotaryEmbedding(8)(x, x, pos.to(dtype))
+    torch.testing.assert_close(q, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(k, expected, atol=1e-5, rtol=0)
+    cos, _ = rope_cos_sin(pos.to(dtype), torch.ones(4, dtype=torch.float64))
+    torch.testing.assert_close(cos, torch.cos(pos.double())[:, None].expand(6, 4).float())
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: apply_rope(torch.ones(1, 2), p),
+    lambda p: RotaryEmbedding(2)(torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2), p),
+    lambda p: rope_complex(torch.ones(1, 2), p),
+    lambda p: rope_cos_sin(p, torch.ones(1, dtype=torch.float64)),
+], ids=["apply_rope", "RotaryEmbedding", "rope_complex", "rope_cos_sin"])
+def test_positions_past_2_to_53_are_refused(call):
+    """float64 holds every integer to 2**53: sin(m theta) of a larger m would be that of another m."""
+    with pytest.raises(ValueError, match=r"positions must lie within \+-2\*\*53"):
+        call(torch.tensor([2 ** 63 - 1]))
+    call(torch.tensor([2 ** 53]))  # the limit itself is fine
+
+
+def test_rope_matrix_refuses_positions_past_2_to_53():
+    with pytest.raises(ValueError, match=r"position must lie within \+-2\*\*53"):
+        rope_matrix(2 ** 53 + 1, 2)

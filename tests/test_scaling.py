@@ -409,3 +409,15 @@ BAD = [
 def test_bad_scaling_is_named(call, exc, pattern):
     with pytest.raises(exc, match=pattern):  # the message names the parameter and what was expected
         call()
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(method="dynamic", dynamic_factor=float("nan")), ValueError, r"dynamic_factor must be a finite number"),
+    (dict(method="dynamic", dynamic_factor=0.5), ValueError, r"dynamic_factor must be >= 1"),
+    (dict(method="llama3", low_freq_factor="1"), TypeError, r"low_freq_factor must be a number"),
+    (dict(method="llama3", low_freq_factor=4.0, high_freq_factor=1.0), ValueError, r"high_freq_factor.*low_freq_factor"),
+])
+def test_extension_scaling_checks_its_settings(kwargs, exc, match):
+    from posenc_lib.scaling import extension_scaling
+    with pytest.raises(exc, match=match):
+        extension_scaling(factor=2.0, original_max_position_embeddings=64, **kwargs)
