@@ -144,6 +144,11 @@ class PositionalEncoding(nn.Module):
         """Build this encoding from a posenc_lib.model.TinyLMConfig; the default takes no settings."""
         return cls()
 
+    @classmethod
+    def check_config(cls, config) -> None:
+        """Raise a ValueError/TypeError naming the setting if `config` (a TinyLMConfig) cannot build this
+        encoding; called when the config is made, before any weight is drawn. Default: nothing to check."""
+
 
 HOOKS = ("add_to_input", "rotate_qk", "score_bias", "value_bias")
 HOOK_PLACES = {"add_to_input": "added to the input", "rotate_qk": "rotates q and k",

@@ -23,7 +23,6 @@ from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
 from .relative import ShawRelativePosition, T5RelativeBias
 from .rope import RotaryEmbedding
-from .scaling import rope_inv_freq
 
 # The registry: name -> PositionalEncoding class. Iterating it gives the names.
 ENCODINGS: dict[str, type[PositionalEncoding]] = {
@@ -97,11 +96,8 @@ class TinyLMConfig:
         _checks.positive_float("rope_base", self.rope_base, minimum=1.0)
         if self.rope_scaling is not None and not isinstance(self.rope_scaling, dict):
             raise TypeError(f"rope_scaling must be a dict or None, got {type(self.rope_scaling).__name__}")
-        if self.encoding == "rope":
-            if self.head_dim % 2:
-                raise ValueError(f"RoPE needs an even head_dim = d_model / num_heads, got d_model={self.d_model}, "
-                                 f"num_heads={self.num_heads} (head_dim {self.head_dim})")
-            rope_inv_freq(self.head_dim, base=self.rope_base, scaling=self.rope_scaling)  # scaling checked now
+        if isinstance(self.encoding, str):
+            ENCODINGS[self.encoding].check_config(self)  # e.g. RoPE: an even head_dim, a valid rope_scaling
 
     @property
     def head_dim(self) -> int:

@@ -348,6 +348,15 @@ class RotaryEmbedding(PositionalEncoding):
         """From a posenc_lib.model.TinyLMConfig: head_dim d_model / num_heads, rope_base, rope_scaling."""
         return cls(config.d_model // config.num_heads, base=config.rope_base, scaling=config.rope_scaling)
 
+    @classmethod
+    def check_config(cls, config) -> None:
+        """RoPE turns pairs of dims: head_dim = d_model / num_heads must be even; rope_scaling is checked now."""
+        head_dim = config.d_model // config.num_heads
+        if head_dim % 2:
+            raise ValueError(f"RoPE needs an even head_dim = d_model / num_heads, got d_model={config.d_model}, "
+                             f"num_heads={config.num_heads} (head_dim {head_dim})")
+        rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
+
     def _dynamic(self) -> bool:
         return self.scaling is not None and (self.scaling.get("rope_type") or self.scaling.get("type")) == "dynamic"
 

@@ -302,3 +302,19 @@ def test_small_integer_token_ids_work(dtype):
 def test_make_encoding_names_kind():
     with pytest.raises(TypeError, match=r"kind must be a name in \["):
         make_encoding(123)
+
+
+def test_a_registered_encoding_checks_the_config_before_any_weight_is_drawn():
+    class NeedsFourHeads(NoPE):
+        @classmethod
+        def check_config(cls, config):
+            if config.num_heads != 4:
+                raise ValueError(f"num_heads must be 4 for this encoding, got {config.num_heads}")
+
+    register_encoding("needs_four_heads", NeedsFourHeads)
+    try:
+        TinyLMConfig(encoding="needs_four_heads", d_model=16, num_heads=4)
+        with pytest.raises(ValueError, match="num_heads must be 4"):
+            TinyLMConfig(encoding="needs_four_heads", d_model=16, num_heads=2)
+    finally:
+        del ENCODINGS["needs_four_heads"]
