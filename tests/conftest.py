@@ -10,8 +10,12 @@ from __future__ import annotations
 import math
 import warnings
 
+import matplotlib
 import pytest
 import torch
+
+matplotlib.use("Agg")  # figure tests draw off-screen, with or without MPLBACKEND=Agg
+import matplotlib.pyplot as plt  # noqa: E402
 from hypothesis import HealthCheck, settings
 
 # Modest and deterministic: the whole unit suite must stay fast on 2 shared cores, and CI must not
@@ -22,6 +26,13 @@ settings.load_profile("posenc")
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 warnings.filterwarnings("ignore", message=".*rope_parameters.*")  # HF config chatter in the reference tests
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every test starts without open figures and leaves none behind."""
+    yield
+    plt.close("all")
+
 
 DEVICE_NAMES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from posenc_lib import experiments as E  # noqa: E402
-from posenc_lib import rope_inv_freq  # noqa: E402
-from posenc_lib.plots import extension as P  # noqa: E402
-from posenc_lib.scaling import EXTENSION_METHODS  # noqa: E402
-from posenc_lib.widgets import extension as W  # noqa: E402
+from posenc_lib import experiments as E
+from posenc_lib import rope_inv_freq
+from posenc_lib.plots import extension as P
+from posenc_lib.scaling import EXTENSION_METHODS
+from posenc_lib.widgets import extension as W
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +24,6 @@ def results():
 @pytest.fixture(scope="module")
 def extension():
     return E.load_results("context_extension")
-
-
-@pytest.fixture(autouse=True)
-def _close():
-    yield
-    plt.close("all")
 
 
 def _runs_mean(results, enc, m):

@@ -1,24 +1,14 @@
 """Notebook 04's figures (posenc_lib.plots.learned and widgets.learned): the similarity of a position
 table's rows, its training snapshots, accuracy by position; the snapshot slider follows its step."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from posenc_lib import sinusoidal_table  # noqa: E402
-from posenc_lib.experiments.learned import load_learned_snapshots, position_similarity  # noqa: E402
-from posenc_lib.plots import learned as plots  # noqa: E402
-from posenc_lib.widgets import learned as widgets  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+from posenc_lib import sinusoidal_table
+from posenc_lib.experiments.learned import load_learned_snapshots, position_similarity
+from posenc_lib.plots import learned as plots
+from posenc_lib.widgets import learned as widgets
 
 
 @pytest.fixture(scope="module")

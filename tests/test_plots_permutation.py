@@ -1,15 +1,11 @@
 """Notebook 01's figure (posenc_lib.plots.permutation and widgets.permutation): one attention head on a
 sentence and its permutations, checked against torch's own attention; the widget follows its controls."""
-import matplotlib
+import pytest
+import torch
+import torch.nn.functional as F
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from posenc_lib.plots import permutation as plots  # noqa: E402
-from posenc_lib.widgets import permutation as widgets  # noqa: E402
+from posenc_lib.plots import permutation as plots
+from posenc_lib.widgets import permutation as widgets
 
 ALL_ORDERS = list(plots.sentence_permutations().values())
 

@@ -1,23 +1,13 @@
 """Notebook 05's figures (posenc_lib.plots.relative and widgets.relative): Shaw's clipping, T5's buckets
 and ALiBi's biases match the library; each slider figure follows its controls."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from posenc_lib import alibi_slopes, t5_relative_bucket  # noqa: E402
-from posenc_lib.plots import relative as plots  # noqa: E402
-from posenc_lib.widgets import relative as widgets  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+from posenc_lib import alibi_slopes, t5_relative_bucket
+from posenc_lib.plots import relative as plots
+from posenc_lib.widgets import relative as widgets
 
 
 def test_shaw_widget_follows_clipping():

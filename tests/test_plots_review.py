@@ -1,24 +1,15 @@
 """Notebook 09's figures (posenc_lib.plots.review): which encodings' scores notice a shift of the whole
 sequence, and the table of every encoding from notebook 07's cached results."""
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from posenc_lib import experiments as E  # noqa: E402
-from posenc_lib.plots import review as P  # noqa: E402
+from posenc_lib import experiments as E
+from posenc_lib.plots import review as P
 
 
 @pytest.fixture(scope="module")
 def results():
     return E.load_results("extrapolation")
-
-
-@pytest.fixture(autouse=True)
-def _close():
-    yield
-    plt.close("all")
 
 
 def test_shift_invariance_separates_absolute_from_relative():

@@ -1,24 +1,14 @@
 """Notebook 06's figures (posenc_lib.plots.rope and widgets.rope): RoPE's score depends on m - n only,
 the decay bound follows its sliders, and the precision demonstration's numbers: the library's bf16/fp32
 RoPE error against angles computed in the input's dtype."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from posenc_lib.plots import rope as plots  # noqa: E402
-from posenc_lib.rope import apply_rope, rope_decay_bound  # noqa: E402
-from posenc_lib.widgets import rope as widgets  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+from posenc_lib.plots import rope as plots
+from posenc_lib.rope import apply_rope, rope_decay_bound
+from posenc_lib.widgets import rope as widgets
 
 
 def test_rope_score_widget_depends_on_difference_only():

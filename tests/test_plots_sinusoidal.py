@@ -2,24 +2,14 @@
 returns what it drew, checked against the formulas; the widgets follow their controls."""
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from posenc_lib import diagonal_spread, sinusoidal_table  # noqa: E402
-from posenc_lib.plots import sinusoidal as plots  # noqa: E402
-from posenc_lib.widgets import sinusoidal as widgets  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
+from posenc_lib import diagonal_spread, sinusoidal_table
+from posenc_lib.plots import sinusoidal as plots
+from posenc_lib.widgets import sinusoidal as widgets
 
 
 def test_render_sinusoidal_heatmap_returns_the_table_it_drew():
