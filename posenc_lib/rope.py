@@ -27,7 +27,7 @@ import torch
 
 from . import _checks
 from .attention import PositionalEncoding, default_positions
-from .scaling import rope_inv_freq
+from .scaling import rope_inv_freq, rope_type_of
 
 LAYOUTS = ("half", "interleaved")
 # On the CPU, `rotate` works through x in blocks of positions of about this many bytes, so that the
@@ -339,7 +339,7 @@ class RotaryEmbedding(PositionalEncoding):
         self.base = _checks.positive_float("base", base, minimum=1.0)
         self.layout = _checks.choice("layout", layout, LAYOUTS)
         rope_inv_freq(self.dim, base=self.base, scaling=scaling)  # validate now, not at the first call
-        self.scaling = scaling
+        self.scaling, self.rope_type = scaling, rope_type_of(scaling)
         self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin)
         self.cache_builds = 0
 
@@ -356,9 +356,6 @@ class RotaryEmbedding(PositionalEncoding):
             raise ValueError(f"RoPE needs an even head_dim = d_model / num_heads, got d_model={config.d_model}, "
                              f"num_heads={config.num_heads} (head_dim {head_dim})")
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
-
-    def _dynamic(self) -> bool:
-        return self.scaling is not None and (self.scaling.get("rope_type") or self.scaling.get("type")) == "dynamic"
 
     def _frequencies(self, device, seq_len):
         return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len)
@@ -381,7 +378,7 @@ class RotaryEmbedding(PositionalEncoding):
             inv_freq, factor = self._frequencies(device, None)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
         largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))
-        seq_len = largest + 1 if self._dynamic() else None  # L = 1 + the largest position, as in HF
+        seq_len = largest + 1 if self.rope_type == "dynamic" else None  # L = 1 + the largest position, as in HF
         if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
             inv_freq, factor = self._frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]

@@ -132,8 +132,11 @@ ROPE_TYPES = tuple(ROPE_SCALINGS)
 
 
 # ----------------------------------------------------------------------------- checking a scaling dict
-def _rope_type(scaling: dict) -> str:
-    """scaling['rope_type'], or HF's legacy scaling['type'] (the same thing; both given must agree)."""
+def rope_type_of(scaling: dict | None) -> str:
+    """scaling['rope_type'], or HF's legacy scaling['type'] (the same thing; both given must agree);
+    "default" for None (plain RoPE)."""
+    if scaling is None:
+        return "default"
     given = {key: scaling[key] for key in ("rope_type", "type") if scaling.get(key) is not None}
     if not given:
         raise ValueError(f"scaling needs a 'rope_type', one of {list(ROPE_TYPES)}")
@@ -149,7 +152,7 @@ def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
     if not isinstance(scaling, dict):
         raise TypeError(f"scaling must be a dict like {{'rope_type': 'linear', 'factor': 2.0}} or None, "
                         f"got {type(scaling).__name__}")
-    record = ROPE_SCALINGS[_rope_type(scaling)]
+    record = ROPE_SCALINGS[rope_type_of(scaling)]
     allowed = {"rope_type", "type", "rope_theta", *record.required, *record.optional}
     unknown = sorted(set(scaling) - allowed)
     if unknown:

@@ -799,3 +799,15 @@ def test_positions_past_2_to_53_are_refused(call):
 def test_rope_matrix_refuses_positions_past_2_to_53():
     with pytest.raises(ValueError, match=r"position must lie within \+-2\*\*53"):
         rope_matrix(2 ** 53 + 1, 2)
+
+
+def test_dynamic_named_by_hf_legacy_key_type_is_dynamic():
+    """{"type": "dynamic"} (HF's legacy key) must make RotaryEmbedding length-dependent like "rope_type"."""
+    x = torch.randn(1, 1, 40, 8, generator=torch.Generator().manual_seed(0))
+    settings = {"factor": 2.0, "original_max_position_embeddings": 8}
+    legacy = RotaryEmbedding(8, scaling={"type": "dynamic", **settings})
+    current = RotaryEmbedding(8, scaling={"rope_type": "dynamic", **settings})
+    plain = RotaryEmbedding(8)
+    assert legacy.rope_type == current.rope_type == "dynamic"
+    torch.testing.assert_close(legacy(x, x)[0], current(x, x)[0], rtol=0, atol=0)
+    assert not torch.allclose(legacy(x, x)[0], plain(x, x)[0])
