@@ -167,8 +167,10 @@ def where_it_acts(encoding) -> list:
 
 class NoPE(PositionalEncoding):
     """No positional encoding. Without a mask, self-attention is then permutation-equivariant (permute
-    the tokens and the outputs permute the same way); with a causal mask it is not, and a causal
-    model can still infer order from how many tokens each query sees. NoPE()(x) returns x."""
+    the tokens and the outputs permute the same way). A causal mask breaks that: each query sees how
+    many tokens it can attend to. One causal layer still sees a query's visible prefix as an unordered
+    set; two stacked causal layers already see the order inside it, which is how NoPE decoders learn
+    positions (Haviv et al. 2022; Kazemnejad et al. 2023; notebook 01). NoPE()(x) returns x."""
 
 
 # -------------------------------------------------------------------------------------- attention

@@ -45,11 +45,59 @@ def test_causal_last_token_sees_a_set():
     assert float(result["token_errors"][0]) > 1e-2
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_two_causal_layers_see_the_order_inside_the_prefix(seed):
+    # one causal head: the last word's output ignores the order of the words before it; a second
+    # stacked head reads the first layer's outputs, which do depend on it (notebook 01, section 7)
+    setup = plots.toy_sentence(seed=seed)
+    one = plots.permutation_experiment((1, 0, 2), causal=True, layers=1, setup=setup)
+    two = plots.permutation_experiment((1, 0, 2), causal=True, layers=2, setup=setup)
+    assert float(one["token_errors"][-1]) < 1e-12
+    assert float(two["token_errors"][-1]) > 1e-3
+
+
+@pytest.mark.parametrize("perm", ALL_ORDERS)
+def test_two_stacked_heads_without_mask_stay_equivariant(perm):
+    result = plots.permutation_experiment(perm, layers=2)
+    assert result["equivariance_error"] < 1e-12 and result["pooled_error"] < 1e-12
+
+
+def test_toy_sentence_first_layer_does_not_depend_on_the_number_of_layers():
+    one, three = plots.toy_sentence(num_layers=1), plots.toy_sentence(num_layers=3)
+    assert len(one["layers"]) == 1 and len(three["layers"]) == 3
+    assert torch.equal(one["embeddings"], three["embeddings"])
+    for a, b in zip(one["layers"][0], three["layers"][0]):
+        assert torch.equal(a, b)
+    assert torch.equal(three["w_q"], three["layers"][0][0])
+
+
 @pytest.mark.parametrize("kwargs, match", [({"perm": (0, 0, 1)}, "perm"),
-                                           ({"perm": (0, 1, 2), "encoding": "rope"}, "encoding")])
+                                           ({"perm": (0, 1, 2), "encoding": "rope"}, "encoding"),
+                                           ({"perm": (0, 1, 2), "layers": 0}, "layers"),
+                                           ({"perm": (0, 1, 2), "layers": 3}, "layers")])
 def test_permutation_experiment_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plots.permutation_experiment(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"layers": 1.5}, "layers"), ({"layers": True}, "layers"),
+                                           ({"causal": "yes"}, "causal")])
+def test_permutation_experiment_bad_types(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        plots.permutation_experiment((0, 1, 2), **kwargs)
+
+
+def test_render_causal_layers_draws_both_depths():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    bars = plots.render_causal_layers(ax, (1, 0, 2))
+    assert float(bars["one_layer"][2]) < 1e-12 and bool((bars["two_layers"] > 1e-2).all())
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == pytest.approx(bars["one_layer"].tolist() + bars["two_layers"].tolist())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["1 causal layer", "2 causal layers"]
+    assert all(ord(ch) < 0x2E80 for ch in ax.get_title())  # pinyin only: the figure font has no CJK glyphs
+    plt.close(fig)
 
 
 def test_render_permutation_labels_the_permuted_order_in_pinyin():
@@ -72,3 +120,9 @@ def test_permutation_explorer_follows_its_controls():
     assert fig.last_result["equivariance_error"] > 1e-2
     fig.controls["perm"].value = (0, 1, 2)
     assert fig.last_result["equivariance_error"] == 0.0
+    fig.controls["encoding"].value = "none"
+    fig.controls["causal"].value = True
+    fig.controls["perm"].value = (1, 0, 2)
+    assert float(fig.last_result["token_errors"][-1]) < 1e-12 and fig.last_result["layers"] == 1
+    fig.controls["layers"].value = 2
+    assert float(fig.last_result["token_errors"][-1]) > 1e-2 and fig.last_result["layers"] == 2

@@ -1,5 +1,5 @@
-"""Notebook 01: one attention head on "我 爱 北京" and on its permutations (the figures and the small
-computation behind them).
+"""Notebook 01: one attention head (or a stack of two) on "我 爱 北京" and on its permutations (the
+figures and the small computation behind them).
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
 Convention: a permutation `perm` builds the new sentence tokens[perm[0]], tokens[perm[1]], ...
@@ -15,10 +15,11 @@ import torch
 
 from ..absolute import SinusoidalEncoding
 from ..attention import attention
+from .. import _checks
 from ._style import tidy
 
 __all__ = ["TOKENS", "PINYIN", "toy_sentence", "sentence_permutations", "permutation_experiment",
-           "render_permutation"]
+           "render_permutation", "render_causal_layers"]
 
 TOKENS = ("我", "爱", "北京")
 PINYIN = {"我": "wǒ", "爱": "ài", "北京": "Běijīng"}
@@ -28,12 +29,18 @@ def _label(token: str) -> str:
     return PINYIN.get(token, token)
 
 
-def toy_sentence(dim: int = 8, *, seed: int = 0, dtype=torch.float64) -> dict:
-    """Seeded toy embeddings for "我 爱 北京" (one row per token) and one head's W_q, W_k, W_v (dim, dim)."""
+def toy_sentence(dim: int = 8, *, seed: int = 0, num_layers: int = 2, dtype=torch.float64) -> dict:
+    """Seeded toy embeddings for "我 爱 北京" (one row per token) and the W_q, W_k, W_v (dim, dim) of
+    `num_layers` stacked attention heads: "layers" holds one (w_q, w_k, w_v) per layer, and "w_q", "w_k",
+    "w_v" are the first layer's (the same for every num_layers: later layers are drawn after it)."""
+    _checks.positive_int("dim", dim)
+    _checks.positive_int("num_layers", num_layers)
     gen = torch.Generator().manual_seed(seed)
     embeddings = torch.randn(len(TOKENS), dim, generator=gen, dtype=dtype)
-    w_q, w_k, w_v = (torch.randn(dim, dim, generator=gen, dtype=dtype) / math.sqrt(dim) for _ in range(3))
-    return {"tokens": TOKENS, "embeddings": embeddings, "w_q": w_q, "w_k": w_k, "w_v": w_v}
+    layers = tuple(tuple(torch.randn(dim, dim, generator=gen, dtype=dtype) / math.sqrt(dim) for _ in range(3))
+                   for _ in range(num_layers))
+    w_q, w_k, w_v = layers[0]
+    return {"tokens": TOKENS, "embeddings": embeddings, "w_q": w_q, "w_k": w_k, "w_v": w_v, "layers": layers}
 
 
 def sentence_permutations(tokens=TOKENS) -> dict:
@@ -41,32 +48,42 @@ def sentence_permutations(tokens=TOKENS) -> dict:
     return {" ".join(tokens[j] for j in perm): perm for perm in itertools.permutations(range(len(tokens)))}
 
 
-def _one_head(x, setup, *, encoding: str, causal: bool):
+def _attention_stack(x, setup, *, encoding: str, causal: bool, layers: int):
+    """`layers` attention heads one after the other (no residual, no FFN: the smallest stack); returns the
+    last layer's output and weights."""
     if encoding == "sinusoidal":
         x = SinusoidalEncoding(x.shape[-1])(x)  # adds PE(0), PE(1), ... by position, not by token
     elif encoding != "none":
         raise ValueError(f"encoding must be 'none' or 'sinusoidal', got {encoding!r}")
-    q, k, v = x @ setup["w_q"], x @ setup["w_k"], x @ setup["w_v"]
-    return attention(q, k, v, causal=causal, return_weights=True)
+    for w_q, w_k, w_v in setup["layers"][:layers]:
+        x, weights = attention(x @ w_q, x @ w_k, x @ w_v, causal=causal, return_weights=True)
+    return x, weights
 
 
-def permutation_experiment(perm, *, encoding: str = "none", causal: bool = False, setup: dict | None = None) -> dict:
-    """Run one attention head on the sentence and on its permutation x[perm].
+def permutation_experiment(perm, *, encoding: str = "none", causal: bool = False, layers: int = 1,
+                           setup: dict | None = None) -> dict:
+    """Run `layers` stacked attention heads (1 or up to the setup's number) on the sentence and on its
+    permutation x[perm].
 
-    Returns the outputs and weights of both, `equivariance_error` = max |out_perm - out[perm]| (zero when
-    the outputs permute with the inputs) and `pooled_error` = max |mean(out_perm) - mean(out)| (zero when
-    the mean-pooled readout is invariant)."""
+    Returns the outputs and (last layer's) weights of both, `equivariance_error` = max |out_perm - out[perm]|
+    (zero when the outputs permute with the inputs), `pooled_error` = max |mean(out_perm) - mean(out)| (zero
+    when the mean-pooled readout is invariant) and `token_errors`, |out_perm - out[perm]| per word, in the
+    order of the permuted sentence."""
     setup = setup or toy_sentence()
+    _checks.boolean("causal", causal)
+    layers = _checks.positive_int("layers", layers)
+    if layers > len(setup["layers"]):
+        raise ValueError(f"layers must be at most {len(setup['layers'])} (the layers in setup), got {layers}")
     perm = tuple(int(p) for p in perm)
     if sorted(perm) != list(range(len(setup["tokens"]))):
         raise ValueError(f"perm must be a permutation of 0..{len(setup['tokens']) - 1}, got {perm}")
     x = setup["embeddings"]
     index = torch.tensor(perm)
-    out, weights = _one_head(x, setup, encoding=encoding, causal=causal)
-    out_perm, weights_perm = _one_head(x[index], setup, encoding=encoding, causal=causal)
+    out, weights = _attention_stack(x, setup, encoding=encoding, causal=causal, layers=layers)
+    out_perm, weights_perm = _attention_stack(x[index], setup, encoding=encoding, causal=causal, layers=layers)
     return {
         "tokens": setup["tokens"], "tokens_perm": tuple(setup["tokens"][j] for j in perm), "perm": perm,
-        "out": out, "out_perm": out_perm, "weights": weights, "weights_perm": weights_perm,
+        "layers": layers, "out": out, "out_perm": out_perm, "weights": weights, "weights_perm": weights_perm,
         "equivariance_error": float((out_perm - out[index]).abs().max()),
         "weights_error": float((weights_perm - weights[index][:, index]).abs().max()),
         "pooled_error": float((out_perm.mean(0) - out.mean(0)).abs().max()),
@@ -86,13 +103,16 @@ def _attention_map(ax, weights, tokens, title):
         ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="white" if w > 0.6 else "black")
 
 
-def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: bool = False, setup: dict | None = None):
-    """Three panels: attention weights for the original sentence, for the permuted one, and how far each
-    word's output moved (|out_perm - out[perm]|, zero = equivariant) next to the pooled readout's change."""
-    result = permutation_experiment(perm, encoding=encoding, causal=causal, setup=setup)
+def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: bool = False, layers: int = 1,
+                       setup: dict | None = None):
+    """Three panels: attention weights for the original sentence, for the permuted one (of the last layer
+    when `layers` > 1), and how far each word's output moved (|out_perm - out[perm]|, zero = equivariant)
+    next to the pooled readout's change."""
+    result = permutation_experiment(perm, encoding=encoding, causal=causal, layers=layers, setup=setup)
     ax_a, ax_b, ax_c = axes
-    _attention_map(ax_a, result["weights"], result["tokens"], "original order")
-    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], "permuted order")
+    which = f", layer {layers}" if layers > 1 else ""
+    _attention_map(ax_a, result["weights"], result["tokens"], f"original order{which}")
+    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], f"permuted order{which}")
     moved = result["token_errors"].double().numpy()
     labels = [_label(t) for t in result["tokens_perm"]] + ["mean\npool"]
     values = list(moved) + [result["pooled_error"]]
@@ -110,3 +130,31 @@ def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: boo
     ax_c.set_title(f"equivariant: {'yes' if equivariant else 'NO'}, pooled invariant: {'yes' if invariant else 'NO'}",
                    fontsize=9)
     return result
+
+
+def render_causal_layers(ax, perm=(1, 0, 2), *, encoding: str = "none", setup: dict | None = None):
+    """Under a causal mask: how far each word's output moves (|out_perm - out[perm]|) when the sentence is
+    reordered by `perm`, after one attention head and after two stacked ones, side by side per word.
+    Returns {"one_layer": token_errors, "two_layers": token_errors} in the permuted sentence's order."""
+    one = permutation_experiment(perm, encoding=encoding, causal=True, layers=1, setup=setup)
+    two = permutation_experiment(perm, encoding=encoding, causal=True, layers=2, setup=setup)
+    width = 0.38
+    for shift, result, color, label in ((-width / 2, one, "tab:blue", "1 causal layer"),
+                                        (width / 2, two, "tab:red", "2 causal layers")):
+        values = result["token_errors"].double().numpy()
+        ax.bar(np.arange(len(values)) + shift, values, width, color=color, label=label)
+        for j, value in enumerate(values):
+            ax.text(j + shift, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom",
+                    fontsize=7)
+    labels = [f"{_label(t)}\n(pos {i})" for i, t in enumerate(one["tokens_perm"])]
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    top = float(max(one["token_errors"].max(), two["token_errors"].max()))
+    ax.set_ylim(0, max(0.5, 1.2 * top))
+    ax.set_ylabel("change of the word's output", fontsize=8)
+    sentence = " ".join(_label(t) for t in one["tokens_perm"])
+    ax.set_title(f"causal mask, {'no encoding' if encoding == 'none' else encoding}: '{sentence}' vs the original",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    tidy(ax)
+    ax.figure.subplots_adjust(bottom=0.2)
+    return {"one_layer": one["token_errors"], "two_layers": two["token_errors"]}
