@@ -171,10 +171,14 @@ def test_cache_rebuilt_on_every_long_call_vs_grown_once():
 
 
 def test_rope_past_its_cache_stays_on_the_device():
-    """The seed's rebuild uses a CPU arange, so it fails on any other device (meta stands in for CUDA here)."""
+    """The seed's rebuild uses a CPU arange, so it fails on any other device (meta stands in for CUDA here:
+    on a GPU the error is torch's "Expected all tensors to be on the same device"); the library's does not."""
     q = torch.randn(1, 2, 40, 8, device="meta")
     out, _ = P.RotaryEmbedding(8)(q, q)
     assert out.device.type == "meta"
+    seed = _SeedRotary(8, 16).to("meta")
+    with pytest.raises(RuntimeError, match="device"):
+        seed(q, q, 40)  # 40 > max_seq_len: the rebuild's arange is on the CPU, inv_freq on meta
 
 
 def test_rope_keeps_the_dtype_of_half_inputs():
@@ -184,6 +188,111 @@ def test_rope_keeps_the_dtype_of_half_inputs():
     out = P.RotaryEmbedding(8)(q, q)[0]
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out, _SeedRotary(8, 16)(q, q, 8)[0].to(torch.bfloat16))
+
+
+def test_q4_frequency_snippet_doubles_the_exponent():
+    """000's Q4 tip writes theta = 10000 ** (-2 * arange(0, dim, 2) / dim): arange(0, dim, 2) is already 2i, so
+    this is base 10^8, every frequency squared; for dim 8: [1, 1e-2, 1e-4, 1e-6] instead of [1, 1e-1, 1e-2, 1e-3]."""
+    dim = 8
+    q4 = (10000 ** (-2 * torch.arange(0, dim, 2) / dim)).double()
+    inv_freq, _ = P.rope_inv_freq(dim)
+    torch.testing.assert_close(inv_freq, torch.tensor(ref_frequencies(dim, 10000.0), dtype=torch.float64))
+    torch.testing.assert_close(q4, P.rope_inv_freq(dim, base=1e8)[0], rtol=1e-6, atol=0)
+    torch.testing.assert_close(q4, inv_freq ** 2, rtol=1e-6, atol=0)
+    torch.testing.assert_close(q4, torch.tensor([1.0, 1e-2, 1e-4, 1e-6], dtype=torch.float64), rtol=1e-6, atol=0)
+
+
+def test_q4_rotation_snippet_turns_clockwise():
+    """000's Q4 tip writes q * cos - q_shifted * sin; its class writes q * cos + rotate_half(q) * sin. With
+    q_shifted = rotate_half(q) the tip is RoPE at negated positions (scores of (m, n) = the class's (n, m)),
+    and mixing the two for q and k makes the score depend on m + n."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 8, generator=gen, dtype=torch.float64)
+    pos = torch.arange(6)
+    angles = pos[:, None].double() * torch.tensor(ref_frequencies(8, 10000.0), dtype=torch.float64)
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    torch.testing.assert_close(x * cos + P.rotate_half(x) * sin, P.apply_rope(x, pos))
+    torch.testing.assert_close(x * cos - P.rotate_half(x) * sin, P.apply_rope(x, -pos))
+    q, k = x[:1], x[1:2]
+
+    def score(q_sign, k_sign, m, n):
+        return float(P.apply_rope(q, torch.tensor([q_sign * m]))[0] @ P.apply_rope(k, torch.tensor([k_sign * n]))[0])
+
+    assert score(-1, -1, 5, 2) == pytest.approx(score(1, 1, 2, 5), abs=1e-12)
+    assert score(1, -1, 5, 2) == pytest.approx(score(1, -1, 7, 0), abs=1e-12)       # m + n = 7 in both
+    assert score(1, -1, 5, 2) != pytest.approx(score(1, -1, 105, 102), abs=1e-6)    # same m - n, other m + n
+
+
+def test_000_prose_pairs_neighbours_code_pairs_halves():
+    """000's derivation pairs (x1, x2), (x3, x4), ... (interleaved) while its code uses rotate_half (half-split):
+    two different functions, equal only after layout_permutation."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 8, generator=gen, dtype=torch.float64)
+    pos = torch.arange(4)
+    prose, code = P.apply_rope(x, pos, layout="interleaved"), P.apply_rope(x, pos, layout="half")
+    # the prose's pairing written out: pair i = (x[2i], x[2i+1]) turned by pos * theta_i
+    theta = torch.tensor(ref_frequencies(8, 10000.0), dtype=torch.float64)
+    a = pos[:, None].double() * theta
+    written = torch.stack((x[:, 0::2] * a.cos() - x[:, 1::2] * a.sin(), x[:, 1::2] * a.cos() + x[:, 0::2] * a.sin()), -1)
+    torch.testing.assert_close(prose, written.flatten(-2))
+    assert (prose - code).abs().max() > 0.1
+    perm = P.layout_permutation(8)
+    torch.testing.assert_close(P.apply_rope(x[:, perm], pos, layout="half"), prose[:, perm], rtol=0, atol=1e-12)
+
+
+def test_000_partial_rotary_comment_describes_real_models():
+    """000's comment "RoPE only on part of the dims (usually the first part)" (its code rotates all): GPT-NeoX
+    rotates the first rotary_pct = 0.25 of each head, GPT-J the first rotary_dim = 64 of 256 (transformers'
+    configs and modeling code); the rest passes through unchanged."""
+    from transformers import GPTJConfig, GPTNeoXConfig, LlamaConfig
+    from transformers.models.gpt_neox import modeling_gpt_neox as neox
+
+    neox_config, gptj_config = GPTNeoXConfig(), GPTJConfig()
+    assert LlamaConfig().rope_parameters.get("partial_rotary_factor", 1.0) == 1.0  # Llama rotates every dim
+    assert neox_config.rope_parameters["partial_rotary_factor"] == 0.25
+    head_dim = neox_config.hidden_size // neox_config.num_attention_heads
+    assert (head_dim, int(head_dim * 0.25)) == (96, 24)
+    assert gptj_config.rotary_dim == 64 and gptj_config.n_embd // gptj_config.n_head == 256
+    # GPT-NeoX's apply_rotary_pos_emb rotates the first cos.shape[-1] dims and passes the rest through
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 5, head_dim, generator=gen)
+    rotary = int(head_dim * 0.25)
+    cos, sin = P.rope_cos_sin(torch.arange(5), P.rope_inv_freq(rotary)[0])
+    cos, sin = torch.cat((cos, cos), -1)[None], torch.cat((sin, sin), -1)[None]
+    out, _ = neox.apply_rotary_pos_emb(q, q, cos, sin)
+    torch.testing.assert_close(out[..., rotary:], q[..., rotary:], rtol=0, atol=0)
+    torch.testing.assert_close(out[..., :rotary], P.apply_rope(q[..., :rotary], torch.arange(5)))
+
+
+def test_000_std_comparison_measures_the_initialisation():
+    """000 compares the output std of two attention layers with different random weights, one with RoPE. With
+    the same weights RoPE moves the std far less than another seed does; order shows in the permutation test."""
+    d_model, heads, T = 512, 8, 64
+    x = torch.randn(2, T, d_model, generator=torch.Generator().manual_seed(1))
+
+    def layer(seed, encoding):
+        torch.manual_seed(seed)
+        return P.MultiHeadAttention(d_model, heads, encoding=encoding, bias=True)
+
+    with torch.no_grad():
+        stds = [float(layer(seed, P.NoPE())(x).std()) for seed in range(4)]
+        rope, nope = layer(0, P.RotaryEmbedding(d_model // heads)), layer(0, P.NoPE())
+        gap = abs(float(rope(x).std()) - float(nope(x).std()))
+        shuffle = torch.randperm(T, generator=torch.Generator().manual_seed(2))
+        assert (nope(x[:, shuffle]) - nope(x)[:, shuffle]).abs().max() < 1e-5
+        assert (rope(x[:, shuffle]) - rope(x)[:, shuffle]).abs().max() > 1e-2
+    assert max(stds) - min(stds) > 10 * gap
+
+
+def test_000_relative_does_not_mean_extrapolates():
+    """000's table: relative encodings extrapolate better (长度外推 较好). Notebook 07's measurement (data/): RoPE,
+    relative, rises more at 8L than no encoding at all; T5 rises too; only ALiBi stays flat."""
+    from posenc_lib.experiments import load_results
+
+    summary = load_results("extrapolation")["summary"]
+    rise = {enc: summary[enc]["8"]["mean"] - summary[enc]["1"]["mean"] for enc in ("rope", "t5", "alibi", "nope")}
+    assert rise["rope"] > 1.0 and rise["rope"] > rise["nope"]
+    assert rise["alibi"] < rise["t5"] < rise["rope"] and rise["t5"] > 0.1 and abs(rise["alibi"]) < 0.1
 
 
 def test_permutation_claim_of_000_and_001():

@@ -1,11 +1,12 @@
-"""Notebook 06 (and the RoPE half of 03): RoPE's score depends on m - n only, its long-term decay
-bound, and why its angles are computed in float64 whatever the input's dtype.
+"""Notebook 06 (and the RoPE half of 03): RoPE as a rotation in the plane, its score depends on m - n
+only, its long-term decay bound, and why its angles are computed in float64 whatever the input's dtype.
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
 Conventions, as in posenc_lib.rope: pair i of a head is (x[2i], x[2i+1]) in the "interleaved" layout
 (RoFormer, Meta's Llama) and (x[i], x[i + d/2]) in the "half" layout (GPT-NeoX, Hugging Face);
 position m turns pair i counter-clockwise by m * theta_i, theta_i = base ** (-2i/d); the score
-<R_m q, R_n k> depends on m - n (query position minus key position).
+<R_m q, R_n k> depends on m - n, query position minus key position, as RoFormer writes it: that is
+-r in the course's relative position r = key - query (posenc_lib.relative, notebook 05).
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from ..rope import apply_rope, rope_decay_bound
 from ..scaling import rope_inv_freq
 from ._style import tidy, two_panels
 
-__all__ = ["rope_scores", "render_rope_score", "render_rope_decay_bound", "naive_rope", "rope_precision_errors",
-           "render_rope_precision"]
+__all__ = ["rope_scores", "render_rope_rotation", "render_rope_score", "DECAY_REFERENCE", "render_rope_decay_bound",
+           "naive_rope", "rope_precision_errors", "render_rope_precision"]
 
 
 def rope_scores(q: torch.Tensor, k: torch.Tensor, q_positions, k_positions, *, base: float = 10000.0,
@@ -28,6 +29,64 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, q_positions, k_positions, *, b
     qs = apply_rope(q.double().expand(len(m), -1), m, base=base, layout=layout)
     ks = apply_rope(k.double().expand(len(n), -1), n, base=base, layout=layout)
     return (qs * ks).sum(-1)
+
+
+def _turned(pair, position: int, theta: float) -> np.ndarray:
+    """One pair (x1, x2) turned by position * theta with the library's apply_rope (interleaved, one pair)."""
+    x = torch.tensor([pair], dtype=torch.float64)  # (1, 2): one position, one pair
+    freq = torch.tensor([theta], dtype=torch.float64)
+    return apply_rope(x, torch.tensor([position]), inv_freq=freq, layout="interleaved")[0].numpy()
+
+
+def _arc(ax, start: float, stop: float, radius: float, **style) -> None:
+    t = np.linspace(start, stop, 40)
+    ax.plot(radius * np.cos(t), radius * np.sin(t), **style)
+
+
+def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0, 0.2), k=(0.9, -0.3),
+                         theta: float = 0.35):
+    """RoPE on one pair, drawn as arrows in the plane (the pair (x1, x2) as a point).
+
+    Left: q turned counter-clockwise by m * theta (query at position m) and k by n * theta (key at
+    position n), the unturned q and k dashed. Right: both positions moved on by `shift`. The angle from
+    R_n k to R_m q is arg q - arg k + (m - n) theta in both panels, so their dot product (the score)
+    is the same. The turns come from posenc_lib.rope.apply_rope (one interleaved pair, inv_freq theta).
+    Returns dict(angles (2,) radians from R_n k to R_m q, scores (2,), rotated_q (2, 2), rotated_k (2, 2),
+    positions [(m, n), (m + shift, n + shift)]) as numpy / lists.
+    """
+    q0, k0 = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
+    radius = 1.1 * max(np.hypot(*q0), np.hypot(*k0))
+    out = {"angles": [], "scores": [], "rotated_q": [], "rotated_k": [], "positions": []}
+    for ax, (pm, pn) in zip(axes, [(m, n), (m + shift, n + shift)]):
+        rq, rk = _turned(q, pm, theta), _turned(k, pn, theta)
+        angle = float(np.arctan2(rk[0] * rq[1] - rk[1] * rq[0], rk @ rq))  # signed, from R_n k to R_m q
+        circle = np.linspace(0, 2 * np.pi, 120)
+        ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.88", lw=0.8)
+        for vec, color, ls, lw in ((q0, "C0", "--", 0.9), (k0, "C1", "--", 0.9), (rq, "C0", "-", 1.8), (rk, "C1", "-", 1.8)):
+            ax.annotate("", xy=tuple(vec), xytext=(0, 0),
+                        arrowprops={"arrowstyle": "->", "color": color, "lw": lw, "ls": ls})
+        arg_q, arg_k = float(np.arctan2(q0[1], q0[0])), float(np.arctan2(k0[1], k0[0]))
+        _arc(ax, arg_q, arg_q + pm * theta, 0.35 * radius, color="C0", lw=0.8)  # the turn of q: m * theta
+        _arc(ax, arg_k, arg_k + pn * theta, 0.5 * radius, color="C1", lw=0.8)  # the turn of k: n * theta
+        start = float(np.arctan2(rk[1], rk[0]))
+        _arc(ax, start, start + angle, 0.75 * radius, color="k", lw=1.2)  # the angle between them
+        ax.text(*(1.25 * rq), f"q at m={pm}", color="C0", fontsize=8, ha="center", va="center")
+        ax.text(*(1.25 * rk), f"k at n={pn}", color="C1", fontsize=8, ha="center", va="center")
+        score = float(rq @ rk)
+        ax.set_title(f"m={pm}, n={pn}: angle {np.degrees(angle):.0f}°, score {score:.3f}", fontsize=9)
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.3 * radius, 1.3 * radius)
+        ax.set_ylim(-1.3 * radius, 1.3 * radius)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel(f"dashed: q, k before turning; thin arcs: the turns {pm}θ, {pn}θ;\n"
+                      "black arc: the angle between the turned vectors", fontsize=7)
+        out["angles"].append(angle)
+        out["scores"].append(score)
+        out["rotated_q"].append(rq)
+        out["rotated_k"].append(rk)
+        out["positions"].append((pm, pn))
+    return {key: (np.asarray(value) if key != "positions" else value) for key, value in out.items()}
 
 
 def render_rope_score(axes, m: int = 5, n: int = 2, *, q: torch.Tensor, k: torch.Tensor, shifts: int = 200,
@@ -48,7 +107,7 @@ def render_rope_score(axes, m: int = 5, n: int = 2, *, q: torch.Tensor, k: torch
     relative = torch.arange(-span, span + 1)
     ax_rel.plot(relative.numpy(), curve, color="0.5", lw=1)
     ax_rel.plot([m - n], [score], "o", color="C3", ms=6)
-    ax_rel.set_xlabel("m - n", fontsize=8)
+    ax_rel.set_xlabel("m - n  (query - key; = -r, r = key - query)", fontsize=8)
     ax_rel.set_title("score against m - n", fontsize=9)
     tidy(ax_rel)
     two_panels(axes)
@@ -73,21 +132,32 @@ def _relative_curve(q, k, span, base):
     return _CURVES[key]
 
 
+# The grey reference curve of the decay-bound figure: base 10000 and head dim 128, the settings of the
+# 7B LLaMA models (transformers' LlamaConfig defaults: hidden_size 4096 / 32 heads, rope_theta 10000;
+# tests/test_plots_rope.py reads them). RoFormer's Figure 2 plots the same bound for theta_i =
+# 10000 ** (-2i/d); no head dim is claimed for it here.
+DECAY_REFERENCE = {"base": 10000.0, "dim": 128}
+
+
 def render_rope_decay_bound(ax, base: float = 10000.0, dim: int = 128, *, max_distance: int = 1024):
-    """RoFormer's relative upper bound (1/(d/2)) sum_j |S_j| against the distance m - n (posenc_lib.rope.
-    rope_decay_bound), for this base and dim, with the paper's setting (base 10000, dim 128) in grey.
-    Returns dict(distance, bound) as numpy."""
+    """RoFormer's relative upper bound (1/(d/2)) sum_p |S_p| against the distance |m - n| (posenc_lib.rope.
+    rope_decay_bound; it depends on |m - n| only), for this base and dim (blue), with DECAY_REFERENCE
+    (base 10000, dim 128) as a dashed black line drawn over it, so that neither hides the other when the
+    settings coincide. The legend sits outside the axes, to the right, off the data.
+    Returns dict(distance, bound, reference) as numpy."""
     distance = torch.arange(max_distance + 1)
     bound = rope_decay_bound(distance, dim, base).numpy()
     reference = _reference_bound(max_distance)
-    ax.plot(distance.numpy(), reference, color="0.7", lw=1, label="base 10000, dim 128")
-    ax.plot(distance.numpy(), bound, color="C0", lw=1.2, label=f"base {base:g}, dim {dim}")
-    ax.set_xlabel("relative distance m - n", fontsize=8)
+    ax.plot(distance.numpy(), bound, color="C0", lw=2.0, label=f"base {base:g}, dim {dim}", zorder=2)
+    ax.plot(distance.numpy(), reference, color="k", lw=0.8, ls=(0, (4, 3)), zorder=3,
+            label=f"reference: base {DECAY_REFERENCE['base']:g}, dim {DECAY_REFERENCE['dim']}")
+    ax.set_xlabel("distance |m - n| (tokens)", fontsize=8)
     ax.set_ylabel("relative upper bound", fontsize=8)
     ax.set_title(f"RoPE long-term decay: {bound[0]:.1f} at 0 -> {bound[-1]:.2f} at {max_distance}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.figure.subplots_adjust(left=0.1, right=0.66, bottom=0.15)
     tidy(ax)
-    return {"distance": distance.numpy(), "bound": bound}
+    return {"distance": distance.numpy(), "bound": bound, "reference": reference}
 
 
 _REFERENCE_BOUNDS: dict = {}
@@ -95,7 +165,8 @@ _REFERENCE_BOUNDS: dict = {}
 
 def _reference_bound(max_distance):
     if max_distance not in _REFERENCE_BOUNDS:
-        _REFERENCE_BOUNDS[max_distance] = rope_decay_bound(torch.arange(max_distance + 1), 128, 10000.0).numpy()
+        _REFERENCE_BOUNDS[max_distance] = rope_decay_bound(torch.arange(max_distance + 1), DECAY_REFERENCE["dim"],
+                                                           DECAY_REFERENCE["base"]).numpy()
     return _REFERENCE_BOUNDS[max_distance]
 
 
@@ -137,18 +208,24 @@ def rope_precision_errors(positions, *, dim: int = 64, base: float = 10000.0, se
 
 def render_rope_precision(ax, errors: dict):
     """Max |error| against the position (log-log), one line per computation in `errors`
-    (from rope_precision_errors); returns errors."""
+    (from rope_precision_errors); returns errors. "rounding to bf16 alone" is a wide pale band under
+    the library's bf16 line (drawn thin, with dots, on top): where they coincide both stay visible.
+    The legend sits outside the axes, to the right."""
     pos = errors["positions"]
-    styles = {"naive_bf16": ("C3", "naive: angles in bf16"), "naive_fp32": ("C1", "naive: angles in float32"),
-              "library_bf16": ("C0", "library, bf16 input"), "library_fp32": ("C2", "library, float32 input"),
-              "bf16_rounding": ("0.5", "rounding to bf16 alone")}
-    for name, (color, label) in styles.items():
+    styles = {  # name: (label, plot keywords); drawn in this order, later on top
+        "bf16_rounding": ("rounding to bf16 alone", {"color": "0.75", "lw": 6, "solid_capstyle": "butt"}),
+        "naive_bf16": ("naive: angles in bf16", {"color": "C3", "lw": 1.2}),
+        "naive_fp32": ("naive: angles in float32", {"color": "C1", "lw": 1.2}),
+        "library_fp32": ("library, float32 input", {"color": "C2", "lw": 1.2}),
+        "library_bf16": ("library, bf16 input", {"color": "C0", "lw": 1.0, "marker": "o", "ms": 3}),
+    }
+    for name, (label, style) in styles.items():
         if name in errors:
-            ax.loglog(pos, np.maximum(errors[name], 1e-12), color=color, lw=1.2 if name != "bf16_rounding" else 0.8,
-                      ls="-" if name != "bf16_rounding" else "--", label=label)
+            ax.loglog(pos, np.maximum(errors[name], 1e-12), label=label, **style)
     ax.set_xlabel("position", fontsize=8)
     ax.set_ylabel("max |error| vs float64", fontsize=8)
     ax.set_title("RoPE on a bf16 vector: where the angles are computed matters", fontsize=9)
-    ax.legend(fontsize=7, loc="center left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.figure.subplots_adjust(left=0.1, right=0.68, bottom=0.15)
     ax.tick_params(labelsize=7)
     return errors
