@@ -51,7 +51,8 @@ def _complex_in_place(x, m, base=10000.0):
 
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("pair clockwise", ex.check_rope_pair,
-     lambda x1, x2, a: (x1 * a.cos() + x2 * a.sin(), -x1 * a.sin() + x2 * a.cos()), ["clockwise"]),
+     lambda x1, x2, a: (x1 * a.cos() + x2 * a.sin(), -x1 * a.sin() + x2 * a.cos()),
+     ["clockwise", "from scratch", "m + n"]),
     ("pair swapped", ex.check_rope_pair,
      lambda x1, x2, a: (x1 * a.sin() + x2 * a.cos(), x1 * a.cos() - x2 * a.sin()), ["(y2, y1)"]),
     ("pair unrotated", ex.check_rope_pair, lambda x1, x2, a: (x1, x2), ["should be"]),
@@ -67,7 +68,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("rotate_half crash", ex.check_rotate_half, lambda x: x.nonexistent(), ["AttributeError"]),
     ("rope interleaved", ex.check_rope_half, lambda x, p, b: apply_rope(x, p, base=b, layout="interleaved"),
      ["interleaved", "half-split"]),
-    ("rope clockwise", ex.check_rope_half, lambda x, p, b: apply_rope(x, -p, base=b), ["clockwise"]),
+    ("rope clockwise", ex.check_rope_half, lambda x, p, b: apply_rope(x, -p, base=b),
+     ["clockwise", "negated positions", "n - m"]),
     ("rope exponent", ex.check_rope_half, _rope_wrong_exponent, ["base^(-2i/d)"]),
     ("rope tables interleaved", ex.check_rope_half, _rope_repeat_interleaved_tables, ["repeat_interleave"]),
     ("rope position + 1", ex.check_rope_half, lambda x, p, b: apply_rope(x, p + 1, base=b),
@@ -81,7 +83,7 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("weight transposed", ex.check_unpermute_qk_rows, lambda w, h: S["unpermute_qk_rows"](w, h).T, ["transposed"]),
     ("complex half-split", ex.check_rope_complex, _complex_half_split, ["half-split"]),
     ("complex clockwise", ex.check_rope_complex, lambda x, m, base=10000.0: S["rope_complex"](x, -m, base),
-     ["e^{-i m theta}"]),
+     ["e^{-i m theta}", "negated positions", "n - m"]),
     ("complex unrotated", ex.check_rope_complex, lambda x, m, base=10000.0: x.clone(), ["differs"]),
     ("complex in place", ex.check_rope_complex, _complex_in_place, ["in place"]),
 ]
@@ -97,6 +99,33 @@ def test_rope_pair_solution_is_the_librarys_rotation():
     y = apply_rope(x, torch.tensor([3]), layout="interleaved")  # pair 0 turns by 3 * theta_0 = 3 rad
     y1, y2 = S["rope_pair"](x[0, 0], x[0, 1], torch.tensor(3.0, dtype=torch.float64))
     torch.testing.assert_close(torch.stack((y1, y2)), y[0])
+
+
+def test_rope_pair_clockwise_message_both_cases():
+    """check_rope_pair's message for the clockwise rotation: used for both q and k it is RoPE at negated
+    positions (mirrored, and equal to standard RoPE after flipping each pair's second coordinate of q and k);
+    used for only one of them the score depends on m + n."""
+    gen = torch.Generator().manual_seed(1)
+    q, k = torch.randn(2, 2, generator=gen, dtype=torch.float64)
+    theta = torch.tensor(0.7, dtype=torch.float64)
+
+    def ccw(x, m):
+        return torch.stack(S["rope_pair"](x[0], x[1], m * theta))
+
+    def cw(x, m):
+        return torch.stack(S["rope_pair"](x[0], x[1], -m * theta))
+
+    flip = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    for m, n in [(8, 5), (9, 6), (2, 7)]:
+        rope = ccw(q, m) @ ccw(k, n)
+        both = cw(q, m) @ cw(k, n)
+        torch.testing.assert_close(both, ccw(q, n) @ ccw(k, m))                 # mirrored: n - m becomes m - n
+        torch.testing.assert_close(both, ccw(flip * q, m) @ ccw(flip * k, n))   # = RoPE with re-signed weights
+        assert not torch.isclose(both, rope)
+    one = {(m, n): float(ccw(q, m) @ cw(k, n)) for m in range(12) for n in range(12)}
+    for (m, n), score in one.items():                                           # a function of m + n ...
+        assert abs(score - one[(m + n, 0) if m + n < 12 else (11, m + n - 11)]) < 1e-12
+    assert abs(one[(8, 5)] - one[(9, 6)]) > 1e-3                                # ... not of the distance
 
 
 def test_meta_style_float32_complex_rope_passes(capsys):
@@ -137,3 +166,19 @@ def test_layout_conversion_both_ways_preserves_scores():
     reference = scores(w_q, w_k, "interleaved")
     torch.testing.assert_close(scores(to_half(w_q), to_half(w_k), "half"), reference, rtol=0, atol=1e-12)
     assert (scores(w_q, w_k, "half") - reference).abs().max() > 1e-2  # without the permutation: different scores
+
+
+def test_clockwise_rope_is_rope_at_negated_positions_with_mirrored_scores():
+    """What check_rope_half's and check_rope_complex's clockwise messages claim: turning clockwise (e^{-i m theta})
+    for q and k is RoPE at positions -m, so the score of (m, n) is the reference's score of (n, m): a function
+    of n - m, still relative, but a key 3 back scores as the reference scores a key 3 ahead."""
+    gen = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 1, 8, generator=gen, dtype=torch.float64)
+
+    def score(m, n, sign):
+        return float(apply_rope(q, torch.tensor([sign * m]))[0] @ apply_rope(k, torch.tensor([sign * n]))[0])
+
+    for m, n in [(5, 2), (105, 102), (2, 5)]:
+        assert abs(score(m, n, -1) - score(n, m, +1)) < 1e-12       # mirrored: n - m in place of m - n
+    assert abs(score(5, 2, -1) - score(105, 102, -1)) < 1e-12       # still relative
+    assert abs(score(5, 2, -1) - score(5, 2, +1)) > 1e-3            # but not the reference's score

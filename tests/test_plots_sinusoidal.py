@@ -96,3 +96,44 @@ def test_unit_circle_pe_dot_and_device_widgets_follow_their_controls():
     assert picker.controls["device"].options[0] == "cpu"
     picker.controls["dtype"].value = "bfloat16"
     assert picker.last_result["dtype"] == "bfloat16" and picker.last_result["naive_error"] > 0.1
+
+
+def test_render_table_colorbar_is_one_inset_scale_and_does_not_stack():
+    fig, ax = plt.subplots()
+    plots.render_table(ax, sinusoidal_table(20, 8), colorbar=True)
+    plots.render_table(ax, sinusoidal_table(20, 8), colorbar=True)  # a slider redraw on the same axes
+    assert len(ax.child_axes) == 1
+    assert list(ax.child_axes[0].get_yticks()) == [-1, 0, 1]
+    assert len(fig.axes) == 1  # an inset: it takes no room from (and adds no axes to) the figure's layout
+    plots.render_table(ax, sinusoidal_table(20, 8))
+    assert not ax.child_axes  # colorbar=False (the default, as notebook 00 uses it) draws none
+
+
+def test_render_sinusoidal_heatmap_has_a_colour_scale():
+    fig, axes = plt.subplots(1, 2)
+    plots.render_sinusoidal_heatmap(axes, d_model=16, length=20, position=3)
+    assert len(axes[0].child_axes) == 1 and not axes[1].child_axes
+
+
+@pytest.mark.parametrize("i, dim", [(0, 16), (1, 16), (3, 16), (7, 16)])
+def test_unit_circle_numbers_positions_clockwise_within_one_turn(i, dim):
+    fig, ax = plt.subplots()
+    data = plots.render_unit_circle(ax, k=5, i=i, position=3, dim=dim)
+    omega, numbered = data["omega"], data["numbered"]
+    assert numbered[0] == 0 and numbered == sorted(numbered) and max(numbered) <= 40
+    angles = [p * omega for p in numbered]  # clockwise from the top: (sin a, cos a)
+    assert angles[-1] < 2 * math.pi and all(b - a >= 0.45 - 1e-12 for a, b in zip(angles, angles[1:]))
+    labels = {t.get_text(): t.get_position() for t in ax.texts}
+    for p in numbered:  # each number sits just outside its own dot
+        x, y = labels[str(p)]
+        assert math.isclose(math.atan2(x, y) % (2 * math.pi), (p * omega) % (2 * math.pi), abs_tol=1e-9)
+
+
+def test_unit_circle_without_rope_draws_no_rope_arrow():
+    fig, ax = plt.subplots()
+    plots.render_unit_circle(ax, k=5, i=1, position=3, show_rope=False)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any(text.startswith("R_k") for text in legend) and any(text.startswith("M_k") for text in legend)
+    fig, ax = plt.subplots()
+    plots.render_unit_circle(ax, k=5, i=1, position=3)
+    assert any(t.get_text().startswith("R_k") for t in ax.get_legend().get_texts())

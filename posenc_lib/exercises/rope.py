@@ -44,8 +44,11 @@ def check_rope_pair(rope_pair) -> None:
         return
     if same(y1, x1 * c + x2 * s, 1e-6) and same(y2, -x1 * s + x2 * c, 1e-6):
         raise ExerciseError("you rotated clockwise, [[cos, sin], [-sin, cos]]: that is the offset map M_k's "
-                            "orientation on (sin, cos) pairs. RoPE rotates (x1, x2) by [[cos, -sin], [sin, cos]]; "
-                            "mixing the two flips the sign of the relative angle (m - n becomes n - m)")
+                            "orientation on (sin, cos) pairs, i.e. RoPE at position -m. RoPE rotates (x1, x2) "
+                            "counter-clockwise, by [[cos, -sin], [sin, cos]]. Your rotation used for both q and k "
+                            "is still relative but mirrored (harmless when training from scratch, wrong against "
+                            "weights or code of RoPE's convention: every relative distance reversed); used for "
+                            "only one of q and k, the score depends on m + n, the absolute positions")
     if same(y1, right[1], 1e-6) and same(y2, right[0], 1e-6):
         raise ExerciseError("you returned (y2, y1): the first output is x1 cos - x2 sin")
     raise ExerciseError("(y1, y2) should be (x1 cos(angle) - x2 sin(angle), x1 sin(angle) + x2 cos(angle))")
@@ -104,7 +107,9 @@ def check_rope_half(fn) -> None:
         raise ExerciseError("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
                             "must be torch.cat((c, c)), and rotate_half moves whole halves")
     if same(got, apply_rope(x, -positions, base=base, layout="half"), atol=1e-5):
-        raise ExerciseError("your rotation turns clockwise (by -m theta): the relative angle's sign flips. "
+        raise ExerciseError("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
+                            "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
+                            "the reference and every checkpoint that turns counter-clockwise). "
                             "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]")
     dim = x.shape[-1]
     wrong_exponent = 1.0 / base ** (torch.arange(dim // 2, dtype=torch.float64) / dim)
@@ -180,8 +185,10 @@ def check_rope_complex(rope_by_complex) -> None:
                                 "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
                                 "permutation of dims and must not be mixed")
         if same(got, clockwise, 1e-5):
-            raise ExerciseError("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}; with the "
-                                "sign flipped the relative angle is reversed: a key k positions back scores as if it were k ahead")
+            raise ExerciseError("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}. Used for "
+                                "both q and k, e^{-i m theta} is RoPE at negated positions: scores depend on n - m instead "
+                                "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
+                                "scores as one 3 positions ahead would")
         if same(got, wrong_exp, 1e-5):
             raise ExerciseError("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)")
         raise ExerciseError(f"at m={m} the result differs from the reference by up to "

@@ -81,10 +81,19 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
 
 # ------------------------------------------------------------------------------------------ 02: the table
 
-def render_table(ax, table, *, title: str = "", position: int | None = None):
-    """A (positions, dims) table as a heatmap, blue -1 ... red +1; a line marks `position` if given."""
+def render_table(ax, table, *, title: str = "", position: int | None = None, colorbar: bool = False):
+    """A (positions, dims) table as a heatmap, blue -1 ... red +1; a line marks `position` if given.
+
+    colorbar=True adds a thin colour scale (-1, 0, +1) just right of the axes. It lives in an inset of
+    `ax` (it takes no room from the axes, and follows them when the figure is re-laid out); a stale one
+    from an earlier render on the same axes is removed first, so a slider redraw does not stack them."""
     data = to_numpy(table)
-    ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    for child in list(ax.child_axes):  # an earlier render's colour scale (reset_axes keeps inset axes)
+        child.remove()
+    image = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    if colorbar:
+        scale = ax.figure.colorbar(image, cax=ax.inset_axes([1.02, 0.0, 0.03, 1.0]), ticks=[-1, 0, 1])
+        scale.ax.tick_params(labelsize=7, length=2, pad=1)
     ax.set_xlabel("dimension", fontsize=8)
     ax.set_ylabel("position", fontsize=8)
     tidy(ax)
@@ -101,7 +110,7 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     ax_table, ax_vec = axes
     table = sinusoidal_table(length, d_model, base=base, layout=layout, dtype=torch.float64)
     position = min(int(position), length - 1)
-    render_table(ax_table, table, position=position,
+    render_table(ax_table, table, position=position, colorbar=True,
                  title=f"PE table: {length} positions x {d_model} dims, base {base:g}, {layout}")
     vector = table[position].numpy()
     dims = np.arange(d_model)
@@ -117,7 +126,7 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     tidy(ax_vec)
     ax_vec.set_title(f"PE(position={position})", fontsize=9)
     ax_vec.legend(fontsize=7, loc="lower right")
-    ax_vec.figure.subplots_adjust(bottom=0.16, wspace=0.25)
+    ax_vec.figure.subplots_adjust(bottom=0.16, wspace=0.32)  # room for the table's colour scale
     return {"table": table, "vector": table[position], "position": position}
 
 
@@ -164,11 +173,20 @@ def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int =
 
 # ----------------------------------------------------------------------------------------- 03: linearity proof
 
+def _numbered_positions(omega: float, trail: int, min_gap: float = 0.45) -> list[int]:
+    """Positions 0, s, 2s, ... <= trail to number on the circle: at least `min_gap` radians apart and all
+    within the first turn (so no two labels land on one spot)."""
+    step = max(1, math.ceil(min_gap / omega))
+    return [p for p in range(0, trail + 1, step) if p * omega < 2 * math.pi - min_gap / 2]
+
+
 def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int = 16, base: float = 10000.0,
-                       trail: int = 40):
-    """Pair i of PE(pos) as a point (sin, cos) on the unit circle, for pos = 0 .. trail; PE(position) moved
-    by the offset matrix M_k (lands on PE(position + k), clockwise) and by RoPE's rotation R_k (lands on
-    PE(position - k): the opposite way). Returns dict(point, offset, rope, beta, omega)."""
+                       trail: int = 40, show_rope: bool = True):
+    """Pair i of PE(pos) as a point (sin, cos) on the unit circle, for pos = 0 .. trail, the positions
+    numbered along the first turn (so the direction reads on a still image: they run clockwise from the
+    top); PE(position) moved by the offset matrix M_k (lands on PE(position + k), clockwise) and, if
+    `show_rope`, by RoPE's rotation R_k (lands on PE(position - k): the opposite way).
+    Returns dict(point, offset, rope, beta, omega, numbered); "rope" is computed even when not drawn."""
     omega = sinusoidal_frequencies(dim, base=base, dtype=torch.float64)[i].item()
     beta = k * omega
     pair = slice(2 * i, 2 * i + 2)
@@ -181,24 +199,29 @@ def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int =
     ax.plot(np.sin(circle), np.cos(circle), color="lightgray", lw=1)
     trail_pos = np.arange(trail + 1)
     ax.plot(np.sin(trail_pos * omega), np.cos(trail_pos * omega), ".", color="silver", ms=3)
+    numbered = _numbered_positions(omega, trail)
+    for p in numbered:  # the position's number just outside its dot
+        ax.text(1.14 * math.sin(p * omega), 1.14 * math.cos(p * omega), str(p), fontsize=7, color="dimgray",
+                ha="center", va="center")
     ax.plot(*start.numpy(), "o", color="black", ms=5, label=f"PE({position})")
     ax.annotate("", xy=tuple(moved.numpy()), xytext=tuple(start.numpy()),
                 arrowprops={"arrowstyle": "->", "color": "tab:blue", "lw": 1.5})
-    ax.annotate("", xy=tuple(rotated.numpy()), xytext=tuple(start.numpy()),
-                arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1.2, "ls": "--"})
     ax.plot(*moved.numpy(), "o", color="tab:blue", ms=5, label=f"M_k·PE({position}) = PE({position + k})")
-    ax.plot(*rotated.numpy(), "s", color="tab:red", ms=4, label=f"R_k·PE({position}) = PE({position - k})")
+    if show_rope:
+        ax.annotate("", xy=tuple(rotated.numpy()), xytext=tuple(start.numpy()),
+                    arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1.2, "ls": "--"})
+        ax.plot(*rotated.numpy(), "s", color="tab:red", ms=4, label=f"R_k·PE({position}) = PE({position - k})")
     ax.set_aspect("equal")
-    ax.set_xlim(-1.25, 1.25)
-    ax.set_ylim(-1.25, 1.25)
+    ax.set_xlim(-1.3, 1.3)
+    ax.set_ylim(-1.3, 1.3)
     ax.set_xlabel(f"sin(pos·ω_{i})  (dim {2 * i})", fontsize=8)
     ax.set_ylabel(f"cos(pos·ω_{i})  (dim {2 * i + 1})", fontsize=8)
     ax.set_xticks([-1, 0, 1])
     ax.set_yticks([-1, 0, 1])
     ax.tick_params(labelsize=7)
-    ax.set_title(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad", fontsize=9)
-    ax.legend(fontsize=7, loc="lower left", framealpha=0.8)
-    return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega}
+    ax.set_title(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad; grey: positions 0..{trail}", fontsize=9)
+    ax.legend(fontsize=7, loc="center", framealpha=0.8)
+    return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega, "numbered": numbered}
 
 
 def relative_score_maps(dim: int = 16, length: int = 32, *, base: float = 10000.0, seed: int = 0) -> dict:

@@ -66,7 +66,8 @@ def pe_dot_explorer() -> InteractiveFigure:
 
 
 def unit_circle_explorer() -> InteractiveFigure:
-    """03: one (sin, cos) pair on the unit circle; sliders for the offset k, the frequency index i, the position."""
+    """03: one (sin, cos) pair on the unit circle, positions numbered, with M_k's arrow and RoPE's R_k's (the
+    notebook shows it after defining R); sliders for the offset k, the frequency index i, the position."""
     controls = {
         "k": widgets.IntSlider(value=5, min=-30, max=30, description="offset k"),
         "i": widgets.IntSlider(value=1, min=0, max=7, description="pair i"),
