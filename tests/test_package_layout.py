@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "posenc_lib"
-TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review")
+TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "multidim")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
 LAYERS = ("core", "experiments", "plots", "widgets", "exercises")
 MAY_IMPORT = {

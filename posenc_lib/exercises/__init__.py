@@ -6,14 +6,15 @@ extension, review. Each holds its checkers and, out of the notebooks' sight, SOL
 reference solution, tested to pass its own check) and CHECKS (name -> checker). _common holds what
 they share: ExerciseError, attempt, the success line and the coercions of an answer.
 """
-from . import extension, learned, permutation, relative, review, rope, sinusoidal
+from . import extension, learned, multidim, permutation, relative, review, rope, sinusoidal
 from ._common import ExerciseError, attempt
 from .extension import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
+from .multidim import *  # noqa: F401,F403
 from .permutation import *  # noqa: F401,F403
 from .relative import *  # noqa: F401,F403
 from .review import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
-TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review)
+TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review, multidim)

@@ -10,6 +10,7 @@ Every public name is also importable from here: `from posenc_lib.plots import re
 """
 from .extension import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
+from .multidim import *  # noqa: F401,F403
 from .permutation import *  # noqa: F401,F403
 from .relative import *  # noqa: F401,F403
 from .review import *  # noqa: F401,F403

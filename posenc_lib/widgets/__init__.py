@@ -5,14 +5,15 @@ One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, lea
 extension. BUILDERS maps a name to a zero-argument builder; tests and `make bench` walk it, so every
 builder a notebook uses is registered in its topic module's BUILDERS.
 """
-from . import extension, learned, permutation, relative, rope, sinusoidal
+from . import extension, learned, multidim, permutation, relative, rope, sinusoidal
 from ._base import InteractiveFigure
 from .extension import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
+from .multidim import *  # noqa: F401,F403
 from .permutation import *  # noqa: F401,F403
 from .relative import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
-TOPICS = (permutation, sinusoidal, learned, relative, rope, extension)
+TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, multidim)
 BUILDERS: dict = {name: builder for topic in TOPICS for name, builder in topic.BUILDERS.items()}

@@ -1,0 +1,258 @@
+"""Exercises of notebook 11: positions in two and three dimensions. The (row, col) of every patch, 2-D axial
+RoPE in Qwen2-VL's vision form, M-RoPE's position ids for text around an image, and which coordinate
+each RoPE pair reads under M-RoPE's chunks and Qwen3-VL's interleaving.
+
+Each check_<name>(answer) calls the learner's function on a few inputs, prints one line starting
+with "✓" when it is right, and otherwise raises ExerciseError saying WHAT is wrong (rows and columns
+swapped, column-major order, the flattened index, Pixtral's frequencies, counting tokens instead of
+resuming after the largest id, the chunked layout where the interleaved one was asked ...).
+`attempt(check, answer)` runs a check from a notebook cell without stopping the notebook.
+SOLUTIONS[name] is a reference solution for check_<name>; CHECKS[name] is the checker.
+
+Conventions (as in posenc_lib.multidim): positions are (axes, seq) with the axis first; row-major order
+(the column changes fastest); 2-D RoPE pairs 0 .. d/4-1 read the row and d/4 .. d/2-1 the column in
+the half-split layout, turned counter-clockwise; M-RoPE axes are t (0), h (1), w (2).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
+from ..rope import apply_rope
+from ._common import ExerciseError, as_tensor, attempt, call, ok, same
+
+__all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
+           "check_mrope_axes"]
+
+
+# ------------------------------------------------------------------------------- (row, col) of the patches
+
+def check_patch_positions(fn) -> None:
+    """fn(height, width) -> (2, height * width) integer tensor: [0] the row, [1] the column of every patch of a
+    height x width grid in row-major order (0,0) (0,1) ... (0,W-1) (1,0) ..."""
+    for height, width in ((2, 3), (3, 5)):
+        got = as_tensor(call(fn, height, width, what=f"your function({height}, {width})"), "your function")
+        want = _solution_patch_positions(height, width)
+        if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
+            continue
+        if tuple(got.shape) == (height * width, 2):
+            raise ExerciseError(f"shape {tuple(got.shape)}: the course (and M-RoPE's position ids) puts the axis "
+                                f"first, (2, seq); use torch.stack((rows, cols)) rather than dim=-1")
+        if tuple(got.shape) == (height * width,):
+            raise ExerciseError("you returned one number per patch (the flattened index?): 2-D RoPE needs the row "
+                                "and the column of each patch, shape (2, height * width)")
+        if tuple(got.shape) != tuple(want.shape):
+            raise ExerciseError(f"expected shape {tuple(want.shape)} for a {height} x {width} grid, "
+                                f"got {tuple(got.shape)}")
+        got = got.long()
+        if torch.equal(got, want.flip(0)):
+            raise ExerciseError("rows and columns are swapped: [0] must be the row, [1] the column")
+        if torch.equal(got, want + 1):
+            raise ExerciseError("your rows and columns start at 1; patch (0, 0) is the top-left one")
+        column_major = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="xy")).flatten(1)
+        if torch.equal(got, column_major):
+            raise ExerciseError("column-major order (the row changes fastest): patches are flattened row by row, "
+                                "so the column changes fastest (meshgrid(..., indexing='ij'))")
+        raise ExerciseError(f"for a {height} x {width} grid expected {want.tolist()}, got {got.tolist()}")
+    ok("(row, col) of every patch, row by row: the input of 2-D RoPE.")
+
+
+# ------------------------------------------------------------------------------- 2-D axial RoPE
+
+def check_axial_rope(fn) -> None:
+    """fn(x (T, d), rows (T,), cols (T,), base) -> x rotated by 2-D axial RoPE in Qwen2-VL's vision form:
+    half-split pairs (x[i], x[i + d/2]); pair i < d/4 turns by rows * phi_i, pair i >= d/4 by
+    cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise."""
+    gen = torch.Generator().manual_seed(11)
+    height, width, dim, base = 3, 4, 16, 100.0
+    grid = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
+    rows, cols = grid[0].clone(), grid[1].clone()
+    x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
+    before = x.clone()
+    got = as_tensor(call(fn, x, rows, cols, base, what="your axial RoPE"), "your axial RoPE")
+    if not torch.equal(x, before):
+        raise ExerciseError("your function changed x in place: return a new tensor")
+    want = apply_axial_rope(x, grid, base=base, style="qwen2_vl")
+    if tuple(got.shape) != tuple(want.shape):
+        raise ExerciseError(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}")
+    if same(got, want, atol=1e-5):
+        ok("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; "
+           "the score depends on (d_row, d_col) only.")
+        return
+    if not same(got[0], x[0], atol=1e-5):
+        raise ExerciseError("patch (0, 0) must not move (all angles are 0); yours changes it")
+    mistakes = [
+        (apply_axial_rope(x, grid.flip(0), base=base, style="qwen2_vl"),
+         "rows and columns are swapped: pairs 0 .. d/4-1 turn with the ROW, pairs d/4 .. d/2-1 with the column"),
+        (apply_rope(x, rows * width + cols, base=base),
+         "that is 1-D RoPE on the flattened index row * W + col: the patch below is then W positions away. "
+         "Turn half of the pairs with the row and half with the column"),
+        (apply_axial_rope(x, grid, base=base, style="pixtral"),
+         "those are Pixtral's frequencies (rows on theta_0, theta_2, ..., columns on theta_1, theta_3, ... of "
+         "base ** (-2j/d)); Qwen2-VL gives rows and columns the same phi_j = base ** (-2j/(d/2))"),
+        (apply_axial_rope(x, grid, base=base, style="qwen2_vl", layout="interleaved"),
+         "you paired neighbouring dims (2i, 2i+1); Qwen2-VL's vision tower uses the half-split pairs "
+         "(x[i], x[i + d/2]) with rotate_half"),
+        (apply_axial_rope(x, -grid, base=base, style="qwen2_vl"),
+         "your rotation turns clockwise (by -angle): use x * cos + rotate_half(x) * sin"),
+        (_axial(x, grid, base, exponent_over=dim),
+         "frequency exponent: phi_j = base ** (-2j/(d/2)) (computed over HALF the head dim, as transformers' "
+         "Qwen2VLVisionRotaryEmbedding does); you used base ** (-2j/d)"),
+        (_axial(x, torch.stack((rows, torch.zeros_like(cols))), base),
+         "the columns do nothing in your version: pairs d/4 .. d/2-1 must turn by col * phi"),
+    ]
+    for wrong, message in mistakes:
+        if same(got, wrong, atol=1e-5):
+            raise ExerciseError(message)
+    raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
+
+
+def _axial(x, grid, base, exponent_over=None):
+    """Qwen2-VL-style axial RoPE with phi_j = base ** (-2j/exponent_over) (default d/2), float64."""
+    dim = x.shape[-1]
+    over = dim // 2 if exponent_over is None else exponent_over
+    phi = base ** (-torch.arange(0, dim // 2, 2, dtype=torch.float64) / over)            # (d/4,)
+    angles = torch.cat((grid[0, :, None] * phi, grid[1, :, None] * phi), -1).double()   # (T, d/2)
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    half = dim // 2
+    turned = torch.cat((-x[..., half:], x[..., :half]), -1)
+    return x.double() * cos + turned.double() * sin
+
+
+# ------------------------------------------------------------------------------- M-RoPE position ids
+
+def check_text_image_positions(fn) -> None:
+    """fn(text_before, height, width, text_after) -> (3, seq) integer tensor: M-RoPE ids (t, h, w) of
+    `text_before` text tokens, an image of height x width LLM tokens (after the spatial merge; one frame)
+    in row-major order, and `text_after` text tokens (Qwen2-VL's rule: text counts on from the largest id
+    so far + 1)."""
+    for before, height, width, after in ((3, 2, 3, 2), (1, 4, 2, 3)):
+        args = (before, height, width, after)
+        got = as_tensor(call(fn, *args, what=f"your function{args}"), "your function")
+        want = mrope_position_ids([("text", before), ("image", (1, height, width)), ("text", after)],
+                                  spatial_merge_size=1)
+        if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
+            continue
+        if tuple(got.shape) == tuple(want.T.shape):
+            raise ExerciseError(f"shape {tuple(got.shape)}: put the axis first, (3, seq) (rows t, h, w)")
+        if tuple(got.shape) != tuple(want.shape):
+            raise ExerciseError(f"expected shape (3, {want.shape[1]}) for {args} (text + image tokens + text), "
+                                f"got {tuple(got.shape)}")
+        got = got.long()
+        image = slice(before, before + height * width)
+        tail = slice(before + height * width, None)
+        if not torch.equal(got[:, :before], want[:, :before]):
+            raise ExerciseError("the first text tokens are plain 1-D positions 0, 1, ... on all three axes")
+        if torch.equal(got[:, image], want[:, image] - before):
+            raise ExerciseError(f"the image's ids start at 0: offset them by the first free id ({before} here), "
+                                f"so the image comes after the text")
+        if torch.equal(got[1:, image], want[1:, image].flip(0)):
+            raise ExerciseError("h and w are swapped: h is the row (changes slowest), w the column (changes fastest)")
+        if not torch.equal(got[0, image], want[0, image]):
+            raise ExerciseError(f"an image is one frame: its t id is the same for every token, the start id {before}")
+        if not torch.equal(got[:, image], want[:, image]):
+            raise ExerciseError(f"image tokens: expected {want[:, image].tolist()}, got {got[:, image].tolist()}")
+        start = int(got[0, tail][0])
+        right = int(want[0, tail][0])
+        if start == before + height * width:
+            raise ExerciseError(f"you counted tokens (text after the image starts at {start} = {before} + "
+                                f"{height}x{width}); M-RoPE resumes at the largest id so far + 1 = {right}: an image "
+                                f"moves the position on by max(h, w), not by h*w")
+        if start == right - 1:
+            raise ExerciseError(f"off by one: the largest image id is {right - 1}, so the text after it starts at "
+                                f"{right}, not {start} (two tokens would share ids)")
+        raise ExerciseError(f"the text after the image should be {want[0, tail].tolist()} on every axis, "
+                            f"got {got[:, tail].tolist()}")
+    ok("text, image, text: the image sits on a (t, h, w) grid from the first free id, the text after it "
+       "resumes at max id + 1.")
+
+
+# ------------------------------------------------------------------------------- which pair reads which axis
+
+def check_mrope_axes(fn) -> None:
+    """fn(mrope_section, interleaved) -> the axis (0 t, 1 h, 2 w) of every RoPE pair, a list or tensor of
+    sum(mrope_section) ints: chunks t..t h..h w..w, or Qwen3-VL's interleaving t h w t h w ... t t."""
+    for section, interleaved in (((2, 3, 3), False), ((4, 2, 2), True), ((24, 20, 20), True), ((16, 24, 24), False),
+                                 ((24, 20, 20), False)):
+        got = as_tensor(call(fn, list(section), interleaved, what=f"your function({list(section)}, {interleaved})"),
+                        "your function")
+        want = mrope_axes(list(section), interleaved=interleaved)
+        if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
+            continue
+        if got.numel() == 2 * want.numel():
+            raise ExerciseError(f"{got.numel()} entries for {list(section)}: mrope_section counts PAIRS (d/2 of them, "
+                                f"{want.numel()} here), not dims; transformers doubles it only for its [c, c] tables")
+        if tuple(got.shape) != tuple(want.shape):
+            raise ExerciseError(f"expected {want.numel()} entries (one per pair) for {list(section)}, "
+                                f"got shape {tuple(got.shape)}")
+        got = got.long()
+        chunked = mrope_axes(list(section))
+        if interleaved and torch.equal(got, chunked):
+            raise ExerciseError("that is the chunked layout (Qwen2-VL); interleaved=True asks for Qwen3-VL's "
+                                "t h w t h w ... with the leftover pairs going to t")
+        if not interleaved and torch.equal(got, _every_third(section)):
+            raise ExerciseError("interleaved=False is the chunked layout: s_t pairs of t, then s_h of h, then s_w of w")
+        swapped = torch.where(want == 1, 2, torch.where(want == 2, 1, want))
+        if torch.equal(got, swapped):
+            raise ExerciseError("h and w are swapped: the order is t, h, w (pair 1 reads h, pair 2 reads w when "
+                                "interleaved)")
+        raise ExerciseError(f"for {list(section)}, interleaved={interleaved}: expected {want.tolist()}, "
+                            f"got {got.tolist()}")
+    ok("chunks for Qwen2-VL, t h w t h w ... for Qwen3-VL: each axis gets its section's number of pairs.")
+
+
+def _every_third(section) -> torch.Tensor:
+    """The interleaving rule applied whatever the section (transformers' Qwen3-VL code does not check it)."""
+    i = torch.arange(sum(section))
+    return torch.where((i % 3 == 1) & (i < 3 * section[1]), 1, torch.where((i % 3 == 2) & (i < 3 * section[2]), 2, 0))
+
+
+# ------------------------------------------------------------------------------------ reference solutions
+
+def _solution_patch_positions(height, width):
+    rows, cols = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")   # (H, W) each
+    return torch.stack((rows.flatten(), cols.flatten()))                                     # (2, H*W)
+
+
+def _solution_axial_rope(x, rows, cols, base=10000.0):
+    dim = x.shape[-1]
+    phi = base ** (-torch.arange(0, dim // 2, 2, dtype=torch.float64) / (dim // 2))        # (d/4,) over d/2
+    angles = torch.cat((rows[:, None] * phi, cols[:, None] * phi), dim=-1)                  # (T, d/2)
+    cos, sin = torch.cat((angles.cos(), angles.cos()), -1), torch.cat((angles.sin(), angles.sin()), -1)
+    half = dim // 2
+    turned = torch.cat((-x[..., half:], x[..., :half]), dim=-1)                             # rotate_half
+    return (x.double() * cos + turned.double() * sin).to(x.dtype)
+
+
+def _solution_text_image_positions(text_before, height, width, text_after):
+    first = torch.arange(text_before).expand(3, -1)                                         # t = h = w
+    rows, cols = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    image = torch.stack((torch.zeros(height * width, dtype=torch.long), rows.flatten(), cols.flatten())) + text_before
+    resume = int(image.max()) + 1                                                           # largest id + 1
+    last = (torch.arange(text_after) + resume).expand(3, -1)
+    return torch.cat((first, image, last), dim=1)
+
+
+def _solution_mrope_axes(mrope_section, interleaved=False):
+    s_t, s_h, s_w = mrope_section
+    if not interleaved:
+        return [0] * s_t + [1] * s_h + [2] * s_w
+    axes = []
+    for i in range(s_t + s_h + s_w):
+        if i % 3 == 1 and i < 3 * s_h:
+            axes.append(1)
+        elif i % 3 == 2 and i < 3 * s_w:
+            axes.append(2)
+        else:
+            axes.append(0)
+    return axes
+
+
+SOLUTIONS: dict = {  # exercise name -> a reference solution (kept out of the notebooks' visible cells)
+    "patch_positions": _solution_patch_positions,
+    "axial_rope": _solution_axial_rope,
+    "text_image_positions": _solution_text_image_positions,
+    "mrope_axes": _solution_mrope_axes,
+}
+
+CHECKS: dict = {name: globals()[f"check_{name}"] for name in SOLUTIONS}  # exercise name -> its checker

@@ -1,0 +1,104 @@
+"""Checkers of notebook 11 (posenc_lib.exercises.multidim): typical wrong answers get the message that names
+the mistake, and right answers in another valid form (a list instead of a tensor, float32) pass."""
+import torch
+
+from posenc_lib.exercises import multidim as ex
+from posenc_lib.multidim import apply_axial_rope
+from posenc_lib.rope import apply_rope
+
+from exercise_mistakes import assert_named, each_mistake
+
+S = ex.SOLUTIONS
+
+
+def _grid(x, rows, cols):
+    return torch.stack((rows, cols))
+
+
+def _text_image(before, height, width, after, *, resume, image_offset=True, time=None):
+    """Variants of the text-image-text ids: resume(before, h, w) gives the first id after the image."""
+    rows, cols = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
+    rows, cols = rows.flatten(), cols.flatten()
+    t = torch.zeros_like(rows) if time is None else time(rows, cols)
+    image = torch.stack((t, rows, cols)) + (before if image_offset else 0)
+    start = resume(before, height, width)
+    return torch.cat((torch.arange(before).expand(3, -1), image, (torch.arange(after) + start).expand(3, -1)), 1)
+
+
+def _axes_doubled(section, interleaved):
+    return S["mrope_axes"](section, interleaved) * 2
+
+
+def _axes_hw_swapped(section, interleaved):
+    return [{1: 2, 2: 1}.get(a, a) for a in S["mrope_axes"](section, interleaved)]
+
+
+def _axial_in_place(x, rows, cols, base):
+    out = S["axial_rope"](x, rows, cols, base)
+    x.mul_(2)
+    return out
+
+
+MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("patch (N, 2)", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).T, ["axis first"]),
+    ("patch flattened", ex.check_patch_positions, lambda h, w: torch.arange(h * w), ["flattened index"]),
+    ("patch swapped", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).flip(0), ["swapped"]),
+    ("patch 1-based", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w) + 1, ["start at 1"]),
+    ("patch column-major", ex.check_patch_positions,
+     lambda h, w: torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w), indexing="xy")).flatten(1),
+     ["column-major"]),
+    ("patch hard-coded", ex.check_patch_positions, lambda h, w: S["patch_positions"](2, 3), ["expected shape"]),
+    ("axial swapped", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, c, r, b), ["swapped"]),
+    ("axial 1-D", ex.check_axial_rope, lambda x, r, c, b: apply_rope(x, r * 4 + c, base=b), ["1-D RoPE"]),
+    ("axial pixtral", ex.check_axial_rope,
+     lambda x, r, c, b: apply_axial_rope(x, _grid(x, r, c), base=b, style="pixtral"), ["Pixtral"]),
+    ("axial interleaved", ex.check_axial_rope,
+     lambda x, r, c, b: apply_axial_rope(x, _grid(x, r, c), base=b, style="qwen2_vl", layout="interleaved"),
+     ["half-split"]),
+    ("axial clockwise", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, -r, -c, b), ["clockwise"]),
+    ("axial exponent", ex.check_axial_rope, lambda x, r, c, b: ex._axial(x, _grid(x, r, c), b, exponent_over=16),
+     ["base ** (-2j/d)"]),
+    ("axial no columns", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, 0 * c, b),
+     ["columns do nothing"]),
+    ("axial moves origin", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r + 1, c, b),
+     ["must not move"]),
+    ("axial in place", ex.check_axial_rope, _axial_in_place, ["in place"]),
+    ("axial crash", ex.check_axial_rope, lambda x, r, c, b: x.nonexistent(), ["AttributeError"]),
+    ("ids count tokens", ex.check_text_image_positions,
+     lambda *a: _text_image(*a, resume=lambda b, h, w: b + h * w), ["counted tokens"]),
+    ("ids off by one", ex.check_text_image_positions,
+     lambda *a: _text_image(*a, resume=lambda b, h, w: b + max(h, w) - 1), ["off by one"]),
+    ("ids image from 0", ex.check_text_image_positions,
+     lambda *a: _text_image(*a, resume=lambda b, h, w: b + max(h, w), image_offset=False), ["start at 0"]),
+    ("ids h w swapped", ex.check_text_image_positions,
+     lambda b, h, w, a: _swap_hw(S["text_image_positions"](b, h, w, a), b, h * w), ["swapped"]),
+    ("ids time varies", ex.check_text_image_positions,
+     lambda *a: _text_image(*a, resume=lambda b, h, w: b + max(h, w), time=lambda r, c: r), ["one frame"]),
+    ("ids (seq, 3)", ex.check_text_image_positions, lambda *a: S["text_image_positions"](*a).T, ["axis first"]),
+    ("axes chunked for interleaved", ex.check_mrope_axes, lambda s, i: S["mrope_axes"](s, False), ["chunked layout"]),
+    ("axes always interleaved", ex.check_mrope_axes, lambda s, i: ex._every_third(s),
+     ["interleaved=False is the chunked"]),
+    ("axes doubled", ex.check_mrope_axes, _axes_doubled, ["counts PAIRS"]),
+    ("axes h w swapped", ex.check_mrope_axes, _axes_hw_swapped, ["h and w are swapped"]),
+]
+
+
+def _swap_hw(ids, start, count):
+    out = ids.clone()
+    image = slice(start, start + count)
+    out[1, image], out[2, image] = ids[2, image], ids[1, image]
+    return out
+
+
+
+@each_mistake(MISTAKES)
+def test_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+def test_other_valid_forms_pass(capsys):
+    ex.check_patch_positions(lambda h, w: S["patch_positions"](h, w).tolist())      # a list of lists
+    ex.check_axial_rope(lambda x, r, c, b: S["axial_rope"](x.float(), r, c, b))     # float32
+    ex.check_text_image_positions(lambda *a: S["text_image_positions"](*a).int())   # int32
+    ex.check_mrope_axes(lambda s, i: torch.tensor(S["mrope_axes"](s, i)))           # a tensor
+    assert capsys.readouterr().out.count("✓") == 4
