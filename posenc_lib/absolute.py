@@ -117,13 +117,22 @@ class SinusoidalEncoding(PositionalEncoding):
         return f"dim={self.dim}, base={self.base}, layout={self.layout!r}"
 
 
+# What the max_len error suggests. Not "use a relative encoding": an encoding that computes its value
+# at any position (sinusoidal, RoPE, T5, ALiBi) runs there, but running is not generalising (notebook 07
+# measures RoPE and T5 degrading past the trained length too).
+_PAST_THE_TABLE = ("Train with a larger max_len, or extend the table and fine-tune (Longformer copies the "
+                   "trained rows, ViT interpolates them); encodings that compute a value at any position run "
+                   "there but do not necessarily generalise there (notebook 07)")
+
+
 class LearnedEncoding(PositionalEncoding):
     """A trainable table P of shape (max_len, dim) (BERT/GPT-2 style): enc(x, positions) = x + P[positions].
 
     x: (seq, dim) or (batch, seq, dim); positions (seq,) or (batch or 1, seq) integers on x's
     device, default 0..seq-1. They must lie in [0, max_len): past the trained length there is
     simply no row, and this raises a ValueError naming max_len instead of the bare 'index out of
-    range in self'.
+    range in self'. (Other encodings compute a value at any position; that makes them run past the
+    trained length, not generalise there: notebook 07.)
     """
 
     def __init__(self, max_len: int, dim: int, *, init_std: float = 0.02):
@@ -145,13 +154,12 @@ class LearnedEncoding(PositionalEncoding):
         _checks.same_device("x", x, table=self.table.weight)
         if not given and x.shape[-2] > self.max_len:
             raise ValueError(f"sequence length {x.shape[-2]} exceeds max_len={self.max_len}: a learned table has "
-                             f"no row for positions >= max_len (train with a larger max_len, or use a relative "
-                             f"encoding)")
+                             f"no row for positions >= max_len. {_PAST_THE_TABLE}")
         if given and positions.device.type != "meta" and positions.numel() and (
                 int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
             raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
                              f"min {int(positions.min())}, max {int(positions.max())}: a learned table has no "
-                             f"row outside its trained range (use a relative encoding to go further)")
+                             f"row outside its trained range. {_PAST_THE_TABLE}")
         return x + self.table(positions).to(x.dtype)
 
     def extra_repr(self):

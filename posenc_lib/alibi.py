@@ -1,11 +1,21 @@
 """ALiBi (Press, Smith & Lewis 2022): no position vectors at all, a linear penalty on the scores.
 
-    bias[h, i, j] = -m_h * |i - j|        (query i, key j; under a causal mask only j <= i matters)
+    bias[h, i, j] = -m_h * |i - j|        (query i, key j)
 
-Slopes: for n a power of two, m_h = 2 ** (-8 h / n), h = 1..n (a geometric sequence starting and
-stepping at 2 ** (-8/n)). For other n, take the n' = 2**floor(log2 n) slopes of n', then every
-other slope of 2n', starting with the first (2 ** (-8 h / (2 n')), h = 1, 3, 5, ...; the paper's
-`[0::2]`) until there are n.
+Which form is whose. The paper trains causal language models only and writes the bias as a row,
+softmax(q_i K^T + m * [-(i-1), ..., -2, -1, 0]) (1-indexed), i.e. m * r = -m * (i - j) for the keys
+j <= i, with r = key - query the course's relative position. The symmetric -m * |i - j| used here
+is a later extension for encoders, which need keys after the query too: the first author's own
+suggestion in the repository's issue #5 (ofirpress/attention_with_linear_biases, Nov 2021), and
+the form FlashAttention's `alibi_slopes` argument adds. Under a causal mask the two are the same.
+
+Slopes. The paper gives, for n heads, the geometric sequence that starts at 2 ** (-8/n) and steps
+by it, m_h = 2 ** (-8 h / n), h = 1..n; its models all have a power-of-two number of heads. For an
+n that is not a power of two, the authors' code (`get_slopes` in fairseq/models/transformer.py of
+that repository, whose comment calls it a workaround that keeps the power-of-two properties) does NOT
+use 2 ** (-8h/n): it takes the n' = 2**floor(log2 n) slopes of n' heads, then every other slope of
+2n' heads, starting with the first (2 ** (-8 h / (2 n')), h = 1, 3, 5, ...; its `[0::2]`) until there
+are n. BLOOM (Hugging Face) does the same; so does this module.
 
 Under a causal mask (j <= i), -m*(i-j) = m*j - m*i: the term -m*i is a constant per row and the
 softmax ignores per-row constants, which is why implementations may add the same row
@@ -30,9 +40,9 @@ def _slope_values(num_heads: int) -> list[float]:
 
 
 def alibi_slopes(num_heads: int, *, device=None, dtype=None) -> torch.Tensor:
-    """The (num_heads,) slopes m_h, h = 1 .. num_heads: 2 ** (-8h/n) for n = num_heads a power of two;
-    otherwise the slopes of p = 2**floor(log2 n), then 2 ** (-8h/(2p)) for h = 1, 3, 5, ... until
-    there are n (the paper's rule). Evaluated in float64 and rounded once (float32 unless `dtype`),
+    """The (num_heads,) slopes m_h, h = 1 .. num_heads: 2 ** (-8h/n) for n = num_heads a power of two
+    (the paper); otherwise the slopes of p = 2**floor(log2 n), then 2 ** (-8h/(2p)) for h = 1, 3, 5, ...
+    until there are n (the authors' code, `get_slopes`, not the paper: see the module docstring). Evaluated in float64 and rounded once (float32 unless `dtype`),
     so each slope is the correctly rounded value of the formula -- HF BLOOM's float32 powers drift
     from it by a few ulps for n > 10 (see tests/test_alibi.py). `dtype`: a floating dtype."""
     num_heads = _checks.positive_int("num_heads", num_heads)
@@ -44,9 +54,10 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=N
     """The (num_heads, q_len, k_len) score bias B[h, row, j] = -m_h * |i - j|, i = k_len - q_len + row.
 
     Queries are the last q_len of the k_len key positions (q_len < k_len is cached decoding);
-    k_len defaults to q_len. The bias is symmetric in i - j, so without a causal mask keys after the
-    query are penalised too; under a causal mask it equals BLOOM's per-row-shifted m * j (the
-    softmax ignores the per-row constant). Float32 unless `dtype` (a floating dtype), on `device`.
+    k_len defaults to q_len. The bias is symmetric in i - j (the encoder extension; the paper's causal
+    form only has keys j <= i), so without a causal mask keys after the query are penalised too; under
+    a causal mask it equals the paper's form and BLOOM's per-row-shifted m * j (the softmax ignores the
+    per-row constant). Float32 unless `dtype` (a floating dtype), on `device`.
     """
     dtype = _checks.float_dtype("dtype", dtype)
     q_len = _checks.positive_int("q_len", q_len, allow_zero=True)
@@ -61,7 +72,8 @@ def alibi_bias(num_heads: int, q_len: int, k_len: int | None = None, *, device=N
 
 
 class ALiBi(PositionalEncoding):
-    """ALiBi as an encoding for MultiHeadAttention: score bias -m_h * |key - query|.
+    """ALiBi as an encoding for MultiHeadAttention: score bias -m_h * |key - query| (the symmetric form; under
+    a causal mask, the paper's).
 
     ALiBi(num_heads)(q, q_positions=None, k_positions=None) -> (batch or 1, num_heads, Tq, Tk), the
     bias added to the scores of q (batch, num_heads, Tq, head_dim); keys at the query positions

@@ -145,6 +145,11 @@ class ShawRelativePosition(PositionalEncoding):
     Shapes: q (B, H, Tq, d) -> bias (B, H, Tq, Tk); probs (B, H, Tq, Tk) -> value term (B, H, Tq, d).
     The (2k+1, d) tables are shared by the heads, as in the paper. shaw(q, q_positions=None,
     k_positions=None) is the score bias (keys at the query positions unless given).
+
+    Memory: gathering a^K_{ij} for every pair makes a (Tq, Tk, d) tensor (batch x that with per-row
+    positions). Both terms here take the other order of the same sums instead: q . a^K_r for the
+    2k+1 offsets r, (B, H, Tq, 2k+1), then picked per pair; and the probabilities summed per offset,
+    (B, H, Tq, 2k+1), times a^V. Nothing of size Tq * Tk * d is made (notebook 05 measures both).
     """
 
     def __init__(self, head_dim: int, max_relative_position: int, *, values: bool = True):
@@ -170,16 +175,22 @@ class ShawRelativePosition(PositionalEncoding):
         q_positions, k_positions = check_query(q, q_positions, k_positions, owner="ShawRelativePosition",
                                                head_dim=self.head_dim)
         _checks.same_device("q", q, key_table=self.key_table)
-        a_k = self.key_table[self.relative_index(q_positions, k_positions)].to(q.dtype)  # (B, Tq, Tk, d)
-        return torch.einsum("bhid,bijd->bhij", q, a_k) / math.sqrt(self.head_dim)
+        B, H, Tq, _ = q.shape
+        index = self.relative_index(q_positions, k_positions)                    # (B or 1, Tq, Tk): table rows
+        per_offset = q @ self.key_table.to(q.dtype).T                            # (B, H, Tq, 2k+1): q_i . a^K_r
+        index = index[:, None].expand(B, H, Tq, index.shape[-1])                  # (B, H, Tq, Tk)
+        return per_offset.gather(-1, index) / math.sqrt(self.head_dim)            # q_i . a^K_{r_ij} / sqrt(d)
 
     def value_bias(self, probs, q_positions, k_positions):
         if self.value_table is None:
             return None
         q_positions, k_positions = check_probs(probs, q_positions, k_positions)
         _checks.same_device("probs", probs, value_table=self.value_table)
-        a_v = self.value_table[self.relative_index(q_positions, k_positions)].to(probs.dtype)  # (B, Tq, Tk, d)
-        return torch.einsum("bhij,bijd->bhid", probs, a_v)
+        B, H, Tq, Tk = probs.shape
+        index = self.relative_index(q_positions, k_positions)[:, None].expand(B, H, Tq, Tk)  # table rows
+        per_offset = probs.new_zeros(B, H, Tq, self.value_table.shape[0])       # (B, H, Tq, 2k+1)
+        per_offset = per_offset.scatter_add(-1, index, probs)                    # sum of p_ij over j with r_ij = r
+        return per_offset @ self.value_table.to(probs.dtype)                     # sum_r (...) a^V_r: (B, H, Tq, d)
 
     def extra_repr(self):
         return f"head_dim={self.head_dim}, max_relative_position={self.max_relative_position}"

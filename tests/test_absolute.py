@@ -131,6 +131,21 @@ def test_learned_encoding_is_a_lookup():
     assert grad[[0, 1, 2, 3, 5, 6, 7, 8, 9]].abs().sum() > 0 and grad[4].abs().sum() == 0
 
 
+@pytest.mark.parametrize("call", [lambda enc: enc(torch.zeros(1, 5, 8)),
+                                  lambda enc: enc(torch.zeros(1, 3, 8), torch.tensor([2, 3, 4]))],
+                         ids=["too long", "position past the table"])
+def test_learned_wall_message_does_not_promise_that_relative_encodings_generalise(call):
+    """The max_len error says what is true: no row there; other encodings compute a value there, which is
+    not generalising (notebook 07 measures RoPE and T5 degrading past the trained length too)."""
+    with pytest.raises(ValueError) as error:
+        call(LearnedEncoding(4, 8))
+    message = str(error.value)
+    assert "max_len=4" in message and "no row" in message
+    assert "relative encoding" not in message and "go further" not in message
+    assert "do not necessarily generalise" in message and "notebook 07" in message
+    assert "Longformer copies" in message and "ViT interpolates" in message  # how practice extends a table
+
+
 def test_table_of_no_positions_is_empty():
     assert sinusoidal_table(0, 8).shape == (0, 8)
     assert SinusoidalEncoding(8)(torch.zeros(2, 0, 8)).shape == (2, 0, 8)

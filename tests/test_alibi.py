@@ -1,4 +1,5 @@
-"""ALiBi slopes against the paper's rule in float64 and against Hugging Face's BLOOM, and the bias itself.
+"""ALiBi slopes against their rule in float64 (the paper's 2^(-8h/n) for a power-of-two n, the authors'
+code `get_slopes` otherwise) and against Hugging Face's BLOOM, and the bias itself.
 
 Why not bit-equal to BLOOM for every head count: BLOOM computes base = 2 ** (-8/n) in float32 and
 then base ** h in float32, so its slope h carries the rounding of `base` times h plus the pow's own
@@ -66,6 +67,49 @@ def test_non_power_of_two_interleaves_the_next_power(n):
     if n > p:  # the extra heads are the odd-indexed slopes of 2p, which fall between the first ones
         torch.testing.assert_close(slopes[p:], alibi_slopes(2 * p, dtype=torch.float64)[0::2][: n - p])
     assert len(set(slopes.tolist())) == n and (slopes > 0).all() and (slopes < 1).all()
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 12, 24, 40])
+def test_non_power_of_two_slopes_are_the_codes_workaround_not_the_papers_sequence(n):
+    """The paper's sentence (a geometric sequence starting at and stepping by 2^(-8/n)) would give 2^(-8h/n)
+    for any n; its models all have 2^a heads. For other n the authors' get_slopes (a "workaround", its
+    comment says) keeps the p = 2^floor(log2 n) slopes of p heads and so is NOT one geometric sequence."""
+    slopes = alibi_slopes(n, dtype=torch.float64)
+    paper_sentence = torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64)
+    assert not torch.allclose(slopes, paper_sentence)
+    ratios = slopes[1:] / slopes[:-1]
+    assert ratios.max() - ratios.min() > 0.1  # not one constant ratio
+    p = 2 ** int(math.floor(math.log2(n)))
+    assert slopes[p - 1].item() == 2.0 ** -8 and slopes[p].item() == 2.0 ** (-4.0 / p)  # the second run starts over
+
+
+@pytest.mark.parametrize("k", range(0, 7))
+def test_power_of_two_slopes_are_the_papers_sequence(k):
+    n = 2 ** k
+    paper_sentence = torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64)
+    torch.testing.assert_close(alibi_slopes(n, dtype=torch.float64), paper_sentence, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_kernel_needs_only_the_slopes(causal):
+    """Notebook 05's cost claim: ALiBi's bias is a formula of (head, i, j), so an attention kernel can
+    compute it from the H slopes alone (FlashAttention's `alibi_slopes`; here PyTorch's FlexAttention with
+    a score_mod that closes over the slopes) and never needs the (H, T, T) bias tensor."""
+    flex = pytest.importorskip("torch.nn.attention.flex_attention")
+    import warnings
+    torch.manual_seed(0)
+    H, T, d = 4, 12, 8
+    q, k, v = (torch.randn(1, H, T, d) for _ in range(3))
+    slopes = alibi_slopes(H)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        bias = -slopes[h] * (q_idx - kv_idx).abs()
+        return torch.where(kv_idx <= q_idx, score + bias, -float("inf")) if causal else score + bias
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager (uncompiled) flex_attention warns that it is not fused
+        out = flex.flex_attention(q, k, v, score_mod=score_mod)
+    torch.testing.assert_close(out, attention(q, k, v, bias=alibi_bias(H, T), causal=causal), atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("n,q_len,k_len", [(1, 1, 1), (4, 5, 5), (6, 3, 8), (12, 7, 7)])

@@ -52,9 +52,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("t5 buckets per side", ex.check_t5_bucket,
      lambda r, b, n, m: S["t5_bucket"](r, b, 2 * n if b else n, m), ["num_buckets // 2"]),
     ("alibi power-of-two formula", ex.check_alibi_slopes, lambda n: [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)],
-     ["power-of-two formula", "n = 6"]),
+     ["power-of-two formula", "n = 6", "authors' code", "get_slopes", "workaround"]),
     ("alibi first of double", ex.check_alibi_slopes, _alibi_first_of_double,
-     ["first 6 slopes of 8 heads", "2^-1, 2^-3"]),
+     ["first 6 slopes of 8 heads", "2^-1, 2^-3", "authors' code (get_slopes)"]),
     ("alibi even extra", ex.check_alibi_slopes, _alibi_even_extra, ["share a slope", "ODD h"]),
     ("alibi reversed", ex.check_alibi_slopes, lambda n: S["alibi_slopes"](n).flip(0), ["reversed"]),
     ("alibi from h = 0", ex.check_alibi_slopes, lambda n: [2.0 ** (-8.0 * h / n) for h in range(n)], ["off by one"]),
@@ -65,3 +65,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
 @each_mistake(MISTAKES)
 def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
+
+
+def test_alibi_messages_do_not_credit_the_paper_with_the_non_power_of_two_rule():
+    """The rule for 6 or 12 heads is the authors' code (get_slopes), not the paper (issue 13, item 9)."""
+    import inspect
+    source = inspect.getsource(ex.check_alibi_slopes)
+    assert "the paper keeps" not in source and "the paper's [0::2]" not in source

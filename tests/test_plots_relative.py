@@ -49,3 +49,49 @@ def test_alibi_widget_head_slider_follows_heads():
 def test_render_alibi_refuses_a_head_that_does_not_exist():
     with pytest.raises(ValueError, match="head"):
         plots.render_alibi(plt.subplots(1, 2)[1], 4, 4)
+
+
+def test_shaw_and_alibi_heatmaps_have_colorbars_that_leave_the_panels_in_place():
+    for render, args in ((plots.render_shaw_clipping, (3,)), (plots.render_alibi, (8, 0))):
+        fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+        render(axes, *args)
+        extra = [ax for ax in fig.axes if ax not in axes]
+        assert len(extra) == 1 and not extra[0].images and len(extra[0].collections) >= 1  # a colorbar
+        assert extra[0].get_position().x0 > axes[0].get_position(original=False).x1  # right of the image
+    fig = widgets.alibi_widget()
+    before = fig.axes[0].get_position().bounds
+    fig.controls["num_heads"].value = 12
+    assert len(fig.fig.axes) == 3 and fig.axes[0].get_position().bounds == before  # one colorbar, no shrinking
+
+
+def test_t5_bucket_axis_is_symlog_with_every_exact_bucket_in_the_linear_part():
+    fig, axes = plt.subplots(1, 2)
+    result = plots.render_t5_buckets(axes, 32, 128, span=384)
+    assert all(ax.get_xscale() == "symlog" for ax in axes) and result["linthresh"] == 16
+    r, causal = result["relative"], result["causal"]
+    exact = (r <= 0) & (r > -16)  # the causal form's 16 exact buckets: one step per distance, all within |r| <= 16
+    np.testing.assert_array_equal(causal[exact], -r[exact])
+
+
+@pytest.mark.parametrize("num_heads", [8, 12])
+def test_alibi_reach_is_the_geometric_tail(num_heads):
+    """Equal content scores: weight(d) is proportional to exp(-m d), so the weight beyond distance D is
+    exp(-m D) (up to the finite length); 99% of it lies within ln(100) / m."""
+    data = plots.alibi_reach(num_heads, 4096)
+    m = data["slopes"]
+    expected = np.ceil(np.log(100) / m) - 1  # smallest D with 1 - exp(-m (D + 1)) >= 0.99
+    np.testing.assert_array_equal(data["reach"], expected)
+    for h in range(num_heads):
+        D = int(data["reach"][h])
+        beyond = 1 - data["cumulative"][h, D - 1]
+        tail = (np.exp(-m[h] * D) - np.exp(-m[h] * 4096)) / (1 - np.exp(-m[h] * 4096))  # keys at D .. 4095
+        assert beyond == pytest.approx(tail, rel=1e-9)
+    with pytest.raises(ValueError, match="mass"):
+        plots.alibi_reach(4, mass=1.0)
+
+
+def test_render_alibi_window_draws_every_head():
+    fig, ax = plt.subplots()
+    data = plots.render_alibi_window(ax, 8, length=1024)
+    assert len(data["reach"]) == 8 and ax.get_xscale() == "log"
+    assert len(ax.lines) == 2 * 8 + 1  # a curve and a dot per head, the mass line

@@ -142,6 +142,50 @@ def test_shaw_matches_explicit_loops():
     assert shaw.relative_index(pos, pos).min() == 0 and shaw.relative_index(pos, pos).max() == 2 * k
 
 
+def test_shaw_per_offset_form_equals_the_pairwise_gather():
+    """ShawRelativePosition computes q . a^K_r for the 2k+1 offsets and then picks one per pair (and sums the
+    probabilities per offset for the value term) instead of gathering a (B, Tq, Tk, d) tensor of a^K_{ij}:
+    the same numbers, per-row positions included."""
+    torch.manual_seed(3)
+    B, H, Tq, Tk, d, k = 2, 3, 5, 7, 4, 2
+    shaw = ShawRelativePosition(d, k).double()
+    q = torch.randn(B, H, Tq, d, dtype=torch.float64)
+    probs = torch.rand(B, H, Tq, Tk, dtype=torch.float64).softmax(-1)
+    q_pos = torch.tensor([[3, 4, 5, 6, 7], [0, 2, 4, 6, 8]])
+    k_pos = torch.tensor([[1, 2, 3, 4, 5, 6, 7], [9, 7, 5, 3, 1, 0, 2]])
+    index = shaw.relative_index(q_pos, k_pos)                                    # (B, Tq, Tk)
+    a_k, a_v = shaw.key_table[index], shaw.value_table[index]                    # (B, Tq, Tk, d): the big gather
+    naive_bias = torch.einsum("bhid,bijd->bhij", q, a_k) / math.sqrt(d)
+    naive_value = torch.einsum("bhij,bijd->bhid", probs, a_v)
+    torch.testing.assert_close(shaw.score_bias(q, q_pos, k_pos), naive_bias, atol=1e-12, rtol=0)
+    torch.testing.assert_close(shaw.value_bias(probs, q_pos, k_pos), naive_value, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_bias_fits_a_kernel_as_a_table_lookup(bidirectional):
+    """Notebook 05's cost claim: T5's bias is a lookup of bucket(j - i) in a (num_buckets, H) table, so a
+    kernel that takes a score function (PyTorch's FlexAttention score_mod) can add it without the
+    (H, T, T) bias tensor that Hugging Face's T5 builds and passes as a mask."""
+    flex = pytest.importorskip("torch.nn.attention.flex_attention")
+    import warnings
+    torch.manual_seed(4)
+    H, T, d = 4, 20, 8
+    t5 = T5RelativeBias(H, bidirectional=bidirectional, num_buckets=16, max_distance=12)
+    table = t5.relative_attention_bias.weight.detach()                           # (num_buckets, H)
+    q, k, v = (torch.randn(1, H, T, d) for _ in range(3))
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        bucket = t5_relative_bucket(kv_idx - q_idx, bidirectional=bidirectional, num_buckets=16, max_distance=12)
+        return score + table[bucket, h]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager (uncompiled) flex_attention warns that it is not fused
+        out = flex.flex_attention(q, k, v, score_mod=score_mod)
+    with torch.no_grad():
+        expected = attention(q, k, v, bias=t5(T, T))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=0)
+
+
 def test_shaw_in_multihead_attention_sees_only_relative_positions():
     torch.manual_seed(2)
     mha = MultiHeadAttention(16, 2, encoding=ShawRelativePosition(8, 3))
@@ -381,3 +425,18 @@ def test_t5_called_with_a_non_tensor_says_both_forms():
 @pytest.mark.parametrize("shape", [(0, 5), (3, 0), (0, 0)])
 def test_diagonal_spread_of_an_empty_matrix_is_zero(shape):
     assert diagonal_spread(torch.zeros(shape)) == 0.0
+
+
+def test_t5_shares_one_bias_table_but_a_table_per_layer_is_a_valid_design():
+    """Notebook 05, common mistakes: T5 learns one relative-attention bias table (layer 0 of each stack) and
+    every layer reuses it, so a table per layer is a mistake when reproducing T5; elsewhere it is a design
+    choice, e.g. Swin Transformer learns a relative-position bias table in every block."""
+    from transformers import SwinConfig, SwinModel, T5Model
+    t5 = T5Model(T5Config(vocab_size=10, d_model=8, d_kv=4, d_ff=8, num_layers=3, num_decoder_layers=3, num_heads=2))
+    tables = [name for name, _ in t5.named_parameters() if "relative_attention_bias" in name]
+    assert sorted(tables) == ["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                              "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+    swin = SwinModel(SwinConfig(image_size=16, patch_size=2, embed_dim=8, depths=[2, 2], num_heads=[1, 2],
+                                window_size=2))
+    swin_tables = [name for name, _ in swin.named_parameters() if "relative_position_bias_table" in name]
+    assert len(swin_tables) == 2 + 2  # one per block

@@ -87,7 +87,8 @@ def check_t5_bucket(fn) -> None:
 
 
 def check_alibi_slopes(fn) -> None:
-    """fn(num_heads) -> (num_heads,) slopes, head 0 first; checked for 1, 4, 8, 6 and 12 heads."""
+    """fn(num_heads) -> (num_heads,) slopes, head 0 first; checked for 1, 4, 8, 6 and 12 heads. Powers of two:
+    the paper's 2^(-8h/n); other head counts: the authors' code (get_slopes), as BLOOM and posenc_lib.alibi."""
     for n in (1, 4, 8, 6, 12):
         got = as_tensor(call(fn, n, what=f"your function ({n} heads)"), "your function").double().reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
@@ -105,16 +106,18 @@ def check_alibi_slopes(fn) -> None:
             raise ExerciseError(f"({n} heads) for a power of two the slopes are 2^(-8h/n), h = 1..n: a geometric "
                                 f"sequence starting at and stepping by 2^(-8/n); expected {want.tolist()}")
         if same(got, naive, atol=0, rtol=1e-6):
-            raise ExerciseError(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. For a head "
-                                f"count that is not a power of two, take all slopes of the largest power of two "
-                                f"below it, then every other slope (h = 1, 3, 5, ...) of twice that")
+            raise ExerciseError(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. The paper "
+                                f"only trains power-of-two head counts; for other counts the authors' code "
+                                f"(get_slopes, a 'workaround' in its own comment, used by BLOOM and this library) takes "
+                                f"all slopes of the largest power of two below n, then every other slope "
+                                f"(h = 1, 3, 5, ...) of twice that")
         closest = 2 ** math.floor(math.log2(n))
         doubled = alibi_slopes(2 * closest, dtype=torch.float64)
         if same(got, doubled[:n], atol=0, rtol=1e-6):
             extra = torch.log2(doubled[0::2][:n - closest]).tolist()
-            raise ExerciseError(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the paper keeps all "
-                                f"{closest} slopes of {closest} heads and adds the slopes of {2 * closest} heads with odd "
-                                f"h = 1, 3, 5, ... (the paper's [0::2]): here "
+            raise ExerciseError(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the authors' code "
+                                f"(get_slopes) keeps all {closest} slopes of {closest} heads and adds the slopes of "
+                                f"{2 * closest} heads with odd h = 1, 3, 5, ... (its [0::2]): here "
                                 f"{', '.join(f'2^{v:g}' for v in extra)}")
         if len(set(round(v, 12) for v in got.tolist())) < n:
             raise ExerciseError(f"({n} heads) two heads share a slope: the extra slopes must be 2^(-8h/{2 * closest}) "

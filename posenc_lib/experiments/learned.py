@@ -11,6 +11,10 @@ on one CPU thread so that a run is reproducible bit for bit on one machine and v
 machines) and records the table every `every` steps. `make_learned_snapshots()` runs it with
 `SNAPSHOT_CONFIG` and writes data/learned_snapshots.npz (the tables) and data/learned_snapshots.json
 (config and provenance); notebook 04's checkpoint slider loads them with `load_learned_snapshots()`.
+
+Also for notebook 04: `attention_logits` (a layer's pre-softmax scores, which the notebook averages over
+random sequences to get the position-only logits), and the two ways practice extends a trained table:
+`extend_by_copying` (Longformer) and `interpolate_grid` (ViT).
 """
 from __future__ import annotations
 
@@ -61,6 +65,65 @@ def per_position_accuracy(model: TinyLM, tokens: torch.Tensor, targets: torch.Te
     valid = targets != -100
     correct = (logits.argmax(-1) == targets) & valid
     return correct.sum(0).double() / valid.sum(0).double()  # 0/0 = nan where no target
+
+
+@torch.no_grad()
+def attention_logits(model: TinyLM, tokens: torch.Tensor, *, layer: int = 0) -> torch.Tensor:
+    """(B, H, T, T) pre-softmax scores q_t . k_s / sqrt(head_dim) (plus the encoding's score bias, if any) of
+    block `layer` of `model` on `tokens` (B, T), before the causal mask: what the softmax of that layer
+    sees. softmax over s <= t of these equals the layer's attention weights (tests check it).
+
+    Notebook 04 averages them over random sequences: in its task the tokens are independent of their
+    positions, so the average keeps the part of the logits that depends on (t, s) alone."""
+    tokens = _checks.int_tensor("tokens", tokens).long()
+    if tokens.dim() != 2:
+        raise ValueError(f"tokens must have shape (batch, seq), got {tuple(tokens.shape)}")
+    if not 0 <= layer < len(model.blocks):
+        raise ValueError(f"layer must be in [0, {len(model.blocks)}), got {layer}")
+    B, T = tokens.shape
+    positions = torch.arange(T, device=tokens.device)
+    x = model.encoding.add_to_input(model.token_embedding(tokens), positions)  # (B, T, D), as TinyLM.forward
+    for block in model.blocks[:layer]:
+        x = block(x, positions)
+    block = model.blocks[layer]
+    attn, enc = block.attn, block.attn.encoding
+    q, k, _ = attn.qkv(block.ln1(x)).view(B, T, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
+    q, k = enc.rotate_qk(q, k, positions, positions)                             # (B, H, T, hd) each
+    scores = q @ k.transpose(-2, -1) / attn.head_dim ** 0.5                       # (B, H, T, T)
+    bias = enc.score_bias(q, positions, positions)
+    return scores if bias is None else scores + bias
+
+
+def extend_by_copying(table: torch.Tensor, new_len: int) -> torch.Tensor:
+    """A (new_len, d) position table whose row t is row t % n of the trained (n, d) `table`: Longformer's
+    initialisation of its 4,096 positions from RoBERTa's 512 (Beltagy et al. 2020, section 5; their
+    conversion script copies the rows "over and over"). A new tensor; `table` is not modified."""
+    _checks.float_tensor("table", table)
+    if table.dim() != 2 or not table.shape[0]:
+        raise ValueError(f"table must have shape (positions, dim) with at least one row, got {tuple(table.shape)}")
+    new_len = _checks.positive_int("new_len", new_len)
+    rows = torch.arange(new_len, device=table.device) % table.shape[0]
+    return table.detach()[rows].clone()
+
+
+def interpolate_grid(table: torch.Tensor, grid: tuple[int, int], new_grid: tuple[int, int]) -> torch.Tensor:
+    """ViT's answer for a new image size (Dosovitskiy et al. 2021, section 3.2: "2D interpolation of the
+    pre-trained position embeddings, according to their location in the original image"): the (rows*cols, d)
+    patch-position table seen as a (rows, cols) grid of d-vectors, resized to `new_grid` by bicubic
+    interpolation as Hugging Face's ViTEmbeddings.interpolate_pos_encoding does (its [CLS] row aside).
+    Returns (new_rows*new_cols, d); `table` is not modified."""
+    _checks.float_tensor("table", table)
+    for name, pair in (("grid", grid), ("new_grid", new_grid)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"{name} must be a (rows, cols) pair of ints, got {pair!r}")
+    (rows, cols), (new_rows, new_cols) = grid, new_grid
+    for name, value in (("grid", rows), ("grid", cols), ("new_grid", new_rows), ("new_grid", new_cols)):
+        _checks.positive_int(name, value)
+    if table.dim() != 2 or table.shape[0] != rows * cols:
+        raise ValueError(f"table must have shape (rows*cols={rows * cols}, dim) for grid {grid}, got {tuple(table.shape)}")
+    image = table.detach().reshape(1, rows, cols, -1).permute(0, 3, 1, 2)         # (1, d, rows, cols)
+    resized = torch.nn.functional.interpolate(image, size=(new_rows, new_cols), mode="bicubic", align_corners=False)
+    return resized.permute(0, 2, 3, 1).reshape(new_rows * new_cols, -1)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from ..absolute import position_similarity, similarity_by_distance
 from ._style import tidy, to_numpy, two_panels
 
 __all__ = ["sinusoidal_similarity", "render_similarity", "render_similarity_pair", "render_learned_snapshot",
-           "render_position_accuracy"]
+           "render_position_accuracy", "render_attention_logits"]
 
 
 def sinusoidal_similarity(num_positions: int, dim: int, *, base: float = 10000.0) -> torch.Tensor:
@@ -89,3 +89,40 @@ def render_position_accuracy(ax, accuracy, *, trained_len: int, label: str = "")
     if label:
         ax.legend(fontsize=7)
     return acc
+
+
+def render_attention_logits(axes, logits, *, lag: int = 1, title: str = "head {h}", floor: float = -6.0):
+    """One heatmap per head of (H, T, T) attention logits (query t = row, key s = column), each row shown
+    relative to its own largest visible logit (the softmax of a row ignores a constant added to it), down
+    to `floor`; the masked future (s > t) blank, each row's largest logit marked with a dot, the diagonal
+    s = t - lag dashed, a colorbar beside the last panel. Returns dict(argmax (H, T) numpy: the key of
+    each row's largest logit, hits (H,): rows t >= lag whose largest logit is at s = t - lag)."""
+    data = to_numpy(logits)
+    if data.ndim != 3 or data.shape[1] != data.shape[2]:
+        raise ValueError(f"logits must have shape (heads, T, T), got {data.shape}")
+    heads, T, _ = data.shape
+    axes = list(np.atleast_1d(axes))
+    if len(axes) != heads:
+        raise ValueError(f"need one axes per head: {heads} heads, got {len(axes)} axes")
+    causal = np.tri(T, dtype=bool)
+    visible = np.where(causal, data, -np.inf)
+    argmax = visible.argmax(-1)                                                      # (H, T)
+    shown = np.where(causal, data - visible.max(-1, keepdims=True), np.nan)         # <= 0, row max = 0
+    rows = np.arange(T)
+    hits = (argmax[:, lag:] == rows[lag:] - lag).sum(-1)
+    axes[0].figure.subplots_adjust(bottom=0.17, wspace=0.3, right=0.86)
+    for h, ax in enumerate(axes):
+        image = ax.imshow(shown[h], cmap="viridis", vmin=floor, vmax=0, interpolation="nearest")
+        ax.plot(rows[lag:] - lag, rows[lag:], color="w", lw=0.8, ls="--")
+        ax.plot(argmax[h], rows, "o", color="C3", ms=2.5)
+        ax.set_xlabel("key position s", fontsize=8)
+        ax.set_title(title.format(h=h) + f": row max at s = t - {lag} in {hits[h]} of {T - lag} rows", fontsize=8)
+        tidy(ax)
+    axes[0].set_ylabel("query position t", fontsize=8)
+    axes[-1].apply_aspect()
+    box = axes[-1].get_position()
+    cax = axes[-1].figure.add_axes([box.x1 + 0.01, box.y0, 0.012, box.height])
+    bar = axes[-1].figure.colorbar(image, cax=cax)
+    bar.ax.tick_params(labelsize=7)
+    bar.set_label("logit - row max", fontsize=7)
+    return {"argmax": argmax, "hits": hits}

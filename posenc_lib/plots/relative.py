@@ -17,7 +17,20 @@ from ..alibi import alibi_bias, alibi_slopes
 from ..relative import relative_positions, t5_relative_bucket
 from ._style import tidy, two_panels
 
-__all__ = ["shaw_clipped_relative", "render_shaw_clipping", "render_t5_buckets", "render_alibi"]
+__all__ = ["shaw_clipped_relative", "render_shaw_clipping", "render_t5_buckets", "render_alibi", "alibi_reach",
+           "render_alibi_window"]
+
+
+def _colorbar(ax, image):
+    """A colorbar in its own figure-level axes just right of the image drawn on `ax`. (figure.colorbar(ax=ax)
+    would shrink `ax` to make room, again on every slider redraw; this leaves `ax` as it is, and a widget's
+    redraw removes the extra axes.) Call it after the axes are placed (two_panels)."""
+    ax.apply_aspect()  # an image with equal aspect is drawn in a box narrower than the axes
+    box = ax.get_position()
+    cax = ax.figure.add_axes([box.x1 + 0.008, box.y0, 0.012, box.height])
+    bar = ax.figure.colorbar(image, cax=cax)
+    bar.ax.tick_params(labelsize=7)
+    return bar
 
 
 def shaw_clipped_relative(length: int, max_relative_position: int) -> torch.Tensor:
@@ -33,11 +46,13 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     k = int(max_relative_position)
     clipped = shaw_clipped_relative(length, k).numpy()
     ax_map, ax_row = axes
-    ax_map.imshow(clipped, cmap="PuOr", vmin=-max(k, 1), vmax=max(k, 1), interpolation="nearest")
+    two_panels(axes)
+    image = ax_map.imshow(clipped, cmap="PuOr", vmin=-max(k, 1), vmax=max(k, 1), interpolation="nearest")
     ax_map.set_xlabel("key j", fontsize=8)
     ax_map.set_ylabel("query i", fontsize=8)
     ax_map.set_title(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings", fontsize=9)
     tidy(ax_map)
+    _colorbar(ax_map, image)
     i = length // 2
     j = np.arange(length)
     ax_row.plot(j, j - i, color="0.6", lw=1, ls="--", label="j - i")
@@ -47,34 +62,39 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     ax_row.set_title(f"query i = {i}: keys farther than {k} share an embedding", fontsize=9)
     ax_row.legend(fontsize=7, loc="upper left")
     tidy(ax_row)
-    two_panels(axes)
     return {"clipped": clipped, "distinct": int(np.unique(clipped).size)}
 
 
 def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, span: int | None = None):
     """T5's bucket of every relative position r = key - query in [-span, span] (default 1.5 * max_distance).
-    Left: bidirectional (encoder); right: causal (decoder, bidirectional=False).
-    Returns dict(relative, bidirectional, causal) as numpy."""
+    Left: bidirectional (encoder); right: causal (decoder, bidirectional=False). The r axis is symlog:
+    linear for |r| <= num_buckets / 2 (every exact bucket is a visible step), logarithmic beyond.
+    Returns dict(relative, bidirectional, causal, linthresh) as numpy / int."""
     span = int(span if span is not None else math.ceil(1.5 * max_distance))
     relative = torch.arange(-span, span + 1)
     both = t5_relative_bucket(relative, bidirectional=True, num_buckets=num_buckets, max_distance=max_distance)
     causal = t5_relative_bucket(relative, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance)
     r = relative.numpy()
+    linthresh = max(1, num_buckets // 2)  # the causal form's exact buckets; the bidirectional one has half as many
     for ax, buckets, name, total in ((axes[0], both, "bidirectional (encoder)", num_buckets),
                                      (axes[1], causal, "causal (decoder)", num_buckets)):
+        ax.set_xscale("symlog", linthresh=linthresh, linscale=2.5)
         ax.step(r, buckets.numpy(), where="mid", lw=1.2)
         for x in (-max_distance, max_distance):
             ax.axvline(x, color="C3", lw=0.7, ls="--")
+        for x in (-linthresh, linthresh):
+            ax.axvline(x, color="0.85", lw=0.5, ls=":")
         ax.axvline(0, color="0.7", lw=0.5)
+        ax.set_xlim(-span, span)
         ax.set_ylim(-1, total)
-        ax.set_xlabel("relative position r = key - query", fontsize=8)
+        ax.set_xlabel(f"r = key - query (linear for |r| <= {linthresh}, log beyond)", fontsize=8)
         ax.set_title(f"{name}: {int(buckets.max()) + 1 - int(buckets.min())} buckets used", fontsize=9)
         tidy(ax)
     axes[0].set_ylabel("bucket", fontsize=8)
-    axes[1].text(-span, num_buckets * 0.9, "past (r < 0)", fontsize=7)
-    axes[1].text(span * 0.15, num_buckets * 0.1, "future: bucket 0", fontsize=7)
+    axes[1].text(-span * 0.8, num_buckets * 0.1, "past (r < 0)", fontsize=7)
+    axes[1].text(2, num_buckets * 0.1, "future: bucket 0", fontsize=7)
     two_panels(axes)
-    return {"relative": r, "bidirectional": both.numpy(), "causal": causal.numpy()}
+    return {"relative": r, "bidirectional": both.numpy(), "causal": causal.numpy(), "linthresh": linthresh}
 
 
 def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
@@ -86,12 +106,14 @@ def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
     slopes = alibi_slopes(num_heads, dtype=torch.float64)
     bias = alibi_bias(num_heads, length, dtype=torch.float64)[head].numpy()
     ax_map, ax_slopes = axes
+    two_panels(axes)
     shown = np.where(np.tri(length, dtype=bool), bias, np.nan)  # future keys masked under a causal mask
-    ax_map.imshow(shown, cmap="magma", vmin=bias.min(), vmax=0, interpolation="nearest")
+    image = ax_map.imshow(shown, cmap="magma", vmin=bias.min(), vmax=0, interpolation="nearest")
     ax_map.set_xlabel("key j", fontsize=8)
     ax_map.set_ylabel("query i", fontsize=8)
     ax_map.set_title(f"head {head}: -{slopes[head].item():.4g} * |i - j|", fontsize=9)
     tidy(ax_map)
+    _colorbar(ax_map, image)
     colors = ["C1" if h == head else "C0" for h in range(num_heads)]
     ax_slopes.bar(np.arange(num_heads), np.log2(slopes.numpy()), color=colors)
     ax_slopes.set_xticks(range(0, num_heads, max(1, num_heads // 8)))
@@ -100,5 +122,49 @@ def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
     power = (num_heads & (num_heads - 1)) == 0
     ax_slopes.set_title(f"{num_heads} heads ({'a power of 2' if power else 'not a power of 2'})", fontsize=9)
     ax_slopes.tick_params(labelsize=7)
-    two_panels(axes)
     return {"slopes": slopes.numpy(), "bias": bias}
+
+
+def alibi_reach(num_heads: int = 8, length: int = 4096, *, mass: float = 0.99) -> dict:
+    """ALiBi's soft window, with the content taken out: a query with equal scores for every key (q = 0)
+    attends to the key at distance d with weight proportional to exp(-m_h * d). For the last query of
+    `length` keys: the (num_heads, length) cumulative weight of the keys at distances 0..D, and for each
+    head the smallest D holding `mass` of the weight (for an unbounded past, ln(1 / (1 - mass)) / m_h).
+    Returns dict(slopes, distance, cumulative, reach) as numpy."""
+    if not 0 < mass < 1:
+        raise ValueError(f"mass must be in (0, 1), got {mass}")
+    slopes = alibi_slopes(num_heads, dtype=torch.float64)
+    distance = torch.arange(length, dtype=torch.float64)
+    weights = torch.softmax(-slopes[:, None] * distance, dim=-1)  # (H, length): row of the last query, keys by distance
+    cumulative = weights.cumsum(-1)
+    reach = (cumulative < mass).sum(-1)  # first distance where the cumulative weight reaches `mass`
+    return {"slopes": slopes.numpy(), "distance": distance.numpy(), "cumulative": cumulative.numpy(),
+            "reach": reach.numpy()}
+
+
+def render_alibi_window(ax, num_heads: int = 8, *, length: int = 4096, mass: float = 0.99):
+    """Each head's cumulative attention weight over the keys within distance D (content-neutral scores, see
+    alibi_reach), D on a log axis; a dot where each head reaches `mass`. Returns alibi_reach's dict."""
+    data = alibi_reach(num_heads, length, mass=mass)
+    d = data["distance"][1:]
+    for h in range(num_heads):
+        color = _head_color(h, num_heads)
+        ax.plot(d, data["cumulative"][h, 1:], color=color, lw=1.2, label=f"2^{np.log2(data['slopes'][h]):.3g}")
+        ax.plot(data["reach"][h], data["cumulative"][h, data["reach"][h]], "o", color=color, ms=3)
+    ax.axhline(mass, color="0.6", lw=0.7, ls="--")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("distance D to the query", fontsize=8)
+    ax.set_ylabel("weight on keys within D", fontsize=8)
+    ax.set_title(f"ALiBi's soft window: equal content scores, {length} keys", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="slope", title_fontsize=7)
+    tidy(ax, axis="y")
+    ax.tick_params(labelsize=7)
+    ax.figure.subplots_adjust(bottom=0.17, right=0.8)
+    return data
+
+
+def _head_color(h: int, n: int):
+    """Head h of n on a sequential colormap: steep (local) heads dark, shallow ones light."""
+    import matplotlib
+    return matplotlib.colormaps["viridis"](h / max(1, n - 1) * 0.9)
