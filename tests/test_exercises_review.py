@@ -1,6 +1,11 @@
-"""The quiz of notebook 09 (posenc_lib.exercises.review): the right answers pass and come from the cached
-results where the question is about a measurement; every wrong or missing answer is explained."""
+"""The quiz of notebook 09 (posenc_lib.exercises.review): the right answers pass; the computed ones come
+from the library, PyTorch and the cached results (recomputed here independently); the right letters form
+no guessable pattern; every wrong or missing answer is explained."""
+import math
+from collections import Counter
+
 import pytest
+import torch
 
 from posenc_lib import experiments as E
 from posenc_lib.exercises import ExerciseError
@@ -12,40 +17,103 @@ def results():
     return E.load_results("extrapolation")
 
 
-def test_measured_answer_is_the_flattest_encoding_in_the_data(results):
-    answers = ex.quiz_answers(results)
-    assert set(answers) == set(ex.QUIZ)
-    rises = {}  # recomputed here from the runs, not from the summary the quiz reads
-    for enc in ex.QUIZ["measured_flattest"]["options"].values():
+@pytest.fixture(scope="module")
+def answers(results):
+    return ex.quiz_answers(results)
+
+
+def _option(qid, answers):
+    return ex.QUIZ[qid]["options"][answers[qid]]
+
+
+def test_at_least_twelve_questions_and_several_computed(answers):
+    assert len(ex.QUIZ) >= 12 and set(answers) == set(ex.QUIZ)
+    computed = [q for q, item in ex.QUIZ.items() if "solve" in item]
+    assert len(computed) >= 6
+
+
+def test_the_right_letters_form_no_guessable_pattern(answers):
+    letters = list(answers.values())
+    counts = Counter(letters)
+    assert set("abcd") <= set(counts) and max(counts.values()) <= math.ceil(len(letters) / 3)
+    assert all(len({a, b, c}) > 1 for a, b, c in zip(letters, letters[1:], letters[2:]))  # no run of three
+
+
+def test_measured_answers_come_from_the_runs(results, answers):
+    mean = {}  # recomputed from the runs, not from the summary the quiz reads
+    for enc in results["summary"]:
         runs = [r["loss"] for r in results["runs"] if r["encoding"] == enc]
-        rises[enc] = sum(r["8"] for r in runs) / len(runs) - sum(r["1"] for r in runs) / len(runs)
-    assert ex.QUIZ["measured_flattest"]["options"][answers["measured_flattest"]] == min(rises, key=rises.get)
+        mean[enc] = {m: (None if runs[0][m] is None else sum(r[m] for r in runs) / len(runs)) for m in ("1", "8")}
+    rises = {e: v["8"] - v["1"] for e, v in mean.items() if v["8"] is not None}
+    assert _option("measured_flattest", answers) == min(rises, key=rises.get)
+    at_l = {e: v["1"] for e, v in mean.items() if e != "nope"}
+    assert _option("worst_at_l", answers) == max(at_l, key=at_l.get)
 
 
-def test_every_wrong_answer_is_explained(results):
-    answers = ex.quiz_answers(results)
-    other = next(k for k in ex.QUIZ["measured_flattest"]["options"] if k != answers["measured_flattest"])
+def test_rope_and_scaling_answers_match_a_plain_computation(answers):
+    d, l0, base = 16, 64, 10000.0
+    theta = [base ** (-2 * i / d) for i in range(d // 2)]
+    turns = [l0 * t / (2 * math.pi) for t in theta]
+    assert _option("pairs_under_one_turn", answers) == str(sum(t < 1 for t in turns))
+    i0 = next(i for i, t in enumerate(turns) if t < 1)
+    assert _option("ntk_overshoot", answers) == f"{4 ** (1 - 2 * i0 / (d - 2)):.2f}"
+    assert _option("dynamic_ntk_factor", answers) == f"{2 * 4 - 1}"  # factor * length / L0 - (factor - 1)
+    assert _option("yarn_kept_pairs", answers) == "pair 0 only"  # no pair makes beta_fast = 32 turns in 64
+    assert max(turns) < 32
+
+
+def test_t5_answer_matches_the_bucket_formula(answers):
+    def bucket(n, exact=16, num=32, max_distance=64):  # causal T5: n = query - key >= 0
+        if n < exact:
+            return n
+        return min(num - 1, exact + int(math.log(n / exact) / math.log(max_distance / exact) * (num - exact)))
+
+    first = min(n for n in range(1, 401) if bucket(n) == bucket(400))
+    assert ex.QUIZ["t5_last_bucket"]["values"][answers["t5_last_bucket"]] == first
+
+
+def test_the_learned_question_is_about_pytorch(answers):
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.nn.Embedding(64, 4)(torch.tensor([100]))
+    assert "IndexError" in _option("learned_past_max_len", answers)
+    assert "nn.Embedding" in ex.QUIZ["learned_past_max_len"]["question"]
+
+
+def test_every_wrong_answer_is_explained(results, answers):
+    wrong = {q: next(k for k in ex.QUIZ[q]["options"] if k != answers[q])
+             for q in ("equivariance", "uniform", "measured_flattest", "ntk_overshoot")}
     with pytest.raises(ExerciseError) as err:
-        ex.check_quiz(dict(answers, equivariance="a", pi_vs_ntk="c", measured_flattest=other), results)
+        ex.check_quiz(dict(answers, **wrong), results)
     text = str(err.value)
-    assert f"{len(ex.QUIZ) - 3}/{len(ex.QUIZ)} right" in text
-    assert "invariance" in text and "NTK-aware" in text and "rose by" in text
+    assert f"{len(ex.QUIZ) - len(wrong)}/{len(ex.QUIZ)} right" in text
+    assert "nats/char" in text and "first slow pair" in text
+    assert all(f"[{q}] not {letter}" in text for q, letter in wrong.items())
 
 
-@pytest.mark.parametrize("answers, match", [
+@pytest.mark.parametrize("bad, match", [
     ({}, "not answered"), ({"colour": "a"}, "unknown question"), ("b", "should be a dict"),
 ], ids=["empty", "unknown id", "not a dict"])
-def test_malformed_answers_are_explained(answers, match, results):
+def test_malformed_answers_are_explained(bad, match, results):
     with pytest.raises(ExerciseError, match=match):
-        ex.check_quiz(answers, results)
+        ex.check_quiz(bad, results)
 
 
-def test_an_answer_outside_the_options_is_named(results):
+def test_an_answer_outside_the_options_is_named(results, answers):
     with pytest.raises(ExerciseError, match="not one of the options"):
-        ex.check_quiz(dict(ex.quiz_answers(results), alibi_sign="z"), results)
+        ex.check_quiz(dict(answers, alibi_sign="z"), results)
 
 
-def test_every_wrong_option_has_a_reason():
+def test_every_question_explains_every_wrong_option():
     for qid, item in ex.QUIZ.items():
-        if item["answer"] is not None:  # the measured question explains with the numbers instead
+        if "solve" in item:  # computed: every option stands for a value, a wrong one is answered with the numbers
+            assert set(item["values"]) == set(item["options"]) and callable(item["explain"]), qid
+        else:
+            assert item["answer"] in item["options"], qid
             assert set(item["why"]) == set(item["options"]) - {item["answer"]}, qid
+
+
+def test_a_computed_answer_outside_the_options_is_a_bug(monkeypatch, results):
+    item = dict(ex.QUIZ["pairs_under_one_turn"], solve=lambda r: 6)
+    monkeypatch.setitem(ex.QUIZ, "pairs_under_one_turn", item)
+    with pytest.raises(RuntimeError, match="none of the options"):
+        ex.quiz_answers(results)

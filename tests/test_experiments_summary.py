@@ -34,3 +34,46 @@ def test_measured_rises_and_the_unmeasured_extra(rows):
     assert by_name["learned"]["rise"]["8"] is None  # no row past L
     shaw = by_name["shaw"]
     assert shaw["measured"] is False and shaw["loss_at_L"] is None and set(shaw["rise"].values()) == {None}
+
+
+def test_rankings_by_loss_and_by_rise_are_computed_from_the_runs():
+    from posenc_lib.experiments.summary import rankings
+    results = load_results("extrapolation")
+    for m in (2, 8):
+        out = rankings(results, m)
+        assert "learned" not in out["by_loss"]  # no value past L
+        for enc in out["by_loss"]:
+            runs = [r["loss"] for r in results["runs"] if r["encoding"] == enc]
+            loss = sum(r[str(m)] for r in runs) / len(runs)
+            assert out["loss"][enc] == pytest.approx(loss, abs=1e-5)
+            assert out["rise"][enc] == pytest.approx(loss - sum(r["1"] for r in runs) / len(runs), abs=1e-5)
+        assert [out["loss"][e] for e in out["by_loss"]] == sorted(out["loss"].values())
+        assert [out["rise"][e] for e in out["by_rise"]] == sorted(out["rise"].values())
+
+
+def test_early_positions_reads_the_first_window_positions():
+    from posenc_lib.experiments.summary import early_positions
+    results = load_results("extrapolation")
+    out = early_positions(results, "alibi", first=8)
+    curves = [r["per_position_loss"] for r in results["runs"] if r["encoding"] == "alibi"]
+    mean = [sum(c[p] for c in curves) / len(curves) for p in range(64)]
+    assert out["first_mean"] == pytest.approx(sum(mean[:8]) / 8)
+    assert out["share_at_L"] == pytest.approx((out["first_mean"] - sum(mean[8:]) / 56) * 8 / 64)
+    with pytest.raises(ValueError, match="first"):
+        early_positions(results, "alibi", first=64)
+    with pytest.raises(ValueError, match="encoding"):
+        early_positions(results, "xpos")
+
+
+def test_training_exposure_and_finetune_share():
+    from posenc_lib.experiments.summary import finetune_share, training_exposure
+    results, extension = load_results("extrapolation"), load_results("context_extension")
+    cfg = results["provenance"]["config"]
+    exposure = training_exposure(results)
+    assert exposure["chars_seen"] == cfg["steps"] * cfg["batch_size"] * cfg["train_len"]
+    assert exposure["passes"] == pytest.approx(exposure["chars_seen"] / results["corpus"]["train_chars"])
+    share = finetune_share(extension)
+    ft = extension["provenance"]["config"]
+    tokens_per_step = ft["batch_size"] * ft["train_len"]  # the fine-tune keeps pre-training's tokens per step
+    assert share["finetune_chars"] == ft["finetune_steps"] * tokens_per_step
+    assert share["share"] == pytest.approx(ft["finetune_steps"] / ft["steps"])

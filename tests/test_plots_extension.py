@@ -97,6 +97,47 @@ def test_rope_scaling_shapes_of_each_method():
     assert plain["turns_train"][0] == pytest.approx(64 / (2 * math.pi))  # pair 0: theta = 1, one turn per 2 pi
 
 
+@pytest.mark.parametrize("dim, l0", [(16, 64), (128, 64), (128, 4096)])
+def test_ntk_overshoot_is_set_by_the_first_slow_pair(dim, l0):
+    """NTK-aware's overshoot = factor ** (1 - 2 i0 / (d - 2)) with i0 the first pair under one turn in L0,
+    computed here from the plain formulas theta_i = base ** (-2i/d)."""
+    d = P.rope_scaling_data("ntk", 4.0, dim=dim, original_max=l0)
+    turns = [l0 * 10000.0 ** (-2 * i / dim) / (2 * math.pi) for i in range(dim // 2)]
+    i0 = next(i for i, t in enumerate(turns) if t < 1)
+    assert d["first_slow"] == i0 and list(d["slow"]) == [t < 1 for t in turns]
+    assert d["overshoot"] == pytest.approx(4 ** (1 - 2 * i0 / (dim - 2)), rel=1e-9)
+
+
+def test_overshoot_grows_with_the_head_dim_at_a_short_l0_and_shrinks_with_l0():
+    over = {(dim, l0): P.rope_scaling_data("ntk", 4.0, dim=dim, original_max=l0)["overshoot"]
+            for dim, l0 in [(16, 64), (128, 64), (1024, 64), (128, 4096)]}
+    assert over[(16, 64)] < over[(128, 64)] < over[(1024, 64)]     # more pairs: MORE overshoot at L0 = 64
+    limit = 4 ** (1 - math.log(64 / (2 * math.pi)) / math.log(10000.0))  # many pairs: set by L0 against the base
+    assert over[(1024, 64)] == pytest.approx(limit, rel=0.01)
+    assert over[(128, 4096)] < over[(16, 64)]                        # a long L0: few slow pairs, small overshoot
+
+
+def test_per_pair_fields_of_yarn_and_llama31():
+    yarn, llama = (P.rope_scaling_data(m, 4.0, dim=16) for m in ("yarn", "llama3"))
+    np.testing.assert_allclose(yarn["interpolation"], (1 - yarn["ratio"]) / (1 - 1 / 4))
+    assert list(np.flatnonzero(yarn["kept"])) == [0]
+    assert yarn["interpolation"][2] == pytest.approx(2 / 3)           # ramp from pair 0 to pair 3 (ceil(2.02))
+    assert 0.99 < llama["interpolation"][2] < 1.0                     # pair 2 makes 1.02 turns: almost fully
+    assert yarn["overshoot"] == pytest.approx(1.0) and llama["overshoot"] == pytest.approx(1.0)
+    assert P.rope_scaling_data("none", 4.0)["overshoot"] == pytest.approx(4.0)
+    long_l0 = P.rope_scaling_data("ntk", 4.0, original_max=20000)  # every pair turns at least once in L0
+    assert long_l0["first_slow"] is None and long_l0["overshoot"] is None
+    assert P.METHOD_LABELS["llama3"] == "Llama 3.1"
+
+
+def test_render_overshoot_marks_each_setting():
+    fig, ax = plt.subplots()
+    out = P.render_overshoot(ax, settings=((16, 64), (128, 4096)))
+    assert set(out) == {(16, 64), (128, 4096)}
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(f"{out[(16, 64)]['overshoot']:.2f}x" in t for t in labels)
+
+
 def test_render_extension_reads_the_cached_table(extension):
     fig, ax = plt.subplots()
     out = P.render_extension(ax, extension, highlight="yarn", show_finetuned=True)
@@ -135,6 +176,9 @@ def test_rope_scaling_explorer_redraws_on_each_control():
     assert fig.redraw_count == count + 2 and len(fig.last_result["theta"]) == 64
     fig.controls["method"].value = "yarn"
     assert "attention" in fig.axes[1].get_title()
+    fig.controls["original_max"].value = 4096                        # Llama 2's L0: YaRN interpolates fewer pairs
+    assert fig.redraw_count == count + 4 and "L0 4096" in fig.axes[0].get_title()
+    assert fig.last_result["interpolated"].mean() < 0.5
 
 
 def test_extension_explorer_redraws_on_each_control(extension):

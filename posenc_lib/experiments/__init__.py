@@ -13,7 +13,7 @@ One job per module:
     runner       the runs of 07 and 08 over worker processes, their provenance, run_all, live_run
     results      data/ (found in one place), load_results, load_rope_model, write_results
     learned      notebook 04: the lag-copy task and the snapshots of a learned position table
-    summary      notebook 09's one row per encoding
+    summary      readings of the cached results: 09's row per encoding, rankings, early positions, exposure
 
 Model: `TinyLM` (2 layers, d_model 64, 4 heads), identical for every encoding except the encoding
 (NoPE, sinusoidal, learned, T5 bias, RoPE, ALiBi), the same seed giving the same shared initial
@@ -25,7 +25,7 @@ None (null in JSON), not a number.
 
 Context extension (notebook 08): the RoPE models are re-evaluated at 2L..8L with each
 `rope_inv_freq` scaling (no fine-tuning), then fine-tuned briefly at 4L with position interpolation
-(and, as a control, with plain RoPE) and evaluated again.
+(and, as a control, with plain RoPE) and evaluated again, one seed (config.finetune_seeds).
 """
 from ..attention import where_it_acts
 from ..scaling import EXTENSION_METHODS
@@ -36,15 +36,16 @@ from .evaluation import eval_ends, evaluate, method_position_loss, rope_scaling,
 from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, ROPE_STATE_FILE, data_dir, data_file, load_results,
                       load_rope_model, write_results)
 from .runner import extension_eval, finetune_and_evaluate, live_run, run_all, summarize, train_and_evaluate
-from .summary import encoding_summary
+from .summary import early_positions, encoding_summary, finetune_share, rankings, training_exposure
 from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
     "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
     "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus", "ExperimentConfig",
-    "build_model", "config_from", "corpus_paths", "data_dir", "data_file", "decode", "encode", "encoding_summary",
-    "eval_ends", "evaluate", "extension_eval", "finetune_and_evaluate", "fit", "live_run", "load_corpus",
-    "load_results", "load_rope_model", "method_position_loss", "rope_scaling", "run_all", "seeded_tinylm",
-    "stdlib_dir", "summarize", "supports_length", "train", "train_and_evaluate", "warmup_cosine_lr",
+    "build_model", "config_from", "corpus_paths", "data_dir", "data_file", "decode", "early_positions", "encode",
+    "encoding_summary", "eval_ends", "evaluate", "extension_eval", "finetune_and_evaluate", "finetune_share", "fit",
+    "live_run", "load_corpus", "load_results", "load_rope_model", "method_position_loss", "rankings", "rope_scaling",
+    "run_all", "seeded_tinylm", "stdlib_dir", "summarize", "supports_length", "train", "train_and_evaluate",
+    "training_exposure", "warmup_cosine_lr",
     "where_it_acts", "with_rope_scaling", "write_results",
 ]

@@ -64,7 +64,7 @@ def evaluate(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len:
 
 def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | None:
     """The `scaling` dict that extends a RoPE model trained at cfg.train_len by `factor` with `method`
-    (posenc_lib.scaling.extension_scaling with the config's dynamic and Llama 3 settings)."""
+    (posenc_lib.scaling.extension_scaling with the config's dynamic NTK and Llama 3.1 settings)."""
     return extension_scaling(method, factor, original_max_position_embeddings=cfg.train_len,
                              dynamic_factor=cfg.dynamic_factor, low_freq_factor=cfg.llama3_low_freq_factor,
                              high_freq_factor=cfg.llama3_high_freq_factor)

@@ -1,5 +1,5 @@
 """Notebooks 07 and 08: train short, test long, and RoPE context extension (linear, NTK-aware,
-dynamic NTK, YaRN, Llama 3).
+dynamic NTK, YaRN, Llama 3.1).
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew. The experiment
 figures draw the results dicts of `posenc_lib.experiments` they are given (a widget loads them once,
@@ -8,6 +8,9 @@ not per redraw). Conventions:
     window of m * L characters (m = "multiple"); the windows end at the same characters for every m.
   * "spread" = min..max over the seeds; a learned table has no value past L and is drawn as "n/a".
   * RoPE pair i turns by m * theta_i at position m; wavelength_i = 2 pi / theta_i (tokens per turn).
+    A "slow" pair makes less than one turn over the trained length L0; its "overshoot" under a method
+    is how far it turns over the target window in units of how far it turned over L0 in training
+    (1 = stays within its trained angles; plain RoPE: the factor itself).
 """
 from __future__ import annotations
 
@@ -24,14 +27,14 @@ from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
     "ENCODING_COLORS", "METHOD_COLORS", "METHOD_LABELS", "render_extrapolation", "render_position_loss",
-    "render_training_curves", "rope_scaling_data", "render_rope_scaling", "render_extension",
+    "render_training_curves", "rope_scaling_data", "render_rope_scaling", "render_overshoot", "render_extension",
     "render_method_position_loss",
 ]
 
 METHOD_COLORS = {"none": "#7f7f7f", "linear": "#1f77b4", "ntk": "#2ca02c", "dynamic": "#17becf",
                  "yarn": "#d62728", "llama3": "#9467bd"}
 METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
-                 "yarn": "YaRN", "llama3": "Llama 3"}
+                 "yarn": "YaRN", "llama3": "Llama 3.1"}
 
 
 _PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -180,17 +183,29 @@ def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, 
     The scaling dict is the experiments' (`posenc_lib.scaling.extension_scaling`; dynamic: its fixed
     factor at seq_len = factor * original_max). Returns dict(theta, scaled, attention_factor, wavelength,
     scaled_wavelength, turns_train (original_max * theta / 2 pi), turns_long (factor * original_max
-    * scaled / 2 pi), ratio (scaled / theta), scaling).
+    * scaled / 2 pi), ratio (scaled / theta), scaling, long_len, and per pair:
+    slow (turns_train < 1), kept (ratio 1: untouched), interpolated (ratio 1/factor: fully interpolated),
+    interpolation ((1 - ratio) / (1 - 1/factor): 0 untouched, 1 fully interpolated; above 1 where a
+    method slows a pair more than 1/factor, e.g. dynamic NTK); and first_slow (index of the first slow
+    pair, None if none) and overshoot (max turns_long / turns_train over the slow pairs, None if none)).
     """
     scaling = extension_scaling(method, float(factor), original_max_position_embeddings=int(original_max))
     theta, _ = rope_inv_freq(dim, base=base)
     long_len = int(round(factor * original_max))
     scaled, attention_factor = rope_inv_freq(dim, base=base, scaling=scaling, seq_len=long_len)
     theta, scaled = theta.numpy(), scaled.numpy()
+    ratio = scaled / theta
+    turns_train, turns_long = original_max * theta / (2 * math.pi), long_len * scaled / (2 * math.pi)
+    slow = turns_train < 1.0
+    full = 1.0 - 1.0 / factor  # the slow-down of a fully interpolated pair
+    interpolation = (1.0 - ratio) / full if full > 0 else np.zeros_like(ratio)
     return {"theta": theta, "scaled": scaled, "attention_factor": float(attention_factor),
             "wavelength": 2 * math.pi / theta, "scaled_wavelength": 2 * math.pi / scaled,
-            "turns_train": original_max * theta / (2 * math.pi), "turns_long": long_len * scaled / (2 * math.pi),
-            "ratio": scaled / theta, "scaling": scaling, "long_len": long_len}
+            "turns_train": turns_train, "turns_long": turns_long, "ratio": ratio, "scaling": scaling,
+            "long_len": long_len, "slow": slow, "kept": np.abs(ratio - 1.0) < 1e-9,
+            "interpolated": np.abs(ratio - 1.0 / factor) < 1e-9, "interpolation": interpolation,
+            "first_slow": int(np.argmax(slow)) if slow.any() else None,
+            "overshoot": float((turns_long[slow] / turns_train[slow]).max()) if slow.any() else None}
 
 
 def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: int = 16, base: float = 10000.0,
@@ -212,7 +227,8 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_wave.set_xlabel("pair index i (high frequency -> low)", fontsize=8)
     ax_wave.set_ylabel("wavelength 2π/θ (tokens)", fontsize=8)
     ax_wave.legend(fontsize=7, loc="upper left")
-    ax_wave.set_title(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}", fontsize=9, y=1.0)
+    ax_wave.set_title(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}, L0 {original_max}", fontsize=9,
+                      y=1.0)
     _tidy(ax_wave)
     top = int(math.ceil(math.log10(max(d["scaled_wavelength"].max(), d["long_len"]))))
     ax_wave.yaxis.set_major_locator(FixedLocator([10.0 ** k for k in range(0, top + 1, 2 if top > 5 else 1)]))
@@ -225,8 +241,11 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
     if unseen.any():
         ax_ratio.axvspan(i[unseen][0] - 0.5, i[-1] + 0.5, color="#f3d7d7", lw=0, zorder=0)
-        ax_ratio.text(i[unseen][0] - 0.4, 0.02, "< 1 turn in L0 (angles unseen past L0)", fontsize=7,
-                      color="#a33", transform=ax_ratio.get_xaxis_transform())
+        ax_ratio.text(i[-1] + 0.4, 0.02, "shaded: < 1 turn in L0 (angles unseen past L0)", fontsize=7,
+                      color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
+        if d["overshoot"] > 1.0 + 1e-9:  # some slow pair turns past the angles it saw in training
+            ax_ratio.text(i[-1] + 0.4, 0.1, f"slow pairs reach {d['overshoot']:.2f}x their trained angles",
+                          fontsize=7, color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
     ax_ratio.set_ylim(0, 1.1)
     ax_ratio.set_xlabel("pair index i", fontsize=8)
     ax_ratio.set_ylabel("θ' / θ (1 = untouched)", fontsize=8)
@@ -237,6 +256,41 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
         ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
     ax_wave.figure.subplots_adjust(left=0.08, right=0.97, wspace=0.3, bottom=0.16)
     return d
+
+
+def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16, 64), (128, 64), (128, 4096)),
+                     base: float = 10000.0):
+    """How far each pair turns over factor * L0 in units of its turns over L0 in training
+    (turns_long / turns_train = factor * theta'/theta), against the pair's place i / (d/2) in the head,
+    for each (head dim d, L0) in `settings`: fast pairs thin, slow pairs (< 1 turn in L0) bold, the first
+    slow pair marked with its overshoot. For NTK-aware the curve is factor ** (1 - 2i/(d-2)) whatever d,
+    so the overshoot is set by WHERE the slow pairs start (L0 against the base), not by how many pairs
+    there are. Returns dict((d, L0) -> rope_scaling_data)."""
+    out = {}
+    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b")
+    for k, (dim, l0) in enumerate(settings):
+        d = rope_scaling_data(method, factor, dim=int(dim), base=base, original_max=int(l0))
+        out[(int(dim), int(l0))] = d
+        x = np.arange(len(d["theta"])) / len(d["theta"])
+        reach = d["turns_long"] / d["turns_train"]
+        color = colors[k % len(colors)]
+        ax.plot(x, reach, "-", color=color, lw=0.8, alpha=0.5)
+        ax.plot(x[d["slow"]], reach[d["slow"]], "o-", color=color, ms=3 if dim <= 32 else 1.5, lw=1.6,
+                label=f"d={dim}, L0={l0}: first slow pair {d['first_slow']}, overshoot {d['overshoot']:.2f}x"
+                if d["slow"].any() else f"d={dim}, L0={l0}: no slow pair")
+        if d["slow"].any():
+            i0 = d["first_slow"]
+            ax.plot([x[i0]], [reach[i0]], "D", color=color, ms=6, mfc="none")
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ax.text(0.01, 1.0, "trained range", fontsize=7, ha="left", va="bottom", transform=ax.get_yaxis_transform())
+    ax.set_xlabel("pair index / number of pairs (fast -> slow)", fontsize=8)
+    ax.set_ylabel("turns over factor·L0 / turns over L0", fontsize=8)
+    ax.set_title(f"{METHOD_LABELS[method]} at factor {factor:g}: how far past its trained angles each pair turns",
+                 fontsize=9, y=1.0)
+    ax.set_ylim(0, factor * 1.08)
+    ax.legend(fontsize=6.5, loc="upper right")
+    _tidy(ax)
+    return out
 
 
 def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned: bool = True):

@@ -27,15 +27,17 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
 
 
 def rope_scaling_explorer() -> InteractiveFigure:
-    """08: what each context-extension method does to every RoPE frequency, for a chosen factor."""
+    """08: what each context-extension method does to every RoPE frequency, for a chosen factor, head
+    dimension and trained length L0 (64: this course's model; 4096: Llama 2's, with head dim 128)."""
     controls = {
         "method": widgets.Dropdown(options=[(METHOD_LABELS[m], m) for m in EXTENSION_METHODS],
                                    value="yarn", description="method"),
         "factor": widgets.FloatLogSlider(value=4.0, base=2, min=0, max=5, step=0.5, description="factor"),
         "dim": widgets.Dropdown(options=[16, 64, 128], value=16, description="head dim"),
+        "original_max": widgets.Dropdown(options=[64, 512, 4096, 8192], value=64, description="L0"),
     }
     return InteractiveFigure(render_rope_scaling, controls, figsize=(8.4, 3.0), ncols=2, dpi=72,
-                             title="RoPE frequencies under each context-extension method (L0 = 64)")
+                             title="RoPE frequencies under each context-extension method")
 
 
 def extension_explorer(extension: dict | None = None) -> InteractiveFigure:
