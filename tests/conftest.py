@@ -127,7 +127,8 @@ def ref_t5_bucket(r: int, bidirectional: bool, num_buckets: int, max_distance: i
 
 # --------------------------------------------------------------------------- ALiBi
 def ref_alibi_slopes(n: int) -> list[float]:
-    """Press et al. 2022: for n a power of 2, m_h = 2 ** (-8h/n), h = 1..n; otherwise the slopes of the
+    """Press et al. 2022 for n a power of 2: m_h = 2 ** (-8h/n), h = 1..n; otherwise the authors' get_slopes
+    workaround (their code, not the paper): the slopes of the
     largest power of two p < n, then every other slope (h = 1, 3, 5, ...) of 2p until there are n."""
     p = 1
     while p * 2 <= n:

@@ -33,3 +33,15 @@ def to_numpy(values) -> np.ndarray:
     if isinstance(values, torch.Tensor):
         return values.detach().double().cpu().numpy()
     return np.asarray(values, dtype=float)
+
+
+def side_colorbar(ax, image):
+    """A colorbar in its own figure-level axes just right of the image drawn on `ax`. (figure.colorbar(ax=ax)
+    would shrink `ax` to make room, again on every slider redraw; this leaves `ax` as it is, and a widget's
+    redraw removes the extra axes.) Call it after the axes are placed (two_panels)."""
+    ax.apply_aspect()  # an image with equal aspect is drawn in a box narrower than the axes
+    box = ax.get_position()
+    cax = ax.figure.add_axes([box.x1 + 0.008, box.y0, 0.012, box.height])
+    bar = ax.figure.colorbar(image, cax=cax)
+    bar.ax.tick_params(labelsize=7)
+    return bar

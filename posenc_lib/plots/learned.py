@@ -11,7 +11,7 @@ import torch
 
 from ..absolute import sinusoidal_table
 from ..absolute import position_similarity, similarity_by_distance
-from ._style import tidy, to_numpy, two_panels
+from ._style import side_colorbar, tidy, to_numpy, two_panels
 
 __all__ = ["sinusoidal_similarity", "render_similarity", "render_similarity_pair", "render_learned_snapshot",
            "render_position_accuracy", "render_attention_logits"]
@@ -119,10 +119,6 @@ def render_attention_logits(axes, logits, *, lag: int = 1, title: str = "head {h
         ax.set_title(title.format(h=h) + f": row max at s = t - {lag} in {hits[h]} of {T - lag} rows", fontsize=8)
         tidy(ax)
     axes[0].set_ylabel("query position t", fontsize=8)
-    axes[-1].apply_aspect()
-    box = axes[-1].get_position()
-    cax = axes[-1].figure.add_axes([box.x1 + 0.01, box.y0, 0.012, box.height])
-    bar = axes[-1].figure.colorbar(image, cax=cax)
-    bar.ax.tick_params(labelsize=7)
+    bar = side_colorbar(axes[-1], image)
     bar.set_label("logit - row max", fontsize=7)
     return {"argmax": argmax, "hits": hits}

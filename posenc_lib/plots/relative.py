@@ -15,22 +15,10 @@ import torch
 
 from ..alibi import alibi_bias, alibi_slopes
 from ..relative import relative_positions, t5_relative_bucket
-from ._style import tidy, two_panels
+from ._style import side_colorbar, tidy, two_panels
 
 __all__ = ["shaw_clipped_relative", "render_shaw_clipping", "render_t5_buckets", "render_alibi", "alibi_reach",
            "render_alibi_window"]
-
-
-def _colorbar(ax, image):
-    """A colorbar in its own figure-level axes just right of the image drawn on `ax`. (figure.colorbar(ax=ax)
-    would shrink `ax` to make room, again on every slider redraw; this leaves `ax` as it is, and a widget's
-    redraw removes the extra axes.) Call it after the axes are placed (two_panels)."""
-    ax.apply_aspect()  # an image with equal aspect is drawn in a box narrower than the axes
-    box = ax.get_position()
-    cax = ax.figure.add_axes([box.x1 + 0.008, box.y0, 0.012, box.height])
-    bar = ax.figure.colorbar(image, cax=cax)
-    bar.ax.tick_params(labelsize=7)
-    return bar
 
 
 def shaw_clipped_relative(length: int, max_relative_position: int) -> torch.Tensor:
@@ -52,7 +40,7 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     ax_map.set_ylabel("query i", fontsize=8)
     ax_map.set_title(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings", fontsize=9)
     tidy(ax_map)
-    _colorbar(ax_map, image)
+    side_colorbar(ax_map, image)
     i = length // 2
     j = np.arange(length)
     ax_row.plot(j, j - i, color="0.6", lw=1, ls="--", label="j - i")
@@ -113,7 +101,7 @@ def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
     ax_map.set_ylabel("query i", fontsize=8)
     ax_map.set_title(f"head {head}: -{slopes[head].item():.4g} * |i - j|", fontsize=9)
     tidy(ax_map)
-    _colorbar(ax_map, image)
+    side_colorbar(ax_map, image)
     colors = ["C1" if h == head else "C0" for h in range(num_heads)]
     ax_slopes.bar(np.arange(num_heads), np.log2(slopes.numpy()), color=colors)
     ax_slopes.set_xticks(range(0, num_heads, max(1, num_heads // 8)))
