@@ -11,22 +11,24 @@ from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, 
                        similarity_by_distance, sinusoidal_frequencies, sinusoidal_table)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
+from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
 from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, relative_positions,
                        t5_relative_bucket)
-from .rope import (RotaryEmbedding, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound, rope_matrix,
-                   rotate_half)
-from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq
+from .rope import (RotaryEmbedding, apply_decoupled_rope, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound,
+                   rope_matrix, rotate_half)
+from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
 
 __version__ = "1.0.0"
 
 __all__ = [
-    "ALiBi", "ENCODINGS", "LearnedEncoding", "MultiHeadAttention", "NoPE", "PositionalEncoding", "ROPE_SCALINGS",
-    "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition", "SinusoidalEncoding", "T5RelativeBias", "TinyLM",
-    "TinyLMConfig",
-    "alibi_bias", "alibi_slopes", "apply_rope", "attention", "diagonal_spread", "layout_permutation", "make_encoding",
+    "ALiBi", "ENCODINGS", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",
+    "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
+    "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
+    "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature",
+    "diagonal_spread", "from_hf_config", "layout_permutation", "make_encoding",
     "offset_matrix", "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",
-    "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotate_half",
+    "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",
     "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket", "where_it_acts",
 ]

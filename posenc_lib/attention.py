@@ -245,7 +245,10 @@ class MultiHeadAttention(nn.Module):
     (sinusoidal, learned), project to q, k, v, rotate q and k, add its score bias, add its value
     term. `apply_input_encoding=False` skips the first: TinyLM passes it, because it adds an input
     encoding once, to the residual stream before the first block, not in every layer. Pass the same
-    encoding object to every layer to share it (T5 shares its bias).
+    encoding object to every layer to share it (T5 shares its bias). Variants of RoPE are settings of
+    the encoding, not of the attention: `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=0.25)`
+    is GPT-NeoX's partial-rotary attention (tests/test_attention.py checks it against HF's), and a
+    scaling dict gives YaRN, LongRoPE, ... (posenc_lib.scaling).
     """
 
     def __init__(self, d_model: int, num_heads: int, *, encoding: PositionalEncoding | None = None,

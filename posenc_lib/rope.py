@@ -4,16 +4,29 @@ Pair i of a query or key at position m is turned counter-clockwise by the angle 
 theta_i = base ** (-2i / dim):
 
     [y1]   [cos(m t)  -sin(m t)] [x1]        y1 = x1 cos - x2 sin
-    [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * e^{i m t})
+    [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * exp(1j * m * t))
 
-so <R_m q, R_n k> = Re[sum_i q_i conj(k_i) e^{i (m-n) theta_i}] depends on m - n only
-(m - n = query - key: the negative of the key - query convention of relative.py and alibi.py).
+(t = theta_i; 1j is the imaginary unit, as Python writes it, to keep it apart from the pair index i).
+For a query q at position m and a key k at position n, with q_i, k_i pair i read as complex numbers,
+
+    <R_m q, R_n k> = Re[ sum_i q_i * conj(k_i) * exp(1j * (m - n) * theta_i) ]
+
+depends on m - n only. m - n is query - key, as RoFormer writes it; the course's relative position
+(relative.py, alibi.py, notebook 05) is r = key - query = n - m, so m - n = -r: a key 3 tokens
+before its query has m - n = +3 and r = -3. Per pair, with phi = (m - n) * theta_i,
+
+    score_i = (q1 k1 + q2 k2) cos(phi) + (q1 k2 - q2 k1) sin(phi)
+
+whose sine term changes sign with m - n: the scores at m - n = +3 and -3 differ by
+2 * sum_i (q1 k2 - q2 k1) sin(3 theta_i), which vanishes at every distance only when q is parallel to
+k in every pair (q1 k2 = q2 k1). Notebook 06 checks both formulas against apply_rope.
 
 Which dimensions form a pair is the layout:
     layout="half"         pair i = (x[i], x[i + dim/2])   GPT-NeoX, Hugging Face (`rotate_half`)
     layout="interleaved"  pair i = (x[2i], x[2i+1])        RoFormer, Meta's Llama (`view_as_complex`)
 Both are the same rotation up to the fixed permutation `absolute.layout_permutation(dim)` of dims;
-mixing them (weights converted for one, code of the other) gives garbage past the first tokens.
+mixing them (weights converted for one, code of the other) leaves only the scores at m = n right:
+every non-zero distance is wrong.
 
 Angles m * theta_i are computed in float64 (float32 on devices without it), cos/sin in float32 or
 better; bf16/fp16 inputs are rotated in float32 and returned in their own dtype and device.
@@ -27,7 +40,7 @@ import torch
 
 from . import _checks
 from .attention import PositionalEncoding, default_positions
-from .scaling import rope_inv_freq, rope_type_of
+from .scaling import _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
 
 LAYOUTS = ("half", "interleaved")
 # On the CPU, `rotate` works through x in blocks of positions of about this many bytes, so that the
@@ -158,11 +171,13 @@ def _rotate_block(x, cos, sin, out, layout) -> None:
         out.copy_(y)                  # half-precision x: rounded once, as .to(dtype) would
 
 
-def _check_x(x, name: str = "x") -> None:
+def _check_x(x, name: str = "x", *, even: bool = True) -> None:
+    """x: a floating (..., seq, dim) tensor; dim even unless only part of it is rotated (even=False)."""
     _checks.float_tensor(name, x)
     if x.dim() < 2:
         raise ValueError(f"{name} must have shape (..., seq, dim), got {tuple(x.shape)}")
-    _checks.even_int(f"{name}'s last dimension (head_dim)", x.shape[-1])
+    check = _checks.even_int if even else _checks.positive_int
+    check(f"{name}'s last dimension (head_dim)", x.shape[-1])
 
 
 def _check_tables(x: torch.Tensor, cos, sin) -> None:
@@ -228,9 +243,28 @@ def _line_up(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch
     return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
 
 
+def _rotate_dims(x: torch.Tensor, cos, sin, layout: str, start: int, stop: int) -> torch.Tensor:
+    """Rotate dims start .. stop-1 of x (pairs of `layout` formed within them), copy the others unchanged."""
+    if start == 0 and stop == x.shape[-1]:
+        return rotate(x, cos, sin, layout)
+    return torch.cat((x[..., :start], rotate(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
+
+
+def _rope_slice(x, positions, base, inv_freq, attention_factor, layout, start, stop) -> torch.Tensor:
+    """apply_rope's work on dims start .. stop-1 of x (checked x and layout)."""
+    positions = _positions(positions, x)
+    if inv_freq is None:
+        inv_freq, _ = rope_inv_freq(stop - start, base=base, device=x.device)
+    else:
+        _check_inv_freq(inv_freq, "x", x, stop - start)
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))  # (..., seq, r/2)
+    return _rotate_dims(x, _line_up(cos, x, positions), _line_up(sin, x, positions), layout, start, stop)
+
+
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
                inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
-               layout: str = "half") -> torch.Tensor:
+               layout: str = "half", partial_rotary_factor: float = 1.0) -> torch.Tensor:
     """RoPE: turn pair i of the vector at position m counter-clockwise by m * theta_i.
 
         y1 = a * (x1 cos(m theta_i) - x2 sin(m theta_i)),   y2 = a * (x2 cos(m theta_i) + x1 sin(m theta_i))
@@ -241,23 +275,58 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     (GPT-NeoX, Hugging Face) or "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two
     agree up to `layout_permutation`. inv_freq: (dim/2,) finite frequencies theta_i on x's device,
     e.g. from `rope_inv_freq` with a scaling; default base ** (-2i/dim). attention_factor a
-    multiplies cos and sin (YaRN; 1 otherwise).
+    multiplies cos and sin (YaRN, LongRoPE; 1 otherwise).
+    partial_rotary_factor f in (0, 1]: only the FIRST r = int(dim * f) dims are turned (`rotary_dim`;
+    GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim = r), the layout's pairs formed within those r dims
+    ("half": (x[i], x[i + r/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
+    dims r .. dim-1 are copied unchanged; theta_i = base ** (-2i/r), and inv_freq must then have
+    r/2 entries (`rope_inv_freq(dim, partial_rotary_factor=f)`). dim may be odd when r is even.
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
     shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
     `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
     HF rounds the tables to that dtype and multiplies in it, while this rotates in float32 and rounds
     once, so the two differ by about one unit in the last place of the input's dtype.
     """
-    _check_x(x)
+    _check_x(x, even=partial_rotary_factor == 1 and not isinstance(partial_rotary_factor, bool))
     _checks.choice("layout", layout, LAYOUTS)
-    positions = _positions(positions, x)
-    if inv_freq is None:
-        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, device=x.device)
-    else:
-        _check_inv_freq(inv_freq, "x", x, x.shape[-1])
-    attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))  # (..., seq, d/2)
-    return rotate(x, _line_up(cos, x, positions), _line_up(sin, x, positions), layout)
+    rotated = rotary_dim(x.shape[-1], partial_rotary_factor)
+    return _rope_slice(x, positions, base, inv_freq, attention_factor, layout, 0, rotated)
+
+
+def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
+                         base: float = 10000.0, inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
+                         layout: str = "interleaved") -> torch.Tensor:
+    """Decoupled RoPE (DeepSeek-V2/V3 multi-head latent attention): turn only the LAST rope_dim dims.
+
+    x: (..., seq, head_dim) = [x_nope (head_dim - rope_dim) | x_rope (rope_dim)], DeepSeek's q = [q_nope |
+    q_pe] and k = [k_nope | k_pe] (HF: qk_nope_head_dim 128 + qk_rope_head_dim 64 = 192). x_rope is turned
+    by m * theta_i, theta_i = base ** (-2i/rope_dim) (or the given inv_freq, (rope_dim/2,), e.g. YaRN's
+    from `rope_inv_freq(rope_dim, scaling=...)`, with its attention_factor), pairs of `layout` formed
+    within it -- "interleaved" (x[2i], x[2i+1]) by default, as DeepSeek's reference code
+    (`view_as_complex`) and HF's `rope_interleave=True` pair them; x_nope is copied unchanged. So
+    q.k = q_nope.k_nope + (R_m q_pe).(R_n k_pe): a position-free part plus a RoPE part.
+
+    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): keys and values are cached as one low-rank latent
+    c_n = W_DKV h_n (kv_lora_rank 512 per token), and the per-head key is k_n = W_UK c_n. Without
+    RoPE, q_m . k_n = (W_UK^T q_m) . c_n, so W_UK can be absorbed into the query side once and the
+    cached latent used directly. RoPE puts R_n between them: q_m^T R_m^T R_n W_UK c_n = q_m^T R_{n-m}
+    W_UK c_n, and R_{n-m} changes with the distance, so W_UK can no longer be folded into a fixed
+    query projection -- every cached key would have to be expanded again. Decoupling keeps the
+    compressed part free of positions and carries position on a separate small rope slice (its
+    key k_pe = RoPE(W_KR h_n) shared by all heads, cached beside the latent).
+
+    HF's `apply_rotary_pos_emb_interleave` computes the same rotation but writes each head's rope slice
+    back de-interleaved, [y1 of every pair | y2 of every pair], which changes no score (q and k are
+    permuted alike); this function keeps DeepSeek's interleaved order. Returns a new tensor of x's
+    shape, dtype and device; angles in float64, the rotation in float32 (float64 for float64 x).
+    """
+    _check_x(x, even=False)
+    _checks.choice("layout", layout, LAYOUTS)
+    rope_dim = _checks.even_int("rope_dim", rope_dim)
+    if rope_dim > x.shape[-1]:
+        raise ValueError(f"rope_dim={rope_dim} must be <= x's last dimension (head_dim {x.shape[-1]})")
+    head_dim = x.shape[-1]
+    return _rope_slice(x, positions, base, inv_freq, attention_factor, layout, head_dim - rope_dim, head_dim)
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
@@ -316,6 +385,11 @@ class RotaryEmbedding(PositionalEncoding):
     that device. `rotate_qk(q, k, q_positions, k_positions)` is the protocol hook (queries and keys
     at different positions, e.g. one new query against cached keys).
 
+    dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) turns only the
+    first `rotary_dim` = int(dim * f) dims of each head and copies the rest (GPT-NeoX, Phi, GPT-J; see
+    `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
+    is a partial-rotary attention layer.
+
     cos/sin tables are cached per (device, dtype), grown (doubled) only when a position beyond the
     cached length is asked for, never rebuilt on every call; `cache_builds` counts the builds.
     Positions past 65,536 get their cos/sin computed for themselves (no table of 2**40 rows).
@@ -331,14 +405,25 @@ class RotaryEmbedding(PositionalEncoding):
     exact answer is to cache keys before rotation and pass them all to rotate_qk with their positions.
     This library keeps no history because a result that depends on what ran before cannot be checked
     or reproduced from the call alone, and re-rotating a teaching model's cache costs little.
+
+    LongRoPE ({"rope_type": "longrope"}): the same per-call rule as HF's `longrope_frequency_update`,
+    which has no history either: a call whose L = 1 + the largest position exceeds L0 uses the long
+    factors, any other call the short ones, for q and k alike; the attention factor applies at every
+    length. Keys cached from a short call and queried by a long one mix the two sets (HF's Phi-3
+    resets its cache at the switch for that reason).
     """
 
-    def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None):
+    def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
+                 partial_rotary_factor: float | None = None):
         super().__init__()
-        self.dim = _checks.even_int("dim", dim)
+        self.partial_rotary_factor = _resolve_partial(partial_rotary_factor, scaling)
+        self.dim = (_checks.even_int("dim", dim) if self.partial_rotary_factor == 1
+                    else _checks.positive_int("dim", dim))
+        self.rotary_dim = rotary_dim(self.dim, self.partial_rotary_factor)
         self.base = _checks.positive_float("base", base, minimum=1.0)
         self.layout = _checks.choice("layout", layout, LAYOUTS)
-        rope_inv_freq(self.dim, base=self.base, scaling=scaling)  # validate now, not at the first call
+        rope_inv_freq(self.dim, base=self.base, scaling=scaling,  # validate now, not at the first call
+                      partial_rotary_factor=self.partial_rotary_factor)
         self.scaling, self.rope_type = scaling, rope_type_of(scaling)
         self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin)
         self.cache_builds = 0
@@ -358,13 +443,25 @@ class RotaryEmbedding(PositionalEncoding):
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
 
     def _frequencies(self, device, seq_len):
-        return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len)
+        return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len,
+                             partial_rotary_factor=self.partial_rotary_factor)
+
+    def _frequency_length(self, length: int):
+        """The length L the call's frequencies are made for (None: the trained ones). dynamic: L itself;
+        longrope: only L > L0 matters, so L0 + 1 stands for every longer call (one cached table)."""
+        if self.rope_type == "dynamic":
+            return length
+        if self.rope_type == "longrope":
+            l0 = self.scaling["original_max_position_embeddings"]
+            return l0 + 1 if length > l0 else None
+        return None
 
     def _table(self, device, dtype, needed: int, seq_len):
         """cos/sin for positions 0 .. length-1 (length >= needed) with the frequencies of seq_len."""
         entry = self._cache.get((device, dtype))
         if entry is None or entry[0] < needed or entry[1] != seq_len:
-            length = needed if seq_len is not None else max(needed, 2 * entry[0] if entry else 0, 64)
+            exact = self.rope_type == "dynamic"  # a dynamic table is for one length only
+            length = needed if exact else max(needed, 2 * entry[0] if entry else 0, 64)
             inv_freq, factor = self._frequencies(device, seq_len)
             entry = (length, seq_len, *_cos_sin(torch.arange(length, device=device), inv_freq, factor, dtype))
             self._cache[(device, dtype)] = entry
@@ -378,7 +475,7 @@ class RotaryEmbedding(PositionalEncoding):
             inv_freq, factor = self._frequencies(device, None)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
         largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))
-        seq_len = largest + 1 if self.rope_type == "dynamic" else None  # L = 1 + the largest position, as in HF
+        seq_len = self._frequency_length(largest + 1)  # L = 1 + the largest position, as in HF
         if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
             inv_freq, factor = self._frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
@@ -391,7 +488,7 @@ class RotaryEmbedding(PositionalEncoding):
 
     def rotate_qk(self, q, k, q_positions=None, k_positions=None):
         for name, t in (("q", q), ("k", k)):
-            _check_x(t, name)
+            _check_x(t, name, even=self.dim == self.rotary_dim)
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
         _checks.same_device("q", q, k=k)
@@ -400,26 +497,32 @@ class RotaryEmbedding(PositionalEncoding):
             if p.device.type != "meta" and p.numel() and int(p.min()) < 0:
                 raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {int(p.min())}")
         (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
-        q_out = rotate(q, _line_up(q_cos, q, q_positions), _line_up(q_sin, q, q_positions), self.layout)
-        k_out = rotate(k, _line_up(k_cos, k, k_positions), _line_up(k_sin, k, k_positions), self.layout)
+        r = self.rotary_dim  # the first r dims turn, the rest are copied
+        q_out = _rotate_dims(q, _line_up(q_cos, q, q_positions), _line_up(q_sin, q, q_positions), self.layout, 0, r)
+        k_out = _rotate_dims(k, _line_up(k_cos, k, k_positions), _line_up(k_sin, k, k_positions), self.layout, 0, r)
         return q_out, k_out
 
     def extra_repr(self):
-        return f"dim={self.dim}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
+        partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
+        return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
 
 
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """RoFormer's relative upper bound on a RoPE score at relative distance r = m - n (Su et al. 2021, sec. 3.4.3).
+    """RoFormer's relative upper bound on a RoPE score at distance m - n (Su et al. 2021, sec. 3.4.3).
 
+    m - n is query position - key position, as RoFormer writes it (= -r, r = key - query elsewhere in
+    posenc_lib); the bound depends on |m - n| only, so the sign convention does not matter here.
     Take the d/2 pairs of q and k as complex numbers and h_i = q_i * conj(k_i); then the score is
-    <R_m q, R_n k> = Re sum_{i<d/2} h_i e^{i r theta_i}, theta_i = base ** (-2i/d). With the partial
-    sums S_j = sum_{k<j} e^{i r theta_k} (S_0 = 0) and h_{d/2} = 0, Abel summation gives
+    <R_m q, R_n k> = Re sum_{i<d/2} h_i exp(1j (m-n) theta_i), theta_i = base ** (-2i/d) (1j: the
+    imaginary unit). With the partial sums S_p = sum_{l<p} exp(1j (m-n) theta_l) (S_0 = 0) and
+    h_{d/2} = 0, summation by parts (Abel) gives
 
-        |score| <= (max_i |h_{i+1} - h_i|) * sum_{j=1}^{d/2} |S_j|.
+        |score| <= (max_i |h_{i+1} - h_i|) * sum_{p=1}^{d/2} |S_p|.
 
     This returns the part that depends on the distance, averaged over the pairs:
-    (1 / (d/2)) * sum_{j=1}^{d/2} |S_j|, which equals (d/2 + 1) / 2 at r = 0 and shrinks as |r| grows
-    (the "long-term decay"). It depends on |r| only (S_j(-r) = conj S_j(r)).
+    (1 / (d/2)) * sum_{p=1}^{d/2} |S_p|, which equals (d/2 + 1) / 2 at m = n and shrinks, with
+    wiggles, as |m - n| grows (the "long-term decay"; S_p(-x) = conj S_p(x)). A worst-case bound: a
+    particular q, k can still score high far away.
 
     distance: a finite number, a sequence of them or a real tensor (any shape); dim: even head dim.
     Returns a float64 tensor of distance's shape (float32 on devices without float64), on its device.

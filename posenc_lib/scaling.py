@@ -1,15 +1,23 @@
 """RoPE frequencies and the context-extension methods that rescale them.
 
-    theta_i = base ** (-2i / dim),  i = 0 .. dim/2 - 1        (pair i turns by m * theta_i at position m)
-    wavelength_i = 2 * pi / theta_i                            (tokens per full turn)
+    theta_i = base ** (-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1   (pair i turns by m * theta_i at position m)
+    wavelength_i = 2 * pi / theta_i                                    (tokens per full turn)
+    rotary_dim = int(head_dim * partial_rotary_factor)                 (HF's rule; = head_dim unless partial)
+
+Partial rotary (GPT-NeoX `rotary_pct`, Phi `partial_rotary_factor`, GPT-J `rotary_dim`): only the
+first rotary_dim dims of each head are turned, the rest pass through; the exponent is over
+rotary_dim, not head_dim (as in HF and GPT-NeoX), so the frequencies span the same range 1 ..
+~1/base whatever the fraction. `rope_inv_freq(head_dim, partial_rotary_factor=f)` returns the
+rotary_dim/2 frequencies; `rotary_dim(head_dim, f)` the count.
 
 `scaling` is a dict modelled on Hugging Face's `rope_parameters`, with the parameter names users
 already know; one small function per `rope_type`, each with its record in one registry,
 `ROPE_SCALINGS`. Differences from HF: `ntk` (static NTK-aware) is a posenc-only type with no HF
 counterpart; `dynamic` needs `original_max_position_embeddings` in the dict (HF takes it from
-`config.max_position_embeddings`); `partial_rotary_factor` is not supported (it is rejected as an
-unknown key); YaRN's beta_fast < beta_slow is an error (HF only warns). HF's legacy key `type` is
-accepted for `rope_type`.
+`config.max_position_embeddings`), and `longrope` needs `factor` (HF falls back to
+max_position_embeddings / original_max_position_embeddings; `configs.from_hf_config` fills it in);
+YaRN's beta_fast < beta_slow is an error (HF only warns). HF's legacy key `type` is accepted for
+`rope_type`; "rope_theta" and "partial_rotary_factor" may sit in the dict, as in HF's rope_parameters.
 
     linear   PI (Chen et al. 2023): every theta_i / factor  (positions squeezed into the trained range)
     ntk      NTK-aware, static (bloc97): base' = base * factor ** (dim / (dim - 2)) -- the highest
@@ -19,11 +27,16 @@ accepted for `rope_type`.
     yarn     YaRN (Peng et al. 2023): per-frequency ramp between interpolation (theta/factor) and
              extrapolation (theta) set by beta_fast/beta_slow rotations over L0, plus an attention
              factor 0.1*ln(factor) + 1 multiplying cos and sin
+    longrope LongRoPE (Ding et al. 2024; Phi-3, Phi-3.5, Phi-4-mini): theta_i / lambda_i with one searched
+             factor lambda_i per pair: short_factor while the current length L <= L0, long_factor
+             once L > L0 (HF: L = max(position_ids) + 1, decided per call); attention factor
+             sqrt(1 + ln(factor) / ln(L0)) (1 if factor <= 1) on cos and sin at every length
     llama3   Llama 3.1: wavelengths > L0/low_freq_factor divided by factor, < L0/high_freq_factor kept,
-             smooth interpolation between
+             smooth interpolation between (no band when the two are equal, as in Llama 4 Scout)
 
-Every type's function returns (inv_freq, attention_factor); inv_freq is float64 on the given device
-(float32 where the device has no float64), so that angles m * theta_i stay exact far past 65k positions.
+dim below is the rotary dim. Every type's function returns (inv_freq, attention_factor); inv_freq is
+float64 on the given device (float32 where the device has no float64), so that angles m * theta_i
+stay exact far past 65k positions.
 """
 from __future__ import annotations
 
@@ -94,12 +107,30 @@ def _yarn(dim, base, device, p, seq_len):
     return theta / factor * (1 - keep) + theta * keep, float(_yarn_attention_factor(p))
 
 
+def _longrope_attention_factor(p) -> float:
+    if p.get("attention_factor") is not None:
+        return p["attention_factor"]
+    factor, l0 = p["factor"], p["original_max_position_embeddings"]
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(l0))
+
+
+def _longrope(dim, base, device, p, seq_len):
+    # one rescale factor lambda_i per pair: the short set up to L0, the long set beyond (the current length)
+    lambdas = p["long_factor"] if seq_len is not None and seq_len > p["original_max_position_embeddings"] \
+        else p["short_factor"]
+    theta = _default(dim, base, device)
+    return theta / torch.tensor(lambdas, device=device, dtype=theta.dtype), float(_longrope_attention_factor(p))
+
+
 def _llama3(dim, base, device, p, seq_len):
     factor, l0 = p["factor"], p["original_max_position_embeddings"]
     low_ff, high_ff = p["low_freq_factor"], p["high_freq_factor"]
     theta = _default(dim, base, device)
     wavelen = 2 * math.pi / theta
-    smooth = ((l0 / wavelen - low_ff) / (high_ff - low_ff)).clamp(0, 1)  # 0: long waves, 1: short waves
+    if high_ff > low_ff:
+        smooth = ((l0 / wavelen - low_ff) / (high_ff - low_ff)).clamp(0, 1)  # 0: long waves, 1: short waves
+    else:  # no band (Llama 4 Scout: both 1): a step at wavelength L0 / low_freq_factor
+        smooth = (l0 / wavelen > low_ff).to(theta.dtype)
     scaled = (1 - smooth) * theta / factor + smooth * theta
     return torch.where(wavelen > l0 / low_ff, theta / factor, torch.where(wavelen < l0 / high_ff, theta, scaled)), 1.0
 
@@ -125,6 +156,9 @@ ROPE_SCALINGS = {r.name: r for r in (
     RopeScaling("yarn", _yarn, ("factor", _L0),
                 ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate"),
                 description="YaRN: ramp from theta (fast pairs) to theta / factor (slow), cos/sin scaled"),
+    RopeScaling("longrope", _longrope, ("factor", _L0, "short_factor", "long_factor"), ("attention_factor",),
+                description="LongRoPE: theta_i / lambda_i, lambda = short_factor up to L0, long_factor beyond; "
+                            "cos/sin scaled"),
     RopeScaling("llama3", _llama3, ("factor", _L0, "low_freq_factor", "high_freq_factor"),
                 description="Llama 3.1: long wavelengths / factor, short ones kept, smooth between"),
 )}
@@ -147,13 +181,62 @@ def rope_type_of(scaling: dict | None) -> str:
     return _checks.choice(f"scaling[{key!r}]", value, ROPE_TYPES)
 
 
+SHARED_KEYS = ("rope_theta", "partial_rotary_factor")  # accepted with every rope_type, as in HF's rope_parameters
+
+
+def _fraction(name: str, value) -> float:
+    """A partial rotary factor: a number in (0, 1]."""
+    value = _checks.positive_float(name, value)
+    if value > 1:
+        raise ValueError(f"{name} must be in (0, 1] (the fraction of each head's dims that is rotated), got {value}")
+    return value
+
+
+def _factor_list(name: str, values) -> tuple:
+    """LongRoPE's per-pair factors: a list or tuple of finite positive numbers."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list of numbers (one rescale factor per pair), got {type(values).__name__}")
+    return tuple(_checks.positive_float(f"{name}[{i}]", v) for i, v in enumerate(values))
+
+
+def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
+    """How many dims of a head RoPE turns: int(head_dim * partial_rotary_factor), Hugging Face's rule.
+
+    GPT-NeoX-20B: head_dim 96, rotary_pct 0.25 -> 24; Phi-2: 80 * 0.4 -> 32; GPT-J-6B states
+    rotary_dim = 64 of 256 directly. The turned dims are the FIRST rotary_dim of the head (both layouts
+    pair within them); the rest carry no position. partial_rotary_factor in (0, 1]; the result must be
+    even and >= 2 (pairs), else a ValueError naming partial_rotary_factor.
+    """
+    head_dim = _checks.positive_int("head_dim", head_dim)
+    factor = _fraction("partial_rotary_factor", partial_rotary_factor)
+    dim = int(head_dim * factor)
+    if dim < 2 or dim % 2:
+        raise ValueError(f"partial_rotary_factor={factor} of head_dim={head_dim} gives rotary_dim={dim}: it must be "
+                         f"even and >= 2 (RoPE turns pairs of dims)")
+    return dim
+
+
+def _resolve_partial(partial_rotary_factor, scaling) -> float:
+    """The keyword, or scaling['partial_rotary_factor'], or 1 (checked: a number in (0, 1]); both given must agree."""
+    in_dict = scaling.get("partial_rotary_factor") if isinstance(scaling, dict) else None
+    if in_dict is not None:
+        in_dict = _fraction("scaling['partial_rotary_factor']", in_dict)
+    if partial_rotary_factor is None:
+        return 1.0 if in_dict is None else in_dict
+    partial_rotary_factor = _fraction("partial_rotary_factor", partial_rotary_factor)
+    if in_dict is not None and in_dict != partial_rotary_factor:
+        raise ValueError(f"partial_rotary_factor={partial_rotary_factor!r} and scaling['partial_rotary_factor']="
+                         f"{in_dict!r} disagree; give it once")
+    return partial_rotary_factor
+
+
 def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
     """The record of scaling's rope_type and a copy of scaling with every value checked."""
     if not isinstance(scaling, dict):
         raise TypeError(f"scaling must be a dict like {{'rope_type': 'linear', 'factor': 2.0}} or None, "
                         f"got {type(scaling).__name__}")
     record = ROPE_SCALINGS[rope_type_of(scaling)]
-    allowed = {"rope_type", "type", "rope_theta", *record.required, *record.optional}
+    allowed = {"rope_type", "type", *SHARED_KEYS, *record.required, *record.optional}
     unknown = sorted(set(scaling) - allowed)
     if unknown:
         raise ValueError(f"scaling for rope_type={record.name!r} has unknown keys {unknown}; "
@@ -173,6 +256,11 @@ def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
         number(key)
     for key in ("mscale", "mscale_all_dim"):  # 0 means "not given" in HF's formula
         number(key, inclusive=True)
+    if "partial_rotary_factor" in p:
+        p["partial_rotary_factor"] = _fraction("scaling['partial_rotary_factor']", p["partial_rotary_factor"])
+    for key in ("short_factor", "long_factor"):
+        if key in p:
+            p[key] = _factor_list(f"scaling[{key!r}]", p[key])
     if _L0 in p:
         p[_L0] = _checks.positive_int(f"scaling[{_L0!r}]", p[_L0])
     if "truncate" in p and not isinstance(p["truncate"], bool):
@@ -180,29 +268,34 @@ def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
     if record.name == "yarn" and p.get("beta_fast", 32.0) < p.get("beta_slow", 1.0):
         raise ValueError(f"scaling['beta_fast'] must be >= scaling['beta_slow'] (fast pairs make more turns), "
                          f"got {p.get('beta_fast', 32.0)} < {p.get('beta_slow', 1.0)} (defaults 32 and 1)")
-    if record.name == "llama3" and not p["high_freq_factor"] > p["low_freq_factor"]:
-        raise ValueError(f"scaling['high_freq_factor'] must be > scaling['low_freq_factor'], "
-                         f"got {p['high_freq_factor']} <= {p['low_freq_factor']}")
+    if record.name == "llama3" and p["high_freq_factor"] < p["low_freq_factor"]:
+        raise ValueError(f"scaling['high_freq_factor'] must be >= scaling['low_freq_factor'] (equal: no smoothing "
+                         f"band), got {p['high_freq_factor']} < {p['low_freq_factor']}")
     return record, p
 
 
 def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = None, seq_len: int | None = None,
-                  device=None) -> tuple[torch.Tensor, float]:
-    """(inv_freq, attention_factor) for RoPE on head dimension `dim`: inv_freq has shape (dim/2,).
+                  device=None, partial_rotary_factor: float | None = None) -> tuple[torch.Tensor, float]:
+    """(inv_freq, attention_factor) for RoPE on a head of `dim` dims: inv_freq has shape (rotary_dim/2,).
 
-    Plain RoPE: theta_i = base ** (-2i/dim), i = 0 .. dim/2 - 1 (pair i turns by m * theta_i at
-    position m), attention_factor 1. scaling: None or a dict modelled on Hugging Face's rope_parameters
-    (the differences are in the module docstring),
-    {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"llama3"|"default", "factor": f (>= 1),
+    Plain RoPE: theta_i = base ** (-2i/rotary_dim), i = 0 .. rotary_dim/2 - 1 (pair i turns by
+    m * theta_i at position m), attention_factor 1; rotary_dim = int(dim * partial_rotary_factor)
+    (`rotary_dim`; default factor 1, so rotary_dim = dim, which must then be even). scaling: None or
+    a dict modelled on Hugging Face's rope_parameters (the differences are in the module docstring),
+    {"rope_type": "linear"|"ntk"|"dynamic"|"yarn"|"longrope"|"llama3"|"default", "factor": f (>= 1),
     "original_max_position_embeddings": L0, ...}; each type's formula is in the module docstring and
-    its keys in `ROPE_SCALINGS` ("rope_theta", if present, overrides `base`). seq_len: the current
-    length, used by "dynamic" only (its L0 is what HF calls max_position_embeddings).
-    attention_factor (YaRN) multiplies cos and sin. inv_freq is float64 (float32 on devices without
-    it) on `device` (default CPU); it agrees with HF's ROPE_INIT_FUNCTIONS to a few float32 ulps (HF
-    works in float32). Unknown types, unknown/missing keys and out-of-range or non-finite values raise
-    a ValueError (a TypeError for a wrong type) naming the key, e.g. scaling['factor'].
+    its keys in `ROPE_SCALINGS` ("rope_theta", if present, overrides `base`; "partial_rotary_factor"
+    may be given there instead of as the keyword, not differently in both). Every scaling formula
+    works on the rotary dims, as in HF. seq_len: the current length L (HF: max(position_ids) + 1),
+    used by "dynamic" (its L0 is what HF calls max_position_embeddings) and "longrope" (long
+    factors when L > L0). attention_factor (YaRN, LongRoPE) multiplies cos and sin. inv_freq is
+    float64 (float32 on devices without it) on `device` (default CPU); it agrees with HF's
+    ROPE_INIT_FUNCTIONS to a few float32 ulps (HF works in float32). Unknown types, unknown/missing
+    keys and out-of-range or non-finite values raise a ValueError (a TypeError for a wrong type)
+    naming the key, e.g. scaling['factor'].
     """
-    dim = _checks.even_int("dim", dim)
+    partial = _resolve_partial(partial_rotary_factor, scaling)
+    dim = rotary_dim(_checks.positive_int("dim", dim), partial) if partial != 1 else _checks.even_int("dim", dim)
     base = _checks.positive_float("base", base, minimum=1.0)
     if seq_len is not None:
         seq_len = _checks.positive_int("seq_len", seq_len)
@@ -212,6 +305,11 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     record, p = _validate(scaling)
     if record.name in ("ntk", "dynamic") and dim < 4:
         raise ValueError(f"dim must be >= 4 for rope_type={record.name!r} (the exponent is dim/(dim-2)), got {dim}")
+    for key in ("short_factor", "long_factor"):
+        if key in p and len(p[key]) != dim // 2:
+            raise ValueError(f"scaling[{key!r}] must have one factor per pair, rotary_dim/2 = {dim // 2} "
+                             f"(head dim {dim} rotated{'' if partial == 1 else f' of the head, partial {partial}'}), "
+                             f"got {len(p[key])}")
     return record.init(dim, p.get("rope_theta", base), device, p, seq_len)
 
 

@@ -317,3 +317,34 @@ def test_flags_must_be_real_bools(call, name):
     """A string such as "no" is truthy: taken as a flag it would silently mean True."""
     with pytest.raises(TypeError, match=rf"{name} must be a bool"):
         call(torch.zeros(1, 2, 3, 4))
+
+
+# ------------------------------------------------------------------ a partial-rotary attention layer, against GPT-NeoX
+def test_mha_with_partial_rotary_encoding_is_hf_gpt_neox_attention():
+    """MultiHeadAttention(encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)) is GPT-NeoX's attention: the same
+    weights (HF packs q, k, v per head, posenc per kind: a permutation of rows) give the same output."""
+    from transformers import GPTNeoXConfig
+    from transformers.models.gpt_neox import modeling_gpt_neox as hf
+    torch.manual_seed(0)
+    d_model, heads, seq, pct = 64, 4, 12, 0.25
+    head_dim = d_model // heads
+    config = GPTNeoXConfig(hidden_size=d_model, num_attention_heads=heads, rotary_pct=pct, num_hidden_layers=1,
+                           attention_bias=True)
+    config._attn_implementation = "eager"
+    theirs = hf.GPTNeoXAttention(config, 0).eval()
+    ours = MultiHeadAttention(d_model, heads, encoding=RotaryEmbedding(head_dim, partial_rotary_factor=pct),
+                              causal=True, bias=True)
+    # HF row (h, kind, d) -> posenc row (kind, h, d)
+    order = torch.arange(3 * d_model).view(heads, 3, head_dim).transpose(0, 1).reshape(-1)
+    with torch.no_grad():
+        ours.qkv.weight.copy_(theirs.query_key_value.weight[order])
+        ours.qkv.bias.copy_(theirs.query_key_value.bias[order])
+        ours.proj.weight.copy_(theirs.dense.weight)
+        ours.proj.bias.copy_(theirs.dense.bias)
+    x = torch.randn(2, seq, d_model)
+    position_ids = torch.arange(seq)[None]
+    cos, sin = hf.GPTNeoXRotaryEmbedding(config)(x, position_ids)
+    causal = torch.full((seq, seq), float("-inf")).triu(1)[None, None]
+    expected, _ = theirs(x, causal, position_embeddings=(cos, sin))
+    torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=0)
+    assert ours.encoding.rotary_dim == int(head_dim * pct) == 4

@@ -18,8 +18,8 @@ from transformers import LlamaConfig
 from transformers.models.llama import modeling_llama as hf_llama
 
 from conftest import eager_rotate_half, float32_ulp, pair_indices, ref_frequencies, ref_rope
-from posenc_lib import (RotaryEmbedding, apply_rope, layout_permutation, rope_complex, rope_cos_sin, rope_decay_bound,
-                        rope_inv_freq, rope_matrix, rotate_half)
+from posenc_lib import (RotaryEmbedding, apply_decoupled_rope, apply_rope, layout_permutation, rope_complex,
+                        rope_cos_sin, rope_decay_bound, rope_inv_freq, rope_matrix, rotate_half)
 from posenc_lib import rope as rope_mod
 
 LAYOUTS = ["half", "interleaved"]
@@ -542,6 +542,8 @@ SCALINGS = [
     {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4},
     {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 4, "low_freq_factor": 1.0,
      "high_freq_factor": 4.0},
+    {"rope_type": "longrope", "factor": 8.0, "original_max_position_embeddings": 4,
+     "short_factor": [1.0, 1.2, 1.5, 2.0], "long_factor": [1.0, 2.0, 4.0, 8.0]},
 ]
 # name -> f(device, dtype) -> a tensor or a tuple of tensors, each expected on `device` in `dtype`
 ON_DEVICE = {
@@ -552,6 +554,15 @@ ON_DEVICE = {
     "apply_rope_batched": lambda d, t: apply_rope(_x(d, t), torch.arange(10, device=d).view(2, 5)),
     "apply_rope_inv_freq": lambda d, t: apply_rope(_x(d, t), inv_freq=_inv(d), attention_factor=1.5),
     "apply_rope_far": lambda d, t: apply_rope(_x(d, t), 2 ** 40 + torch.arange(5, device=d)),
+    "apply_rope_partial": lambda d, t: apply_rope(_x(d, t, (2, 3, 5, 12)), partial_rotary_factor=0.5),
+    "apply_rope_partial_odd_head": lambda d, t: apply_rope(_x(d, t, (2, 5, 9)), torch.arange(5, device=d),
+                                                           layout="interleaved", partial_rotary_factor=0.5),
+    "apply_decoupled_rope": lambda d, t: apply_decoupled_rope(_x(d, t, (2, 3, 5, 12)), rope_dim=4),
+    "apply_decoupled_rope_batched": lambda d, t: apply_decoupled_rope(
+        _x(d, t, (2, 1, 5, 12)), torch.arange(10, device=d).view(2, 5), rope_dim=8, inv_freq=_inv(d),
+        attention_factor=1.2, layout="half"),
+    "RotaryEmbedding_partial": lambda d, t: RotaryEmbedding(12, partial_rotary_factor=0.5)(
+        _x(d, t, (2, 3, 5, 12)), _x(d, t, (2, 3, 5, 12))),
     "rope_complex": lambda d, t: rope_complex(_x(d, t)),
     "rope_complex_batched": lambda d, t: rope_complex(_x(d, t), torch.arange(10, device=d).view(2, 5)),
     "rope_cos_sin": lambda d, t: rope_cos_sin(torch.arange(5, device=d), _inv(d), dtype=t),
@@ -603,6 +614,10 @@ EMPTY = {  # T = 0: an empty result of the right shape
     "RotaryEmbedding_dynamic": (lambda d: RotaryEmbedding(8, scaling=SCALINGS[2]).rotate_qk(
         torch.randn(1, 1, 0, 8, device=d), torch.randn(1, 1, 6, 8, device=d))[0], (1, 1, 0, 8)),
     "rope_decay_bound": (lambda d: rope_decay_bound(torch.zeros(0, device=d), 8), (0,)),
+    "apply_rope_partial": (lambda d: apply_rope(torch.randn(2, 0, 12, device=d), partial_rotary_factor=0.5),
+                           (2, 0, 12)),
+    "apply_decoupled_rope": (lambda d: apply_decoupled_rope(torch.randn(1, 2, 0, 12, device=d), rope_dim=4),
+                             (1, 2, 0, 12)),
 }
 
 
@@ -722,6 +737,36 @@ BAD = [
     ("decay distance bool", lambda: rope_decay_bound(torch.tensor([True]), 8), TypeError, r"distance must hold real"),
     ("decay distance nan", lambda: rope_decay_bound([1.0, float("nan")], 8), ValueError,
      r"distance must hold finite numbers"),
+    # partial rotary
+    ("apply_rope partial string", lambda: apply_rope(X, partial_rotary_factor="0.5"), TypeError,
+     r"partial_rotary_factor must be a number"),
+    ("apply_rope partial > 1", lambda: apply_rope(X, partial_rotary_factor=2.0), ValueError,
+     r"partial_rotary_factor must be in \(0, 1\]"),
+    ("apply_rope partial odd rotary dim", lambda: apply_rope(torch.randn(2, 5, 10), partial_rotary_factor=0.3),
+     ValueError, r"partial_rotary_factor=0.3 of head_dim=10 gives rotary_dim=3"),
+    ("apply_rope partial inv_freq of the whole head", lambda: apply_rope(X, inv_freq=INV, partial_rotary_factor=0.5),
+     ValueError, r"inv_freq must be a tensor of shape \(dim/2,\) = \(2,\)"),
+    ("RotaryEmbedding partial bool", lambda: RotaryEmbedding(8, partial_rotary_factor=True), TypeError,
+     r"partial_rotary_factor must be a number"),
+    ("RotaryEmbedding partial disagrees", lambda: RotaryEmbedding(
+        8, scaling={"rope_type": "default", "partial_rotary_factor": 0.5}, partial_rotary_factor=1.0), ValueError,
+     r"disagree"),
+    ("RotaryEmbedding partial q dim", lambda: RotaryEmbedding(12, partial_rotary_factor=0.5)(X, X), ValueError,
+     r"q's last dimension must be dim=12"),
+    # decoupled
+    ("decoupled rope_dim odd", lambda: apply_decoupled_rope(X, rope_dim=3), ValueError, r"rope_dim must be even"),
+    ("decoupled rope_dim bool", lambda: apply_decoupled_rope(X, rope_dim=True), TypeError, r"rope_dim must be an int"),
+    ("decoupled rope_dim missing", lambda: apply_decoupled_rope(X), TypeError, r"rope_dim"),
+    ("decoupled rope_dim > head_dim", lambda: apply_decoupled_rope(X, rope_dim=10), ValueError,
+     r"rope_dim=10 must be <= x's last dimension \(head_dim 8\)"),
+    ("decoupled inv_freq length", lambda: apply_decoupled_rope(X, rope_dim=4, inv_freq=INV), ValueError,
+     r"inv_freq must be a tensor of shape \(dim/2,\) = \(2,\)"),
+    ("decoupled layout", lambda: apply_decoupled_rope(X, rope_dim=4, layout="concat"), ValueError,
+     r"layout must be one of"),
+    ("decoupled attention_factor", lambda: apply_decoupled_rope(X, rope_dim=4, attention_factor=0.0), ValueError,
+     r"attention_factor must be > 0"),
+    ("decoupled int x", lambda: apply_decoupled_rope(torch.ones(2, 5, 8, dtype=LONG), rope_dim=4), TypeError,
+     r"x must be a floating-point tensor"),
 ]
 
 
@@ -755,6 +800,10 @@ MIXED = {  # name -> (f(device, other) that mixes the two, the message naming bo
                                   r"q_positions must be on the device"),
     "rotate_qk k_positions": (lambda d, o: RotaryEmbedding(8).rotate_qk(_x(d), _x(d), None, torch.arange(5, device=o)),
                               r"k_positions must be on the device"),
+    "apply_decoupled_rope positions": (lambda d, o: apply_decoupled_rope(_x(d), torch.arange(5, device=o), rope_dim=4),
+                                       r"positions must be on the device"),
+    "apply_decoupled_rope inv_freq": (lambda d, o: apply_decoupled_rope(_x(d), rope_dim=4, inv_freq=_inv(o, 4)),
+                                      r"inv_freq must be on x's device"),
 }
 
 
@@ -811,3 +860,145 @@ def test_dynamic_named_by_hf_legacy_key_type_is_dynamic():
     assert legacy.rope_type == current.rope_type == "dynamic"
     torch.testing.assert_close(legacy(x, x)[0], current(x, x)[0], rtol=0, atol=0)
     assert not torch.allclose(legacy(x, x)[0], plain(x, x)[0])
+
+
+# ------------------------------------------------------------------ partial rotary, against GPT-NeoX, Phi and GPT-J
+def _neox_cos_sin(rotated, positions, base=10000.0):
+    from transformers import GPTNeoXConfig
+    from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
+    head = 4 * rotated  # any head; only the rotary part is in the table
+    config = GPTNeoXConfig(hidden_size=2 * head, num_attention_heads=2, rotary_pct=rotated / head,
+                           rotary_emb_base=base, max_position_embeddings=4096)
+    return hf_neox, hf_neox.GPTNeoXRotaryEmbedding(config)(torch.zeros(1), positions)
+
+
+@pytest.mark.parametrize("head_dim,pct", [(96, 0.25), (64, 0.25), (80, 0.4), (32, 0.5)])
+def test_partial_rotary_matches_hf_gpt_neox_and_phi(head_dim, pct):
+    """GPT-NeoX's apply_rotary_pos_emb turns q[..., :rotary_dim] (rotate_half within it) and concatenates the rest;
+    Phi's attention splits first and calls the plain function: both are apply_rope(partial_rotary_factor=pct)."""
+    from transformers import PhiConfig
+    from transformers.models.phi import modeling_phi as hf_phi
+    torch.manual_seed(head_dim)
+    rotated = int(head_dim * pct)
+    q, k = torch.randn(2, 3, 20, head_dim), torch.randn(2, 3, 20, head_dim)
+    position_ids = torch.stack([torch.arange(20), torch.randperm(20) + 30])
+    hf_neox, (cos, sin) = _neox_cos_sin(rotated, position_ids)
+    q_neox, k_neox = hf_neox.apply_rotary_pos_emb(q, k, cos, sin)
+    phi = PhiConfig(hidden_size=4 * head_dim, num_attention_heads=4, partial_rotary_factor=pct)
+    cos_phi, sin_phi = hf_phi.PhiRotaryEmbedding(phi)(q, position_ids)
+    q_phi, _ = hf_phi.apply_rotary_pos_emb(q[..., :rotated], k[..., :rotated], cos_phi, sin_phi)
+    q_phi = torch.cat((q_phi, q[..., rotated:]), -1)
+    ours = apply_rope(q, position_ids, partial_rotary_factor=pct)
+    torch.testing.assert_close(ours, q_neox, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours, q_phi, atol=1e-5, rtol=0)
+    assert torch.equal(ours[..., rotated:], q[..., rotated:])  # the rest is copied bit for bit
+    rotary = RotaryEmbedding(head_dim, partial_rotary_factor=pct)
+    q_mod, k_mod = rotary(q, k, position_ids)
+    assert rotary.rotary_dim == rotated and torch.equal(q_mod, ours)
+    torch.testing.assert_close(k_mod, k_neox, atol=1e-5, rtol=0)
+    # = the full-head form on the rotated part alone, with the exponent over rotary_dim
+    torch.testing.assert_close(ours[..., :rotated], apply_rope(q[..., :rotated], position_ids), atol=0, rtol=0)
+
+
+def test_partial_rotary_interleaved_matches_hf_gpt_j():
+    """GPT-J-6B: rotary_dim 64 of head 256, pairs (2i, 2i+1) of the first 64 dims (rotate_every_two)."""
+    from transformers.models.gptj import modeling_gptj as hf_gptj
+    torch.manual_seed(1)
+    head_dim, rotated, seq = 256, 64, 30
+    q = torch.randn(2, seq, 4, head_dim)  # GPT-J's (batch, seq, heads, head_dim)
+    position_ids = torch.stack([torch.arange(seq), torch.randperm(seq) + 10])  # < 48: HF's float32 angles exact enough
+    table = hf_gptj.create_sinusoidal_positions(48, rotated)[position_ids]  # (batch, seq, rotated): [sin | cos]
+    sin, cos = table.split(rotated // 2, dim=-1)
+    q_hf = torch.cat((hf_gptj.apply_rotary_pos_emb(q[..., :rotated], sin, cos), q[..., rotated:]), -1)
+    ours = apply_rope(q.transpose(1, 2), position_ids, layout="interleaved", partial_rotary_factor=0.25)
+    torch.testing.assert_close(ours.transpose(1, 2), q_hf, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_partial_rotary_is_the_formula_and_scores_depend_on_m_minus_n(layout):
+    torch.manual_seed(2)
+    x = torch.randn(1, 2, 9, 20, dtype=torch.float64)
+    positions = torch.arange(9) * 7
+    out = apply_rope(x, positions, layout=layout, partial_rotary_factor=0.4)
+    expected = torch.cat((ref_rope(x[..., :8], positions, layout=layout), x[..., 8:]), -1)
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+    q, k = torch.randn(20, dtype=torch.float64), torch.randn(20, dtype=torch.float64)
+    def score(m, n):
+        qm = apply_rope(q.view(1, 20).expand(1, 20), torch.tensor([m]), layout=layout, partial_rotary_factor=0.4)
+        kn = apply_rope(k.view(1, 20), torch.tensor([n]), layout=layout, partial_rotary_factor=0.4)
+        return float((qm * kn).sum())
+    assert score(13, 4) == pytest.approx(score(109, 100), abs=1e-9)
+    # the pass-through dims add a position-free term: the same at every distance
+    assert float(q[8:] @ k[8:]) == pytest.approx(score(0, 0) - float(
+        apply_rope(q[:8].view(1, 8), torch.tensor([0])) @ apply_rope(k[:8].view(1, 8), torch.tensor([0])).T), abs=1e-9)
+
+
+def test_partial_rotary_gradients_flow_through_both_parts():
+    x = torch.randn(2, 5, 12, dtype=torch.float64, requires_grad=True)
+    out = apply_rope(x, partial_rotary_factor=0.5)
+    (out * torch.arange(12, dtype=torch.float64)).sum().backward()
+    assert torch.equal(x.grad[..., 6:], torch.arange(6, 12, dtype=torch.float64).expand(2, 5, 6))
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, partial_rotary_factor=0.5), (x.detach().requires_grad_(),))
+
+
+# ------------------------------------------------------------------ decoupled RoPE, against HF's DeepSeek-V3
+def _deepseek(rope_dim=64, params=None):
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3 import modeling_deepseek_v3 as hf_ds
+    config = DeepseekV3Config(hidden_size=256, num_attention_heads=2, num_key_value_heads=2, qk_rope_head_dim=rope_dim,
+                              qk_nope_head_dim=32, v_head_dim=32, kv_lora_rank=16, q_lora_rank=32,
+                              max_position_embeddings=163840, rope_scaling=params, n_routed_experts=4,
+                              num_experts_per_tok=2, n_group=1, topk_group=1)
+    return hf_ds, config, hf_ds.DeepseekV3RotaryEmbedding(config)
+
+
+@pytest.mark.parametrize("params", [None, {"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                           "beta_fast": 32, "beta_slow": 1, "original_max_position_embeddings": 4096},
+                                    {"type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.0,
+                                     "original_max_position_embeddings": 4096}])
+def test_decoupled_rope_matches_hf_deepseek_v3(params):
+    """HF rotates q_rot = q[..., 32:] with apply_rotary_pos_emb_interleave and writes it de-interleaved; the nope part
+    q[..., :32] passes. Ours keeps DeepSeek's interleaved order: equal after that permutation, equal scores."""
+    torch.manual_seed(4)
+    hf_ds, config, rotary = _deepseek(params=params)
+    q, k = torch.randn(2, 2, 16, 96), torch.randn(2, 1, 16, 96)  # k: one rope key shared by the heads
+    position_ids = torch.stack([torch.arange(16), torch.arange(16) + 40])
+    cos, sin = rotary(q, position_ids)
+    q_rot, k_rot = hf_ds.apply_rotary_pos_emb_interleave(q[..., 32:], k[..., 32:], cos, sin)
+    inv, factor = rope_inv_freq(64, scaling=None if params is None else {
+        k_: v for k_, v in params.items()})
+    ours_q = apply_decoupled_rope(q, position_ids, rope_dim=64, inv_freq=inv, attention_factor=factor)
+    ours_k = apply_decoupled_rope(k, position_ids, rope_dim=64, inv_freq=inv, attention_factor=factor)
+    assert torch.equal(ours_q[..., :32], q[..., :32])
+    de_interleave = torch.cat((torch.arange(0, 64, 2), torch.arange(1, 64, 2)))  # HF's output order
+    torch.testing.assert_close(ours_q[..., 32:][..., de_interleave], q_rot, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours_k[..., 32:][..., de_interleave], k_rot, atol=1e-5, rtol=0)
+    scores_hf = torch.cat((q[..., :32], q_rot), -1) @ torch.cat((k[..., :32], k_rot), -1).transpose(-1, -2)
+    torch.testing.assert_close(ours_q @ ours_k.transpose(-1, -2), scores_hf, atol=1e-4, rtol=1e-5)
+    assert factor == pytest.approx(rotary.attention_scaling, rel=1e-12)
+    # with rope_interleave off, HF's plain rotate_half on the slice is layout="half"
+    q_half, _ = hf_ds.apply_rotary_pos_emb(q[..., 32:], k[..., 32:], cos, sin)
+    ours_half = apply_decoupled_rope(q, position_ids, rope_dim=64, inv_freq=inv, attention_factor=factor, layout="half")
+    torch.testing.assert_close(ours_half[..., 32:], q_half, atol=1e-5, rtol=0)
+
+
+def test_decoupled_rope_is_why_mla_can_absorb_its_key_up_projection():
+    """MLA caches a latent c_n and builds k_n = W_UK c_n. Position-free, q . (W_UK c) = (W_UK^T q) . c: W_UK folds
+    into the query once. With RoPE on that key the product depends on n - m through R, so it does not fold;
+    decoupled RoPE leaves the nope part foldable and puts positions on a separate slice."""
+    torch.manual_seed(5)
+    latent, nope, rope_dim, seq = 16, 8, 4, 12
+    w_uk = torch.randn(nope, latent, dtype=torch.float64)
+    c = torch.randn(seq, latent, dtype=torch.float64)  # cached latents
+    q = torch.randn(seq, nope, dtype=torch.float64)
+    keys = c @ w_uk.T  # (seq, nope)
+    absorbed_query = q @ w_uk  # (seq, latent): W_UK folded into the query, once
+    torch.testing.assert_close(q @ keys.T, absorbed_query @ c.T)  # no positions: absorbable
+    rotated = apply_rope(q[None], torch.arange(seq))[0] @ apply_rope(keys[None], torch.arange(seq))[0].T
+    assert not torch.allclose(rotated, absorbed_query @ c.T)  # RoPE on the compressed key: no longer this product
+    # decoupled: [nope | rope] heads, positions only on the rope slice; the nope part still folds
+    q_pe, k_pe = torch.randn(seq, rope_dim, dtype=torch.float64), torch.randn(seq, rope_dim, dtype=torch.float64)
+    q_full = apply_decoupled_rope(torch.cat((q, q_pe), -1)[None], rope_dim=rope_dim)[0]
+    k_full = apply_decoupled_rope(torch.cat((keys, k_pe), -1)[None], rope_dim=rope_dim)[0]
+    rope_part = apply_rope(q_pe[None], layout="interleaved")[0] @ apply_rope(k_pe[None], layout="interleaved")[0].T
+    torch.testing.assert_close(q_full @ k_full.T, absorbed_query @ c.T + rope_part)

@@ -19,7 +19,7 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
 from transformers.models.llama import modeling_llama as hf_llama
 
 from conftest import float32_ulp, ref_frequencies, ref_rope
-from posenc_lib import ROPE_SCALINGS, ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq
+from posenc_lib import ROPE_SCALINGS, ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq, rotary_dim
 
 
 def _config(head_dim, base, params, max_position_embeddings):
@@ -161,6 +161,137 @@ def test_llama3_matches_hf(head_dim, base, factor, l0, low, high):
     torch.testing.assert_close(inv, _ref_llama3(head_dim, base, factor, l0, low, high), atol=0, rtol=1e-12)
 
 
+def _ref_longrope(dim, base, p, seq_len):
+    """LongRoPE (Ding et al. 2024; Phi-3's modeling code) in plain Python: theta_i / lambda_i with lambda the
+    short factors while seq_len <= L0 (or no seq_len), the long ones beyond; attention factor
+    sqrt(1 + ln(factor) / ln(L0)) for factor > 1 unless given."""
+    l0 = p["original_max_position_embeddings"]
+    lambdas = p["long_factor"] if seq_len is not None and seq_len > l0 else p["short_factor"]
+    inv = [theta / lam for theta, lam in zip(ref_frequencies(dim, base), lambdas)]
+    if p.get("attention_factor") is not None:
+        af = p["attention_factor"]
+    else:
+        af = 1.0 if p["factor"] <= 1 else math.sqrt(1 + math.log(p["factor"]) / math.log(l0))
+    return torch.tensor(inv, dtype=torch.float64), af
+
+
+@pytest.mark.parametrize("head_dim", [8, 64, 96, 128])
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("l0,factor,attention_factor,seq_len", [
+    (4096, 32.0, None, None), (4096, 32.0, None, 4096), (4096, 32.0, None, 4097), (4096, 32.0, None, 100_000),
+    (2048, 1.0, None, 3000), (1024, 16.0, 1.25, 5000), (8192, 1.0, None, None)])
+def test_longrope_matches_hf_including_the_switch_and_attention_factor(head_dim, base, l0, factor, attention_factor,
+                                                                       seq_len):
+    torch.manual_seed(head_dim)
+    pairs = head_dim // 2
+    params = {"rope_type": "longrope", "original_max_position_embeddings": l0, "factor": factor,
+              "short_factor": (1 + torch.rand(pairs)).tolist(), "long_factor": (1 + 60 * torch.rand(pairs)).tolist()}
+    if attention_factor is not None:
+        params["attention_factor"] = attention_factor
+    hf_inv, hf_af = _hf(params, head_dim, base, int(l0 * max(factor, 1)), seq_len)
+    inv, af = rope_inv_freq(head_dim, base=base, scaling=params, seq_len=seq_len)
+    _assert_close_to_hf(inv, hf_inv, base)  # HF also rounds each factor to float32: within its 3 ulps
+    assert af == pytest.approx(hf_af, rel=1e-12)
+    ref_inv, ref_af = _ref_longrope(head_dim, base, params, seq_len)
+    torch.testing.assert_close(inv, ref_inv, atol=0, rtol=1e-12)
+    assert af == pytest.approx(ref_af, rel=1e-14)
+
+
+def test_longrope_factor_from_the_lengths_as_hf_falls_back():
+    """HF computes the attention factor from max_position_embeddings / L0 when `factor` is absent; posenc wants
+    the factor in the dict (from_hf_config fills it in): the same number either way."""
+    sf, lf = [1.0] * 16, [4.0] * 16
+    hf_inv, hf_af = _hf({"rope_type": "longrope", "original_max_position_embeddings": 4096, "short_factor": sf,
+                         "long_factor": lf}, 32, 10000.0, 131072)
+    inv, af = rope_inv_freq(32, scaling={"rope_type": "longrope", "original_max_position_embeddings": 4096,
+                                         "factor": 131072 / 4096, "short_factor": sf, "long_factor": lf})
+    assert af == pytest.approx(hf_af, rel=1e-12) == math.sqrt(1 + math.log(32) / math.log(4096))
+    _assert_close_to_hf(inv, hf_inv, 10000.0)
+
+
+def test_llama3_without_a_smoothing_band_matches_hf():
+    """Llama 4 Scout: low_freq_factor == high_freq_factor == 1: wavelengths above L0 divided by the factor, the
+    rest kept, nothing in between (HF only warns about high <= low)."""
+    params = {"rope_type": "llama3", "factor": 16.0, "original_max_position_embeddings": 8192,
+              "low_freq_factor": 1.0, "high_freq_factor": 1.0}
+    hf_inv, _ = _hf(params, 128, 500000.0, 8192 * 16)
+    inv, af = rope_inv_freq(128, base=500000.0, scaling=params)
+    _assert_close_to_hf(inv, hf_inv, 500000.0)
+    theta = torch.tensor(ref_frequencies(128, 500000.0), dtype=torch.float64)
+    long = 2 * math.pi / theta > 8192
+    assert long.any() and (~long).any() and af == 1.0
+    torch.testing.assert_close(inv, torch.where(long, theta / 16, theta), atol=0, rtol=1e-15)
+
+
+PARTIAL_SCALINGS = [
+    None, {"rope_type": "linear", "factor": 4.0}, {"rope_type": "dynamic", "factor": 2.0},
+    {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512},
+    {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 512, "low_freq_factor": 1.0,
+     "high_freq_factor": 4.0},
+    {"rope_type": "longrope", "factor": 16.0, "original_max_position_embeddings": 512},
+]
+
+
+@pytest.mark.parametrize("head_dim,partial", [(96, 0.25), (80, 0.4), (128, 0.75), (64, 0.5), (256, 0.25)])
+@pytest.mark.parametrize("params", PARTIAL_SCALINGS, ids=lambda p: "default" if p is None else p["rope_type"])
+def test_partial_rotary_frequencies_match_hf(head_dim, partial, params):
+    """HF: rotary dim = int(head_dim * partial_rotary_factor) and every formula runs on it."""
+    rotated = int(head_dim * partial)
+    assert rotary_dim(head_dim, partial) == rotated
+    if params is not None and params["rope_type"] == "longrope":
+        params = {**params, "short_factor": [1.0 + i / rotated for i in range(rotated // 2)],
+                  "long_factor": [2.0 + i for i in range(rotated // 2)]}
+    seq_len = 3000 if params is not None and params["rope_type"] in ("dynamic", "longrope") else None
+    hf_params = {"rope_type": "default"} if params is None else params
+    dynamic = params is not None and params["rope_type"] == "dynamic"
+    config = LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
+                         max_position_embeddings=512 if dynamic else 512 * 16,
+                         rope_parameters={"rope_theta": 10000.0, "partial_rotary_factor": partial, **hf_params})
+    if params is None:  # Llama's default ignores the factor; GPT-NeoX's (and Phi's) honours it
+        from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding
+        hf_inv, hf_af = GPTNeoXRotaryEmbedding.compute_default_rope_parameters(config)
+    else:
+        hf_inv, hf_af = HF_ROPE_INIT[params["rope_type"]](config, torch.device("cpu"), seq_len=seq_len)
+    ours = params if params is None or params["rope_type"] != "dynamic" else {
+        **params, "original_max_position_embeddings": 512}
+    inv, af = rope_inv_freq(head_dim, scaling=ours, seq_len=seq_len, partial_rotary_factor=partial)
+    amplification = params["factor"] if params is not None and params["rope_type"] == "llama3" else 1.0
+    _assert_close_to_hf(inv, hf_inv, 10000.0, amplification)
+    assert af == pytest.approx(hf_af, rel=1e-12)
+    # the same as the frequencies of a head of the rotated size (the exponent is over rotary_dim)
+    torch.testing.assert_close(inv, rope_inv_freq(rotated, scaling=ours, seq_len=seq_len)[0], atol=0, rtol=0)
+    # and the factor may sit in the dict, as in HF's rope_parameters
+    in_dict = {**(ours or {"rope_type": "default"}), "partial_rotary_factor": partial}
+    torch.testing.assert_close(rope_inv_freq(head_dim, scaling=in_dict, seq_len=seq_len)[0], inv, atol=0, rtol=0)
+
+
+def test_rotary_embedding_longrope_picks_short_or_long_per_call_as_hf():
+    """Phi3RotaryEmbedding (HF's longrope_frequency_update): per call, long factors when max(position_ids) + 1 > L0."""
+    from transformers import Phi3Config
+    from transformers.models.phi3 import modeling_phi3 as hf_phi3
+    torch.manual_seed(3)
+    head_dim, l0, pairs = 16, 32, 8
+    sf, lf = (1 + torch.rand(pairs)).tolist(), (1 + 20 * torch.rand(pairs)).tolist()
+    config = Phi3Config(hidden_size=2 * head_dim, num_attention_heads=2, num_key_value_heads=2,
+                        max_position_embeddings=8 * l0, original_max_position_embeddings=l0,
+                        rope_scaling={"type": "longrope", "short_factor": sf, "long_factor": lf})
+    hf_rotary = hf_phi3.Phi3RotaryEmbedding(config)
+    ours = RotaryEmbedding(head_dim, scaling={"rope_type": "longrope", "factor": 8.0,
+                                              "original_max_position_embeddings": l0,
+                                              "short_factor": sf, "long_factor": lf})
+    q, k = torch.randn(1, 2, 6, head_dim), torch.randn(1, 2, 6, head_dim)
+    builds = []
+    for last in (10, 31, 32, 40, 20, 45):  # L = last + 1: short, short, long, long, short, long
+        position_ids = torch.arange(last - 5, last + 1)[None]
+        cos, sin = hf_rotary(q, position_ids)
+        q_hf, k_hf = hf_phi3.apply_rotary_pos_emb(q, k, cos, sin)
+        q_ours, k_ours = ours(q, k, position_ids[0])
+        torch.testing.assert_close(q_ours, q_hf, atol=1e-5, rtol=0)
+        torch.testing.assert_close(k_ours, k_hf, atol=1e-5, rtol=0)
+        builds.append(ours.cache_builds)
+    assert builds == [1, 1, 2, 2, 3, 4]  # one table per switch, not one per call
+
+
 def test_rope_theta_in_scaling_overrides_base():
     params = {"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}
     hf_inv, _ = _hf({"rope_type": "linear", "factor": 2.0}, 64, 500000.0, 4096)
@@ -223,7 +354,7 @@ def test_yarn_and_llama3_keep_high_and_divide_low_frequencies():
 
 def test_default_rope_type_is_no_scaling():
     torch.testing.assert_close(rope_inv_freq(32, scaling={"rope_type": "default"})[0], rope_inv_freq(32)[0])
-    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "llama3"}
+    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3"}
 
 
 # ------------------------------------------------------------------ whole pipeline: vs LlamaRotaryEmbedding
@@ -270,9 +401,10 @@ def test_rotary_embedding_dynamic_tracks_the_length():
 
 
 # ------------------------------------------------------------------ the registry and the legacy key
-def _minimal(rope_type: str, l0: int = 64) -> dict:
-    """A scaling dict of `rope_type` with only the keys its registry record requires."""
-    values = {"factor": 4.0, "original_max_position_embeddings": l0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+def _minimal(rope_type: str, l0: int = 64, pairs: int = 8) -> dict:
+    """A scaling dict of `rope_type` with only the keys its registry record requires (pairs: LongRoPE's lists)."""
+    values = {"factor": 4.0, "original_max_position_embeddings": l0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "short_factor": [1.0 + i / pairs for i in range(pairs)], "long_factor": [2.0 ** i for i in range(pairs)]}
     return {"rope_type": rope_type, **{k: values[k] for k in ROPE_SCALINGS[rope_type].required}}
 
 
@@ -285,10 +417,10 @@ def test_each_registry_record_names_the_keys_its_function_needs(rope_type):
     for key in record.required:
         with pytest.raises(ValueError, match=rf"rope_type={rope_type!r} is missing \[{key!r}\]"):
             rope_inv_freq(16, scaling={k: v for k, v in minimal.items() if k != key})
-    with pytest.raises(ValueError, match=r"unknown keys \['partial_rotary_factor'\]") as info:
-        rope_inv_freq(16, scaling={**minimal, "partial_rotary_factor": 0.5})
+    with pytest.raises(ValueError, match=r"unknown keys \['mrope_section'\]") as info:
+        rope_inv_freq(16, scaling={**minimal, "mrope_section": [4, 2, 2]})
     allowed = set(ast.literal_eval(str(info.value).split("allowed: ")[1]))
-    assert allowed == {"rope_type", "type", "rope_theta", *record.required, *record.optional}
+    assert allowed == {"rope_type", "type", "rope_theta", "partial_rotary_factor", *record.required, *record.optional}
 
 
 @pytest.mark.parametrize("params", [{"factor": 2.0}, {"factor": 3.0, "original_max_position_embeddings": 64}])
@@ -323,7 +455,7 @@ def test_yarn_optional_keys_given_as_none_fall_back_to_defaults():
     assert got[1] == expected[1]
 
 
-@pytest.mark.parametrize("scaling", [None] + [_minimal(t, l0=4) for t in ROPE_TYPES])
+@pytest.mark.parametrize("scaling", [None] + [_minimal(t, l0=4, pairs=4) for t in ROPE_TYPES])
 def test_frequencies_on_the_callers_device(scaling, device):
     inv, factor = rope_inv_freq(8, scaling=scaling, device=device, seq_len=50)
     assert inv.device.type == device.type and inv.dtype == torch.float64 and inv.shape == (4,)
@@ -334,6 +466,8 @@ def test_frequencies_on_the_callers_device(scaling, device):
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
           "high_freq_factor": 4.0}
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+LONGROPE = {"rope_type": "longrope", "factor": 8.0, "original_max_position_embeddings": 64,
+            "short_factor": [1.0, 1.5, 2.0, 2.5], "long_factor": [1.0, 4.0, 8.0, 16.0]}
 NAN, INF = float("nan"), float("inf")
 
 BAD = [
@@ -351,8 +485,9 @@ BAD = [
                                   (0.5, ValueError, r"base must be > 1.0")]],
     # the dict and its rope_type
     ("scaling not a dict", lambda: rope_inv_freq(8, scaling="linear"), TypeError, r"scaling must be a dict"),
-    ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "longrope", "factor": 2.0}), ValueError,
-     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'ntk', 'yarn'\], got 'longrope'"),
+    ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "proportional", "factor": 2.0}), ValueError,
+     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'longrope', 'ntk', 'yarn'\], "
+     r"got 'proportional'"),
     ("rope_type missing", lambda: rope_inv_freq(8, scaling={"factor": 2.0}), ValueError,
      r"scaling needs a 'rope_type', one of"),
     ("legacy type unknown", lambda: rope_inv_freq(8, scaling={"type": "su", "factor": 2.0}), ValueError,
@@ -399,9 +534,41 @@ BAD = [
     ("beta_slow above the default beta_fast", lambda: rope_inv_freq(8, scaling={**YARN, "beta_slow": 64.0}),
      ValueError, r"scaling\['beta_fast'\] must be >= scaling\['beta_slow'\].*got 32.0 < 64.0"),
     ("low > high freq factor", lambda: rope_inv_freq(8, scaling={**LLAMA3, "low_freq_factor": 8.0}), ValueError,
-     r"high_freq_factor'\] must be > scaling\['low_freq_factor'\]"),
-    ("low == high freq factor", lambda: rope_inv_freq(8, scaling={**LLAMA3, "low_freq_factor": 4.0}), ValueError,
-     r"high_freq_factor'\] must be > scaling\['low_freq_factor'\]"),
+     r"high_freq_factor'\] must be >= scaling\['low_freq_factor'\].*got 4.0 < 8.0"),
+    # LongRoPE's per-pair lists
+    ("longrope list not a list", lambda: rope_inv_freq(8, scaling={**LONGROPE, "short_factor": 2.0}), TypeError,
+     r"scaling\['short_factor'\] must be a list of numbers"),
+    ("longrope entry a string", lambda: rope_inv_freq(8, scaling={**LONGROPE, "long_factor": [1.0, "2", 3.0, 4.0]}),
+     TypeError, r"scaling\['long_factor'\]\[1\] must be a number"),
+    ("longrope entry zero", lambda: rope_inv_freq(8, scaling={**LONGROPE, "long_factor": [1.0, 0.0, 3.0, 4.0]}),
+     ValueError, r"scaling\['long_factor'\]\[1\] must be > 0"),
+    ("longrope entry nan", lambda: rope_inv_freq(8, scaling={**LONGROPE, "short_factor": [1.0, NAN, 3.0, 4.0]}),
+     ValueError, r"scaling\['short_factor'\]\[1\] must be a finite number"),
+    ("longrope wrong length", lambda: rope_inv_freq(8, scaling={**LONGROPE, "short_factor": [1.0] * 3}), ValueError,
+     r"scaling\['short_factor'\] must have one factor per pair, rotary_dim/2 = 4 .*got 3"),
+    ("longrope length of the full head under partial rotary",
+     lambda: rope_inv_freq(16, scaling=LONGROPE | {"short_factor": [1.0] * 8, "long_factor": [1.0] * 8},
+                           partial_rotary_factor=0.5), ValueError, r"rotary_dim/2 = 4 .*partial 0.5.*got 8"),
+    ("longrope factor missing", lambda: rope_inv_freq(8, scaling={k: v for k, v in LONGROPE.items() if k != "factor"}),
+     ValueError, r"rope_type='longrope' is missing \['factor'\]"),
+    # partial rotary
+    *[(f"partial {bad!r}", lambda b=bad: rope_inv_freq(16, partial_rotary_factor=b), error, pattern)
+      for bad, error, pattern in [(0.0, ValueError, r"partial_rotary_factor must be > 0"),
+                                  (1.5, ValueError, r"partial_rotary_factor must be in \(0, 1\]"),
+                                  ("0.5", TypeError, r"partial_rotary_factor must be a number"),
+                                  (True, TypeError, r"partial_rotary_factor must be a number"),
+                                  (NAN, ValueError, r"partial_rotary_factor must be a finite number"),
+                                  (0.2, ValueError, r"partial_rotary_factor=0.2 of head_dim=16 gives rotary_dim=3"),
+                                  (0.1, ValueError, r"gives rotary_dim=1: it must be even and >= 2")]],
+    ("partial in the dict out of range", lambda: rope_inv_freq(16, scaling={"rope_type": "default",
+                                                                           "partial_rotary_factor": 2.0}),
+     ValueError, r"scaling\['partial_rotary_factor'\] must be in \(0, 1\]"),
+    ("partial twice, disagreeing", lambda: rope_inv_freq(16, scaling={"rope_type": "default",
+                                                                     "partial_rotary_factor": 0.5},
+                                                         partial_rotary_factor=0.25),
+     ValueError, r"partial_rotary_factor=0.25 and scaling\['partial_rotary_factor'\]=0.5 disagree"),
+    ("rotary_dim odd head", lambda: rotary_dim(15), ValueError, r"gives rotary_dim=15: it must be even"),
+    ("rotary_dim head not an int", lambda: rotary_dim(16.0, 0.5), TypeError, r"head_dim must be an int"),
 ]
 
 

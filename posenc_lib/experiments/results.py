@@ -7,6 +7,7 @@ The files (formats in data/README.md):
     experiments_context_extension.json   notebook 08 (run_all's "context_extension" dict)
     experiments_rope_L64_seed0.pt        the seed-0 RoPE model's state_dict (load_rope_model)
     learned_snapshots.npz / .json        notebook 04 (posenc_lib.experiments.learned)
+    model_configs.json                   notebook 10: position fields of public models' config.json (load_model_configs)
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ EXTENSION_FILE = "experiments_context_extension.json"
 ROPE_STATE_FILE = "experiments_rope_L64_seed0.pt"
 RESULT_FILES = {"extrapolation": EXTRAPOLATION_FILE, "context_extension": EXTENSION_FILE}
 MAKE_EXPERIMENTS = "run `make experiments` (python -m posenc_lib.experiments) in a clone of the repository"
+MODEL_CONFIGS_FILE = "model_configs.json"
 
 
 def data_dir(*, must_exist: bool = True) -> Path:
@@ -49,6 +51,15 @@ def load_results(name: str = "extrapolation", data_dir: Path | str | None = None
     if name not in RESULT_FILES:
         raise ValueError(f"name must be one of {list(RESULT_FILES)}, got {name!r}")
     return json.loads(data_file(RESULT_FILES[name], data_dir).read_text(encoding="utf-8"))
+
+
+def load_model_configs(data_dir: Path | str | None = None) -> list:
+    """data/model_configs.json's models, in file order: each {"name", "repo", "source", "unverified", "config"},
+    config being the position-related fields of the model's config.json (read it with
+    posenc_lib.configs.from_hf_config). Written by hand from the cited sources, not by a command."""
+    path = data_file(MODEL_CONFIGS_FILE, data_dir, made_by="it is part of the repository (written by hand; "
+                                                           "see data/README.md), restore it from git")
+    return json.loads(path.read_text(encoding="utf-8"))["models"]
 
 
 def load_rope_model(data_dir: Path | str | None = None, cfg: ExperimentConfig | None = None) -> TinyLM:
