@@ -369,7 +369,8 @@ class _Reader:
             return bool(value)
         raise TypeError(f"{self.name(key)} must be true or false, got {value!r}")
 
-    def int_list(self, key: str, length: int, *, allowed=None):
+    def layer_list(self, key: str, length: int, allowed) -> list | None:
+        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`."""
         value = self.config.get(key)
         if value is None:
             return None
@@ -378,20 +379,8 @@ class _Reader:
         if len(value) < length:
             raise ValueError(f"{self.name(key)} must have an entry for each of the {length} layers, got {len(value)}")
         for i, v in enumerate(value[:length]):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or (allowed and v not in allowed):
-                raise ValueError(f"{self.name(key)}[{i}] must be one of {sorted(allowed)}, got {v!r}")
-        return [int(v) for v in value[:length]]
-
-    def str_list(self, key: str, length: int, allowed):
-        value = self.config.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"{self.name(key)} must be a list, got {type(value).__name__}")
-        if len(value) < length:
-            raise ValueError(f"{self.name(key)} must have an entry for each of the {length} layers, got {len(value)}")
-        for i, v in enumerate(value[:length]):
-            if v not in allowed:
+            # True == 1.0 == 1 in a set: only an entry of an allowed value's own type counts
+            if not any(type(v) is type(a) and v == a for a in allowed):
                 raise ValueError(f"{self.name(key)}[{i}] must be one of {sorted(allowed)}, got {v!r}")
         return list(value[:length])
 
@@ -411,14 +400,14 @@ def _text_config(config):
 
 def _layer_types(r: _Reader, n: int) -> tuple[list, list]:
     """(rope flags, HF layer types) for n layers, by the family's rule."""
-    family, types = r.family, r.str_list("layer_types", n, _HF_LAYER_TYPES)
+    family, types = r.family, r.layer_list("layer_types", n, _HF_LAYER_TYPES)
     flags = [1] * n
     if family in ("llama4_text", "smollm3"):  # no_rope_layers[i] = 1: layer i USES RoPE (transformers' naming)
         interval = r.int("no_rope_layer_interval", 4)
         given = r.config.get("no_rope_layers")
         if family == "llama4_text" and given == []:  # Llama4TextConfig takes an empty list as "not given"
             given = None
-        flags = (r.int_list("no_rope_layers", n, allowed={0, 1}) if given is not None
+        flags = (r.layer_list("no_rope_layers", n, {0, 1}) if given is not None
                  else [int((i + 1) % interval != 0) for i in range(n)])
     if types is not None:
         return flags, types
