@@ -4,7 +4,9 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
+from posenc_lib.attention import PositionalEncoding
 from posenc_lib.exercises import extension as ex
 
 from exercise_mistakes import assert_named, each_mistake
@@ -40,6 +42,36 @@ def _rise_learned(value):
     return rise
 
 
+class _SequenceMean(PositionalEncoding):  # position t sees the mean over the whole sequence
+    def __init__(self, dim=64):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(dim))
+
+    def add_to_input(self, x, positions):
+        return x + x.mean(1, keepdim=True) * self.w
+
+
+class _ArangeBias(PositionalEncoding):  # torch.arange without device=: a CPU tensor next to a GPU one
+    def score_bias(self, q, q_positions, k_positions):
+        r = torch.arange(q.shape[-2])
+        return -(r[None, :] - r[:, None]).abs().to(q.dtype)
+
+
+class _TwoMistakes(_SequenceMean):  # t / T: the length leaks, and the arange has no device
+    def add_to_input(self, x, positions):
+        return x + (torch.arange(x.shape[1]) / x.shape[1])[:, None] * self.w
+
+
+class _Misnamed(PositionalEncoding):
+    def score_biases(self, q, q_positions, k_positions):
+        return None
+
+
+class _Float32Bias(PositionalEncoding):
+    def score_bias(self, q, q_positions, k_positions):
+        return torch.zeros(q.shape[-2], q.shape[-2], device=q.device)
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("first L", ex.check_last_positions_loss, lambda nll, L: nll[:, :L].mean(), ["FIRST L"]),
     ("all positions", ex.check_last_positions_loss, lambda nll, L: nll.mean(), ["all n positions"]),
@@ -54,6 +86,13 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("learned NaN", ex.check_rise, _rise_learned(math.nan), ["None, not NaN"]),
     ("learned 0", ex.check_rise, _rise_learned(0.0), ["no row past L"]),
     ("missing encodings", ex.check_rise, lambda results, multiple: {"alibi": 0.0}, ["no entry"]),
+    ("encoding leaks", ex.check_encoding_rules, _SequenceMean,
+     ["_SequenceMean breaks 1 rule:", "[leaks future positions] add_to_input"]),
+    ("encoding off device", ex.check_encoding_rules, _ArangeBias, ["[ignores the device] score_bias", "device="]),
+    ("encoding: two rules", ex.check_encoding_rules, _TwoMistakes,
+     ["breaks 2 rules", "[leaks future positions] add_to_input", "[ignores the device] add_to_input"]),
+    ("encoding without hook", ex.check_encoding_rules, _Misnamed, ["[implements no hook]", "misspelt score_bias"]),
+    ("encoding float32", ex.check_encoding_rules, _Float32Bias, ["[returns the wrong dtype] score_bias"]),
     ("PI multiplies", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base) * factor,
      ["multiplied theta"]),
     ("PI plain", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base), ["plain RoPE"]),
@@ -82,3 +121,11 @@ def test_mistake_is_named(check, answer, fragments):
 def test_right_answers_in_float32_pass(check, answer, capsys):
     check(answer)
     assert capsys.readouterr().out.startswith("✓ ")
+
+
+def test_an_encoding_that_keeps_the_rules_passes_and_names_its_hooks(capsys):
+    ex.check_encoding_rules(ex.SOLUTIONS["encoding_rules"])
+    ex.check_encoding_rules("rope")  # a registered name works too
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✓ _SolutionClippedDistanceBias (score_bias) keeps every rule")
+    assert out[1].startswith("✓ rope (rotate_qk) keeps every rule")

@@ -1,9 +1,10 @@
-"""Exercises of notebooks 07 and 08: measuring extrapolation, and two ways to stretch RoPE.
+"""Exercises of notebooks 07 and 08: measuring extrapolation, your own encoding, and two ways to
+stretch RoPE.
 
 Each check_<name>(answer) calls the learner's function on a few inputs, prints one line starting
 with "✓" when it is right, and otherwise raises ExerciseError saying WHAT is wrong (the first
 L positions instead of the last, a ratio instead of a difference, theta multiplied instead of
-divided, the base scaled by the factor itself ...).
+divided, the base scaled by the factor itself, a hook that sees later positions ...).
 `attempt(check, answer)` runs a check from a notebook cell without stopping the notebook.
 SOLUTIONS[name] is a reference solution for check_<name>; CHECKS[name] is the checker.
 """
@@ -12,12 +13,16 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
+from ..attention import PositionalEncoding
 from ..experiments import summarize
+from ..experiments.own_encoding import rule_report
 from ..scaling import rope_inv_freq
 from ._common import ExerciseError, attempt, number, ok, same, tensor
 
-__all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_pi_inv_freq", "check_ntk_base"]
+__all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
+           "check_ntk_base"]
 
 
 def _diagnose(value: float, candidates, prefix: str, fallback: str, **tolerance):
@@ -111,6 +116,21 @@ def check_rise(rise) -> None:
     ok("rise = mean loss at mL minus mean loss at L, None where an encoding has no value")
 
 
+def check_encoding_rules(encoding) -> None:
+    """encoding: your PositionalEncoding subclass (or a function config -> encoding, or an instance).
+    Does it keep the protocol's rules before it is trained? At least one hook; shapes, dtype and device
+    kept (the meta device stands in for a GPU); its inputs left alone; and position t never sees a later
+    position (hook by hook, then through a causal TinyLM). Each problem names the rule and the hook
+    (posenc_lib.experiments.own_encoding has the details)."""
+    report = rule_report(encoding)
+    problems = report["problems"]
+    if problems:
+        rules = "rule" if len(problems) == 1 else "rules"
+        raise ExerciseError(f"{report['name']} breaks {len(problems)} {rules}:\n  " + "\n  ".join(problems))
+    ok(f"{report['name']} ({', '.join(report['hooks'])}) keeps every rule: shapes, dtype, device (meta), inputs "
+       f"untouched, and position t sees only positions <= t, hook by hook and through a causal TinyLM")
+
+
 # --------------------------------------------------------------------------- 08: context extension
 
 def check_pi_inv_freq(pi_inv_freq) -> None:
@@ -175,6 +195,24 @@ def _solution_rise(results, multiple):
     return out
 
 
+class _SolutionClippedDistanceBias(PositionalEncoding):
+    """A learned bias per head for each distance d = query - key (= -r), clipped at max_relative_position:
+    a scalar version of Shaw's clipped relative keys. Causal: only d >= 0 is ever unmasked."""
+
+    def __init__(self, num_heads: int, max_distance: int = 16):
+        super().__init__()
+        self.max_distance = max_distance
+        self.bias = nn.Parameter(torch.zeros(num_heads, max_distance + 1))  # (H, max_distance + 1)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.num_heads, config.max_relative_position)
+
+    def score_bias(self, q, q_positions, k_positions):
+        distance = (q_positions[..., :, None] - k_positions[..., None, :]).clamp(0, self.max_distance)  # (.., Tq, Tk)
+        return self.bias[:, distance].movedim(0, -3).to(q.dtype)  # (H, Tq, Tk) or (B, H, Tq, Tk)
+
+
 def _solution_pi_inv_freq(dim, factor, base=10000.0):
     return base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim) / factor
 
@@ -186,6 +224,7 @@ def _solution_ntk_base(base, factor, dim):
 SOLUTIONS: dict = {  # exercise name -> a reference solution (kept out of the notebooks' visible cells)
     "last_positions_loss": _solution_last_positions_loss,
     "rise": _solution_rise,
+    "encoding_rules": _SolutionClippedDistanceBias,
     "pi_inv_freq": _solution_pi_inv_freq,
     "ntk_base": _solution_ntk_base,
 }

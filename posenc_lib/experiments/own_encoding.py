@@ -1,0 +1,473 @@
+"""Your own encoding in notebook 07's experiment: the rules it must keep, checked before any
+training, and one training run of it beside the cached arms.
+
+    problems = encoding_rule_problems(MyEncoding)   # [] when it keeps every rule (rule_report: + its hooks)
+    run = train_own_encoding(MyEncoding, cfg=cfg)   # one seed, the cached run's steps: about a minute
+
+`encoding` is what you wrote: a PositionalEncoding subclass (built with its `from_config`, as
+TinyLM builds a registered one), a function config -> encoding, or a name in ENCODINGS.
+
+The rules, each checked hook by hook so a problem names the hook that broke it:
+
+    implements a hook          at least one of add_to_input, rotate_qk, score_bias, value_bias
+    keeps shapes               add_to_input: x's shape; rotate_qk: (q', k') shaped as q, k;
+                               score_bias: broadcastable to (batch, heads, Tq, Tk) without growing it;
+                               value_bias: broadcastable to (batch, heads, Tq, head_dim)
+    keeps the dtype            float32 in, float32 out; float64 in (the encoding in float64), float64 out
+    follows the device         the same calls on the meta device (no data: a stand-in for a GPU) must
+                               work and return meta tensors; a tensor made without device= lands
+                               on the CPU and breaks there, as it would on a GPU
+    leaves its inputs alone    x, q, k, probs and the positions are unchanged after the call
+    does not see the future    with the causal mask, the output at position t may depend only on
+                               positions <= t: it must not change when the inputs after t change,
+                               nor when they are cut off (a length-dependent encoding, e.g. t / T,
+                               knows how many tokens follow). Checked on each hook's output (for
+                               score_bias the entries the mask keeps, key <= query), then through a
+                               whole TinyLM (logits at t when later tokens change or are removed)
+
+The checks run in float64 (the dtype rule also in float32, the device rule on meta, in float32) with
+the encoding's floating parameters nudged by random noise (so a table initialised to zeros cannot
+hide a leak), on a copy: your encoding and the global RNG are untouched.
+`posenc_lib.exercises.extension.check_encoding_rules` turns the problems into an exercise check.
+
+Training (`train_own_encoding`): the experiment's TinyLM (`build_model`'s settings and initial
+weights: an encoding's own weights are drawn last, so seed 0 shares every other weight with the
+cached seed-0 arms), `training.train` on the same batches, `evaluation.evaluate` on the same window
+ends, on one thread as each worker of `make experiments`. With the defaults (cfg's steps, batch and
+windows; seed 0) a built-in encoding gets the numbers `runner.train_and_evaluate` gives it, so a run
+compares with the cached seed-0 runs; with fewer steps or windows it does not, and the run says so.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import inspect
+import time
+from dataclasses import replace
+
+import torch
+
+from .. import _checks
+from ..attention import HOOKS, PositionalEncoding, where_it_acts
+from ..model import ENCODINGS, TinyLM, TinyLMConfig
+from .config import ExperimentConfig
+from .corpus import load_corpus
+from .evaluation import eval_ends, evaluate
+from .training import build_model, train
+
+RULE_BUILD = "cannot be built"
+RULE_NO_HOOK = "implements no hook"
+RULE_CRASH = "raises an error"
+RULE_SHAPE = "changes shapes"
+RULE_DTYPE = "returns the wrong dtype"
+RULE_DEVICE = "ignores the device"
+RULE_IN_PLACE = "modifies its input in place"
+RULE_FUTURE = "leaks future positions"
+RULES = (RULE_BUILD, RULE_NO_HOOK, RULE_CRASH, RULE_SHAPE, RULE_DTYPE, RULE_DEVICE, RULE_IN_PLACE, RULE_FUTURE)
+
+# the checks' sizes: SEQ positions; the output at positions 0..SEEN-1 must not depend on what follows
+BATCH, SEQ, SEEN = 2, 9, 5
+_MODEL_LAYERS, _MODEL_VOCAB = 2, 11
+_NUDGE_SEED = 1234
+
+
+def problem(rule: str, where: str, detail: str) -> str:
+    """One problem as the checker reports it: "[rule] where: detail"."""
+    return f"[{rule}] {where}: {detail}"
+
+
+# ------------------------------------------------------------------------------------ building it
+
+def experiment_config(cfg: ExperimentConfig | None = None) -> TinyLMConfig:
+    """The TinyLMConfig an encoding is built from in the experiment (build_model's settings: d_model,
+    heads, max_len = train_len, T5's buckets ...), with encoding="nope"; the global RNG is untouched."""
+    with torch.random.fork_rng(devices=[]):
+        return build_model("nope", cfg or ExperimentConfig(), 0).config
+
+
+def encoding_name(encoding) -> str:
+    """A label for a registered name, a class, a function or an instance."""
+    if isinstance(encoding, str):
+        return encoding
+    if isinstance(encoding, PositionalEncoding):
+        return type(encoding).__name__
+    return getattr(encoding, "__name__", type(encoding).__name__)
+
+
+def build_encoding(encoding, config: TinyLMConfig) -> PositionalEncoding:
+    """A fresh encoding from a name in ENCODINGS, a PositionalEncoding subclass (check_config, then
+    from_config, as TinyLM does), a function config -> PositionalEncoding, or an instance (deep-copied).
+    TypeError/ValueError name what is wrong; errors raised by the encoding's own code pass through."""
+    if isinstance(encoding, str):
+        _checks.choice("encoding", encoding, ENCODINGS)
+        encoding = ENCODINGS[encoding]
+    if isinstance(encoding, PositionalEncoding):
+        return copy.deepcopy(encoding)
+    if isinstance(encoding, type):
+        if not issubclass(encoding, PositionalEncoding):
+            raise TypeError(f"encoding must subclass posenc_lib.attention.PositionalEncoding (so TinyLM knows its "
+                            f"hooks), got class {encoding.__name__} with bases "
+                            f"{[b.__name__ for b in encoding.__bases__]}")
+        encoding.check_config(config)
+        built = encoding.from_config(config)
+        what = f"{encoding.__name__}.from_config(config)"
+    elif callable(encoding):
+        built, what = encoding(config), f"{encoding_name(encoding)}(config)"
+    else:
+        raise TypeError(f"encoding must be a PositionalEncoding subclass, a function config -> encoding, an "
+                        f"instance or a name in {sorted(ENCODINGS)}, got {type(encoding).__name__}")
+    if not isinstance(built, PositionalEncoding):
+        raise TypeError(f"{what} must return a PositionalEncoding, got {type(built).__name__}")
+    return built
+
+
+# --------------------------------------------------------------------------------------- the rules
+
+def _nudged(enc: PositionalEncoding, dtype: torch.dtype) -> PositionalEncoding:
+    """A copy in `dtype`, eval mode, its floating parameters plus N(0, 0.1^2) noise (drawn on the CPU)."""
+    enc = copy.deepcopy(enc).to(dtype).eval()
+    with torch.no_grad():
+        for p in enc.parameters():
+            if p.is_floating_point():
+                p.add_(0.1 * torch.randn(p.shape, dtype=p.dtype, device=p.device))
+    return enc
+
+
+def _inputs(config: TinyLMConfig, dtype, device, seq: int = SEQ) -> dict:
+    """Random inputs of every hook (causal attention probabilities for value_bias); on meta: empty."""
+    shapes = {"x": (BATCH, seq, config.d_model), "q": (BATCH, config.num_heads, seq, config.head_dim),
+              "k": (BATCH, config.num_heads, seq, config.head_dim)}
+    if torch.device(device).type == "meta":
+        out = {name: torch.empty(shape, dtype=dtype, device=device) for name, shape in shapes.items()}
+        out["probs"] = torch.empty(BATCH, config.num_heads, seq, seq, dtype=dtype, device=device)
+    else:
+        out = {name: torch.randn(shape, dtype=dtype, device=device) for name, shape in shapes.items()}
+        scores = torch.randn(BATCH, config.num_heads, seq, seq, dtype=dtype, device=device)
+        future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1)
+        out["probs"] = scores.masked_fill(future, float("-inf")).softmax(-1)  # rows sum to 1 over keys <= query
+    out["positions"] = torch.arange(seq, device=device)
+    return out
+
+
+def _call(enc, hook: str, inputs: dict):
+    """Call one hook the way MultiHeadAttention does (queries and keys at the same positions)."""
+    pos = inputs["positions"]
+    if hook == "add_to_input":
+        return enc.add_to_input(inputs["x"], pos)
+    if hook == "rotate_qk":
+        return enc.rotate_qk(inputs["q"], inputs["k"], pos, pos)
+    if hook == "score_bias":
+        return enc.score_bias(inputs["q"], pos, pos)
+    return enc.value_bias(inputs["probs"], pos, pos)
+
+
+def _outputs(hook: str, out) -> list | str:
+    """The hook's output as a list of tensors ([] for a score or value hook that returns None), or a
+    string saying why it is not the right kind of thing."""
+    if hook == "rotate_qk":
+        if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+            return f"must return the pair (q, k) of tensors, got {type(out).__name__}"
+        return list(out)
+    if out is None:
+        return "must return x + (your term), got None" if hook == "add_to_input" else []
+    if not isinstance(out, torch.Tensor):
+        return f"must return a tensor{'' if hook == 'add_to_input' else ' or None'}, got {type(out).__name__}"
+    return [out]
+
+
+def _broadcasts(shape, target) -> bool:
+    return len(shape) <= len(target) and all(a in (b, 1) for a, b in zip(reversed(shape), reversed(target)))
+
+
+def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
+    x, q, probs = inputs["x"], inputs["q"], inputs["probs"]
+    if hook == "add_to_input" and outs[0].shape != x.shape:
+        return f"returned shape {tuple(outs[0].shape)} for x of shape {tuple(x.shape)}; return x + (your term), x's shape"
+    if hook == "rotate_qk":
+        for name, got in zip("qk", outs):
+            if got.shape != inputs[name].shape:
+                return (f"returned {name} of shape {tuple(got.shape)} for {name} of shape {tuple(inputs[name].shape)}: "
+                        f"a rotation keeps (batch, heads, seq, head_dim)")
+    if hook == "score_bias" and outs:
+        target = (*q.shape[:2], q.shape[2], q.shape[2])
+        if not _broadcasts(outs[0].shape, target):
+            return (f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the scores' "
+                    f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or (1, heads, q_len, k_len)")
+    if hook == "value_bias" and outs:
+        target = (*probs.shape[:3], q.shape[-1])
+        if not _broadcasts(outs[0].shape, target):
+            return (f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the attention output "
+                    f"(batch, heads, q_len, head_dim) = {target}")
+    return None
+
+
+def _visible(hook: str, outs: list, seen: int, seq: int) -> list:
+    """The parts of a hook's output that positions 0..seen-1 use (score_bias, broadcast to (seq, seq):
+    only key <= query)."""
+    if hook == "score_bias" and outs:
+        bias = outs[0]
+        full = bias.expand(*bias.shape[:-2], seq, seq)[..., :seen, :seen]
+        keep = torch.ones(seen, seen, dtype=torch.bool, device=bias.device).tril()
+        return [full.masked_fill(~keep, 0.0)]
+    return [t[..., :seen, :] for t in outs]  # x: (B, T, D) -> its first `seen` rows; q, k, terms: (..., T, d)
+
+
+def _changed_future(inputs: dict) -> dict:
+    """The same inputs with every value at positions >= SEEN redrawn (probs: rows >= SEEN)."""
+    out = dict(inputs)
+    for name, dim in (("x", 1), ("q", 2), ("k", 2)):
+        t = inputs[name].clone()
+        t.narrow(dim, SEEN, t.shape[dim] - SEEN).copy_(torch.randn_like(t.narrow(dim, SEEN, t.shape[dim] - SEEN)))
+        out[name] = t
+    probs = inputs["probs"].clone()
+    seq = probs.shape[-1]
+    future = torch.ones(seq, seq, dtype=torch.bool, device=probs.device).triu(1)[SEEN:]
+    probs[..., SEEN:, :] = torch.randn_like(probs[..., SEEN:, :]).masked_fill(future, float("-inf")).softmax(-1)
+    out["probs"] = probs
+    return out
+
+
+def _cut(inputs: dict) -> dict:
+    """The inputs cut to positions 0..SEEN-1 (a causal model must not notice)."""
+    return {"x": inputs["x"][:, :SEEN], "q": inputs["q"][..., :SEEN, :], "k": inputs["k"][..., :SEEN, :],
+            "probs": inputs["probs"][..., :SEEN, :SEEN], "positions": inputs["positions"][:SEEN]}
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and torch.allclose(x, y, rtol=1e-7, atol=1e-9) for x, y in zip(a, b))
+
+
+def _error(err: Exception) -> str:
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+
+
+def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> list:
+    """Every rule the hook breaks on the CPU (float64 and float32) and on the meta device."""
+    found = []
+    torch.manual_seed(_NUDGE_SEED)
+    enc64 = _nudged(enc, torch.float64)
+    inputs = _inputs(config, torch.float64, "cpu")
+    before = {name: t.clone() for name, t in inputs.items()}
+    try:
+        out = _call(enc64, hook, inputs)
+    except NotImplementedError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- the learner's code: any crash is reported
+        return [problem(RULE_CRASH, hook, f"on float64 CPU inputs it raised {_error(err)}")]
+    changed = [name for name in inputs if not torch.equal(inputs[name], before[name])]
+    if changed:
+        found.append(problem(RULE_IN_PLACE, hook, f"it changed {', '.join(changed)} (an in-place op such as +=, "
+                             f"add_, x[...] = or masked_fill_ on an input); return a new tensor: x = x + term"))
+    outs = _outputs(hook, out)
+    if isinstance(outs, str):
+        return found + [problem(RULE_SHAPE, hook, outs)]
+    shape = _shape_problem(hook, outs, inputs)
+    if shape:
+        return found + [problem(RULE_SHAPE, hook, shape)]
+    wrong = [t.dtype for t in outs if t.dtype != torch.float64]
+    if wrong:
+        found.append(problem(RULE_DTYPE, hook, f"float64 inputs (and a float64 encoding) gave {wrong[0]}: a tensor "
+                             f"made without dtype= is float32; make it in the input's dtype (dtype=x.dtype, .to(q.dtype))"))
+    if not found:
+        found += _future_problems(enc64, hook, inputs, outs)
+    try:
+        out32 = _outputs(hook, _call(_nudged(enc, torch.float32), hook, _inputs(config, torch.float32, "cpu")))
+        wrong = [] if isinstance(out32, str) else [t.dtype for t in out32 if t.dtype != torch.float32]
+        if wrong:
+            found.append(problem(RULE_DTYPE, hook, f"float32 inputs gave {wrong[0]}: return the input's dtype "
+                                 f"(compute in float64 if you need to, then .to(x.dtype))"))
+    except Exception as err:  # noqa: BLE001
+        found.append(problem(RULE_CRASH, hook, f"on float32 CPU inputs it raised {_error(err)}"))
+    found += _device_problems(enc, hook, config)
+    return found
+
+
+def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
+    """The hook's output at positions < SEEN, against the same with the later inputs changed or cut off."""
+    seen = _visible(hook, outs, SEEN, SEQ)
+    for how, other in (("the inputs at positions >= {s} changed", _changed_future(inputs)),
+                       ("the sequence was cut after position {t} (so it depends on the length)", _cut(inputs))):
+        try:
+            again = _outputs(hook, _call(enc64, hook, other))
+        except Exception as err:  # noqa: BLE001
+            return [problem(RULE_CRASH, hook, f"on a shorter or changed sequence it raised {_error(err)}")]
+        if isinstance(again, str) or not _same(seen, _visible(hook, again, SEEN, other["positions"].numel())):
+            part = "the bias on keys <= query at" if hook == "score_bias" else "its output at"
+            return [problem(RULE_FUTURE, hook, f"{part} positions 0..{SEEN - 1} changed when "
+                            f"{how.format(s=SEEN, t=SEEN - 1)}: position t may use positions <= t only (a mean, "
+                            f"sum, cumsum from the end, or the length T over the sequence mixes in later tokens)")]
+    return []
+
+
+def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
+    try:
+        meta = copy.deepcopy(enc).to("meta")
+        out = _outputs(hook, _call(meta, hook, _inputs(config, torch.float32, "meta")))
+    except Exception as err:  # noqa: BLE001
+        return [problem(RULE_DEVICE, hook, f"on the meta device (a stand-in for a GPU: tensors without data) it "
+                        f"raised {_error(err)}. A tensor made without device= (torch.arange(n), torch.zeros(...)) "
+                        f"lands on the CPU: pass device=x.device (q.device, positions.device). Meta tensors have "
+                        f"no values, so .item(), int(t) or a Python if on a tensor fail there too: keep them out "
+                        f"of a hook")]
+    if isinstance(out, str):
+        return []  # reported on the CPU already
+    devices = sorted({str(t.device) for t in out if t.device.type != "meta"})
+    if devices:
+        return [problem(RULE_DEVICE, hook, f"inputs on the meta device (a stand-in for a GPU) gave a tensor on "
+                        f"{devices[0]}: make every tensor on the input's device (device=x.device)")]
+    return []
+
+
+def _model_problems(enc: PositionalEncoding, config: TinyLMConfig) -> list:
+    """Through a whole causal TinyLM (float64): the logits at positions < SEEN must not change when the
+    tokens after them change or are cut off."""
+    try:
+        torch.manual_seed(_NUDGE_SEED)
+        model = TinyLM(_MODEL_VOCAB, encoding=_nudged(enc, torch.float64), d_model=config.d_model,
+                       num_heads=config.num_heads, num_layers=_MODEL_LAYERS, max_len=config.max_len).double().eval()
+        idx = torch.randint(0, _MODEL_VOCAB, (BATCH, SEQ), device="cpu")
+        other = idx.clone()  # every token after SEEN - 1 replaced by another one
+        other[:, SEEN:] = (idx[:, SEEN:] + torch.randint(1, _MODEL_VOCAB, (BATCH, SEQ - SEEN), device="cpu")) % _MODEL_VOCAB
+        with torch.no_grad():
+            full = model(idx)[0][:, :SEEN]
+            changed, cut = model(other)[0][:, :SEEN], model(idx[:, :SEEN])[0]
+    except Exception as err:  # noqa: BLE001
+        return [problem(RULE_CRASH, "TinyLM", f"a causal TinyLM with this encoding raised {_error(err)}")]
+    for how, again in (("the tokens after them changed", changed), ("the sequence was cut after them", cut)):
+        if not _same([full], [again]):
+            return [problem(RULE_FUTURE, f"TinyLM ({', '.join(where_it_acts(enc))})",
+                            f"the logits at positions 0..{SEEN - 1} changed when {how}: with the causal mask, "
+                            f"something your hooks compute lets a position see the ones after it")]
+    return []
+
+
+def _no_hook_problem(enc: PositionalEncoding) -> str:
+    cls = type(enc)
+    own = [name for klass in cls.__mro__ if klass not in (PositionalEncoding, torch.nn.Module, object)
+           for name, value in vars(klass).items() if inspect.isfunction(value)]
+    near = {name: difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.6) for name in own if name not in HOOKS}
+    hints = [f"{name}() looks like a misspelt {match[0]}()" for name, match in near.items() if match]
+    if "forward" in own:
+        hints.append("forward() is not a hook: MultiHeadAttention and TinyLM call the four hooks, never forward")
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    return problem(RULE_NO_HOOK, cls.__name__, f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
+                   f"information: the model would be NoPE{hint}")
+
+
+def rule_report(encoding, config: TinyLMConfig | None = None) -> dict:
+    """dict(name, hooks, problems): the hooks `encoding` overrides and every rule it breaks (see the
+    module docstring), as "[rule] hook: what happened" strings ([] when it keeps them all).
+    `encoding`: a PositionalEncoding subclass, a function config -> encoding, an instance or a
+    registered name; config: the TinyLMConfig it is built from (default: the experiment's,
+    `experiment_config()`). NotImplementedError from your code passes through; nothing of yours is
+    modified, and the global RNG is restored afterwards."""
+    config = experiment_config() if config is None else config
+    if not isinstance(config, TinyLMConfig):
+        raise TypeError(f"config must be a posenc_lib.model.TinyLMConfig or None, got {type(config).__name__}")
+    report = {"name": encoding_name(encoding), "hooks": [], "problems": []}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            enc = build_encoding(encoding, config)
+        except NotImplementedError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            report["problems"].append(problem(RULE_BUILD, report["name"], _error(err)))
+            return report
+        report["hooks"] = hooks = where_it_acts(enc)
+        if not hooks:
+            report["problems"].append(_no_hook_problem(enc))
+            return report
+        for hook in hooks:
+            report["problems"] += _hook_problems(enc, hook, config)
+        if not report["problems"]:
+            report["problems"] += _model_problems(enc, config)
+    return report
+
+
+def encoding_rule_problems(encoding, config: TinyLMConfig | None = None) -> list:
+    """rule_report(encoding, config)["problems"]: [] when `encoding` keeps every rule."""
+    return rule_report(encoding, config)["problems"]
+
+
+# ------------------------------------------------------------------------------------ one training run
+
+def own_model(encoding, cfg: ExperimentConfig | None = None, seed: int = 0) -> TinyLM:
+    """The experiment's TinyLM with `encoding`: build_model's settings and initial weights, the
+    encoding's own weights drawn last, so a registered class gives exactly build_model(name, cfg, seed)."""
+    cfg = cfg or ExperimentConfig()
+    if isinstance(encoding, str):
+        return build_model(encoding, cfg, seed)
+    model = build_model("nope", cfg, seed)  # seeds, draws the shared weights; NoPE draws nothing
+    model.replace_encoding(build_encoding(encoding, model.config))
+    model.kind = encoding_name(encoding)
+    return model
+
+
+def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: int = 0, steps: int | None = None,
+                       eval_windows: int | None = None, name: str | None = None, check_rules: bool = True,
+                       threads: int | None = 1, show_progress: bool = True) -> dict:
+    """Train your encoding as notebook 07 trained its arms (one seed) and evaluate it at every multiple.
+
+    cfg: the cached run's ExperimentConfig (notebook 07: config_from(res)); steps / eval_windows
+    default to cfg's (then, with seed 0, the numbers compare with the cached seed-0 runs: same initial
+    weights, batches and windows); fewer steps compress the warm-up in proportion. check_rules: refuse
+    (ValueError listing them) an encoding that breaks a rule, before training. threads: torch threads
+    during the run (1, as each worker of `make experiments`, so float sums add up in the same order: a
+    built-in encoding then gets the numbers runner.train_and_evaluate gives it; None keeps the current
+    setting), set back afterwards. A tqdm bar shows the steps.
+
+    Returns a run dict as in the cached results' "runs" ("encoding", "seed", "loss" {"1": ...},
+    "per_position_loss", "train_curve", "parameters", seconds) plus "steps", "batch_size",
+    "eval_windows" and "comparable" (True when steps and windows are the cached run's).
+    """
+    from tqdm.auto import tqdm
+
+    cfg = cfg or ExperimentConfig()
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"cfg must be an ExperimentConfig or None, got {type(cfg).__name__}")
+    seed = _checks.positive_int("seed", seed, allow_zero=True)
+    steps = cfg.steps if steps is None else _checks.positive_int("steps", steps)
+    windows = cfg.eval_windows if eval_windows is None else _checks.positive_int("eval_windows", eval_windows)
+    _checks.boolean("check_rules", check_rules)
+    _checks.boolean("show_progress", show_progress)
+    if threads is not None:
+        _checks.positive_int("threads", threads)
+    name = encoding_name(encoding) if name is None else name
+    if check_rules:
+        found = encoding_rule_problems(encoding, experiment_config(cfg))
+        if found:
+            raise ValueError(f"encoding {name} breaks the protocol's rules, not trained:\n  " + "\n  ".join(found))
+    run_cfg = replace(cfg, steps=steps, eval_windows=windows,
+                      warmup_steps=cfg.warmup_steps if steps == cfg.steps else max(1, cfg.warmup_steps * steps // cfg.steps),
+                      log_every=cfg.log_every if steps >= cfg.log_every else max(1, steps // 5))
+    corpus = load_corpus()
+    threads_before = torch.get_num_threads()
+    wall, cpu = time.perf_counter(), time.process_time()
+    model = own_model(encoding, run_cfg, seed)
+    bar = tqdm(total=steps, unit="step", desc=f"{name} (seed {seed})", disable=not show_progress, dynamic_ncols=True)
+    try:
+        torch.set_num_threads(threads or threads_before)
+        curve = train(model, corpus.train, seq_len=run_cfg.train_len, steps=steps, batch_size=run_cfg.batch_size,
+                      lr=run_cfg.lr, seed=seed, warmup=run_cfg.warmup_steps, min_lr_ratio=run_cfg.min_lr_ratio,
+                      weight_decay=run_cfg.weight_decay, grad_clip=run_cfg.grad_clip, log_every=run_cfg.log_every,
+                      progress=bar.update)
+        train_seconds = time.perf_counter() - wall
+        bar.set_postfix_str(f"evaluating at {', '.join(f'{m}L' for m in sorted(run_cfg.eval_multiples))}")
+        ends = eval_ends(corpus.valid, run_cfg.train_len * max(run_cfg.eval_multiples), windows)
+        losses, per_position = {}, None
+        for mult in sorted(run_cfg.eval_multiples):
+            loss, per_pos = evaluate(model, corpus.valid, context_len=run_cfg.train_len * mult,
+                                     score_len=run_cfg.train_len, ends=ends, batch=run_cfg.eval_batch, per_position=True)
+            losses[str(mult)] = None if loss is None else round(loss, 5)
+            per_position = per_position if per_pos is None else per_pos
+    finally:
+        bar.close()
+        torch.set_num_threads(threads_before)
+    return {"encoding": name, "seed": seed, "loss": losses,
+            "per_position_loss": [round(float(v), 4) for v in per_position], "train_curve": curve,
+            "parameters": sum(p.numel() for p in model.parameters()), "steps": steps,
+            "batch_size": run_cfg.batch_size, "eval_windows": windows,
+            "comparable": steps == cfg.steps and windows == cfg.eval_windows,
+            "train_seconds": round(train_seconds, 2), "seconds": round(time.perf_counter() - wall, 2),
+            "cpu_seconds": round(time.process_time() - cpu, 2)}
