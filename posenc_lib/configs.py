@@ -269,7 +269,7 @@ class ModelPositions:
             layer = self.layers[indices[0]]
             waves = layer.wavelengths
             rows.append({
-                "layers": _ranges(indices), "count": len(indices), "rope": layer.rope, "layout": layer.layout,
+                "layers": layer_ranges(indices), "count": len(indices), "rope": layer.rope, "layout": layer.layout,
                 "rotary_dims": f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]} of {layer.head_dim}",
                 "base": layer.base, "rope_type": layer.rope_type, "attention_factor": layer.attention_factor,
                 "attention": (layer.attention if layer.window is None else f"{layer.attention} {layer.window}")
@@ -306,7 +306,7 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _ranges(indices) -> str:
+def layer_ranges(indices) -> str:
     """[0, 1, 2, 4, 6, 7] -> '0-2,4,6-7'; an evenly spaced list [1, 3, 5, 7] -> '1-7 every 2'."""
     steps = {b - a for a, b in zip(indices, indices[1:])}
     if len(indices) >= 3 and len(steps) == 1 and steps != {1}:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "posenc_lib"
-TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "multidim")
+TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "production",
+          "multidim")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
 LAYERS = ("core", "experiments", "plots", "widgets", "exercises")
 MAY_IMPORT = {

@@ -4,7 +4,8 @@ figure of trained models or experiments draws the results it is given.
 
 One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
 permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),
-rope (06), extension (07, 08: extrapolation and context extension), review (09).
+rope (06), extension (07, 08: extrapolation and context extension), review (09), production (10),
+multidim (11).
 _style holds the shared look (tick labels, panel spacing, one colour per encoding).
 Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
 """
@@ -12,6 +13,7 @@ from .extension import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
 from .multidim import *  # noqa: F401,F403
 from .permutation import *  # noqa: F401,F403
+from .production import *  # noqa: F401,F403
 from .relative import *  # noqa: F401,F403
 from .review import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
