@@ -23,6 +23,14 @@ from posenc_lib.experiments import config as C
     ("extension_methods", ("linear", "longrope"), ValueError, "longrope"),
     ("eval_multiples", (2, 4), ValueError, "eval_multiples"),
     ("eval_multiples", (1, 0), ValueError, "eval_multiples"),
+    ("finetune_methods", ("linear", "ntk"), ValueError, "ntk"),
+    ("abf_base", 0.5, ValueError, "abf_base"),
+    ("probe_len", 22, ValueError, "probe_len"),          # 3 * 22 > train_len 64: the copies do not fit in L
+    ("probe_len", 1, ValueError, "probe_len"),
+    ("probe_len", 4.0, TypeError, "probe_len"),
+    ("probe_windows", 0, ValueError, "probe_windows"),
+    ("probe_on_finetuned", "yes", TypeError, "probe_on_finetuned"),
+    ("eval_tokens", 0, ValueError, "eval_tokens"),
 ])
 def test_bad_config_names_the_field(field, value, exc, match):
     with pytest.raises(exc, match=match):
@@ -38,3 +46,24 @@ def test_config_survives_a_json_round_trip():
 def test_config_from_refuses_a_dict_without_provenance():
     with pytest.raises(ValueError, match="provenance"):
         C.config_from({"runs": []})
+
+
+def test_the_probe_length_follows_the_training_length_unless_given():
+    assert C.probe_length(C.ExperimentConfig()) == 16                       # L / 4 at L = 64
+    assert C.probe_length(C.ExperimentConfig(train_len=16)) == 4
+    assert C.probe_length(C.ExperimentConfig(train_len=4)) == 2
+    assert C.probe_length(C.ExperimentConfig(probe_len=8)) == 8
+
+
+def test_the_defaults_are_the_documented_experiment():
+    cfg = C.ExperimentConfig()
+    assert cfg.finetune_seeds == cfg.seeds == (0, 1, 2)                     # every fine-tune on three seeds
+    assert cfg.finetune_methods == C.FINETUNE_ARMS == ("none", "linear", "yarn", "abf")
+    assert cfg.abf_base == 500000.0                                         # Llama 3's base
+    # the turns criterion of notebook 08: the first pair under one turn in L0 (pair 3 of 8 at head dim 16)
+    # must turn at most as far over 4 L0 as over L0: base' >= base * 4 ** (d / (2 * i0))
+    import math
+    d = cfg.d_model // cfg.num_heads
+    i0 = next(i for i in range(d // 2) if cfg.train_len * 10000.0 ** (-2 * i / d) / (2 * math.pi) < 1)
+    needed = 10000.0 * cfg.finetune_multiple ** (d / (2 * i0))
+    assert i0 == 3 and 4.0e5 < needed < cfg.abf_base < 1.3 * needed

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from posenc_lib import rope_inv_freq
+from posenc_lib import apply_rope, rope_inv_freq
 from posenc_lib.experiments import build_model, load_corpus
 from posenc_lib.experiments import evaluation as V
 from posenc_lib.experiments.config import ExperimentConfig
@@ -118,3 +118,42 @@ def test_method_position_loss_restores_the_encoding_and_matches_evaluate(valid):
     assert out["loss"]["none"] == pytest.approx(plain, abs=1e-6)
     assert out["loss"]["linear"] != pytest.approx(plain, abs=1e-6)
     assert out["loss"]["none"] == pytest.approx(float(out["curves"]["none"][-16:].mean()), abs=1e-9)
+
+
+def test_sliding_baseline_gives_every_scored_character_exactly_L_of_context(valid):
+    cfg = _tiny_cfg()
+    model = build_model("sinusoidal", cfg, 2).eval()
+    ends = V.eval_ends(valid, 64, 3)
+    got = V.evaluate_sliding(model, valid, context_len=16, score_len=8, ends=ends, tokens=40)  # 2 windows a pass
+    nll = []
+    with torch.no_grad():  # independently: one window per scored character, its last position only
+        for e in ends.tolist():
+            for t in range(e - 7, e + 1):  # the last 8 targets of the window ending at e, as `evaluate` scores them
+                logits, _ = model(valid[None, t - 16:t])
+                nll.append(-float(torch.log_softmax(logits[0, -1].double(), -1)[valid[t]]))
+    assert got == pytest.approx(sum(nll) / len(nll), abs=1e-5)
+    assert V.evaluate_sliding(model, valid, context_len=16, score_len=8, ends=ends) == pytest.approx(got, abs=1e-6)
+    # a window of exactly L scored at its last position is the sliding baseline for that character
+    last = V.evaluate(model, valid, context_len=16, score_len=1, ends=ends)
+    assert last == pytest.approx(V.evaluate_sliding(model, valid, context_len=16, score_len=1, ends=ends), abs=1e-5)
+
+
+def test_sliding_baseline_refuses_what_it_cannot_score(valid):
+    cfg = _tiny_cfg()
+    assert V.evaluate_sliding(build_model("learned", cfg, 0), valid, context_len=32, score_len=16,
+                              ends=V.eval_ends(valid, 64, 2)) is None
+    model = build_model("nope", cfg, 0)
+    with pytest.raises(ValueError, match="ends"):
+        V.evaluate_sliding(model, valid, context_len=16, score_len=8, ends=torch.tensor([10]))
+    with pytest.raises(ValueError, match="tokens"):
+        V.evaluate_sliding(model, valid, context_len=16, score_len=8, ends=torch.tensor([100]), tokens=0)
+
+
+def test_the_abf_arm_raises_the_base_only():
+    cfg = ExperimentConfig(abf_base=250000.0)
+    scaling = V.rope_scaling("abf", 4.0, cfg)
+    assert scaling == {"rope_type": "default", "rope_theta": 250000.0}
+    torch.testing.assert_close(rope_inv_freq(16, scaling=scaling)[0], rope_inv_freq(16, base=250000.0)[0])
+    model = V.with_rope_scaling(build_model("rope", _tiny_cfg(), 0), scaling, cfg)
+    q = torch.randn(2, 4, 10, 16, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(model.encoding(q, q)[0], apply_rope(q, base=250000.0))  # the model turns with it

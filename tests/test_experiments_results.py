@@ -97,11 +97,55 @@ def test_cached_context_extension_has_the_expected_shape(cached):
             assert e["loss"][method]["1"] == pytest.approx(rope_run["loss"]["1"], abs=1e-4)
         for m in ("2", "4", "8"):  # no scaling = the RoPE row of the extrapolation run
             assert e["loss"]["none"][m] == pytest.approx(rope_run["loss"][m], abs=1e-4)
-    assert {(f["method"], f["seed"]) for f in ext["finetuned"]} == {(m, s) for m in ("linear", "none")
-                                                                    for s in cfg["finetune_seeds"]}
+    assert cfg["finetune_seeds"] == cfg["seeds"] and cfg["finetune_methods"] == ["none", "linear", "yarn", "abf"]
+    assert [(f["seed"], f["method"]) for f in ext["finetuned"]] == [(s, m) for s in cfg["finetune_seeds"]
+                                                                   for m in cfg["finetune_methods"]]
     for f in ext["finetuned"]:
         assert f["finetune_len"] == cfg["finetune_multiple"] * cfg["train_len"]
         assert f["train_curve"][-1][0] == cfg["finetune_steps"]
+        assert f["scaling"] == (None if f["method"] == "none" else {"rope_type": "default", "rope_theta": cfg["abf_base"]}
+                                if f["method"] == "abf" else {**f["scaling"], "factor": cfg["finetune_multiple"]})
+    for method, row in ext["finetuned_summary"].items():  # the summary is the seeds' mean, recomputed here
+        for m, stats in row.items():
+            values = [f["loss"][m] for f in ext["finetuned"] if f["method"] == method]
+            assert stats["mean"] == pytest.approx(sum(values) / len(values), abs=1e-5) and stats["n"] == 3
+    for method, cells in ext["finetuned_probe_summary"].items():
+        runs = [f["probe"] for f in ext["finetuned"] if f["method"] == method]
+        for i, cell in enumerate(cells):
+            assert cell["gain"]["mean"] == pytest.approx(sum(p[i]["gain"] for p in runs) / 3, abs=1e-5)
+
+
+def test_cached_sliding_baseline_and_probe_have_the_expected_shape(cached):
+    res, ext = cached
+    cells = [[1, 16], [1, 32], [2, 16], [2, 96], [4, 16], [4, 224], [8, 16], [8, 480]]
+    assert res["probe_len"] == ext["probe_len"] == 16 and res["probe_cells"] == cells
+    for run in res["runs"]:
+        assert 0 < run["sliding_loss"] < math.log(VOCAB_SIZE)
+        assert [[c["multiple"], c["distance"]] for c in run["probe"]] == cells
+        for c in run["probe"]:
+            assert c["window"] == 64 * c["multiple"]
+            if run["encoding"] == "learned" and c["multiple"] > 1:
+                assert c["loss"] is None and c["gain"] is None
+            else:
+                assert c["gain"] == pytest.approx(c["control_loss"] - c["loss"], abs=2e-5)
+                assert 0 <= c["accuracy"] <= 1 and 0 <= c["control_accuracy"] <= 1
+    for enc, stats in res["sliding_summary"].items():
+        values = [r["sliding_loss"] for r in res["runs"] if r["encoding"] == enc]
+        assert stats["mean"] == pytest.approx(sum(values) / 3, abs=1e-5) and stats["min"] == min(values)
+    for enc, summary in res["probe_summary"].items():
+        runs = [r["probe"] for r in res["runs"] if r["encoding"] == enc]
+        for i, cell in enumerate(summary):
+            if cell["loss"] is not None:
+                assert cell["loss"]["mean"] == pytest.approx(sum(p[i]["loss"] for p in runs) / 3, abs=1e-5)
+
+
+def test_cached_timing_is_within_the_budget(cached):
+    """make experiments: at most 15 minutes on 2 idle cores (the workers' CPU seconds / 2), by part."""
+    for result in cached:
+        timing = result["provenance"]["timing_whole_command"]
+        assert timing["estimated_clean_wall_seconds"] <= 15 * 60
+        assert timing["estimated_clean_wall_seconds"] == pytest.approx(timing["worker_cpu_seconds"] / 2, abs=0.1)
+        assert sum(timing["cpu_seconds_by_part"].values()) == pytest.approx(timing["worker_cpu_seconds"], abs=0.5)
 
 
 def test_saved_rope_model_reproduces_its_cached_loss(cached):

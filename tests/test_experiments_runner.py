@@ -32,10 +32,23 @@ def test_fresh_short_run_reproduces_the_main_ordering(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [EXTRAPOLATION_FILE]
 
 
+_TINY = replace(ExperimentConfig(), train_len=16, steps=4, batch_size=4, seeds=(0,), encodings=("rope", "learned"),
+                eval_multiples=(1, 2), eval_windows=4, warmup_steps=2, log_every=2, finetune_steps=2,
+                finetune_multiple=2, finetune_warmup=1, finetune_seeds=(0,), probe_windows=3)
+
+
+def _numbers(result):
+    """A result without its timings and dates (what must not depend on the machine's load)."""
+    if isinstance(result, dict):
+        return {k: _numbers(v) for k, v in result.items()
+                if "seconds" not in k and k not in ("provenance", "timing_whole_command")}
+    if isinstance(result, list):
+        return [_numbers(v) for v in result]
+    return result
+
+
 def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agree(tmp_path):
-    cfg = replace(ExperimentConfig(), train_len=16, steps=4, batch_size=4, seeds=(0,), encodings=("rope", "learned"),
-                  eval_multiples=(1, 2), eval_windows=4, warmup_steps=2, log_every=2, finetune_steps=2,
-                  finetune_multiple=2, finetune_warmup=1)
+    cfg = _TINY
     out = R.run_all(cfg, out_dir=tmp_path, workers=2, show_progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([EXTRAPOLATION_FILE, EXTENSION_FILE, ROPE_STATE_FILE])
     runs = {r["encoding"]: r for r in out["extrapolation"]["runs"]}
@@ -43,8 +56,26 @@ def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agre
     assert len(runs["rope"]["per_position_loss"]) == 32 and runs["rope"]["train_curve"][-1][0] == 4
     ext = load_results("context_extension", tmp_path)
     assert ext == _as_json(out["context_extension"]) and ext["no_finetune"][0]["loss"]["none"] == runs["rope"]["loss"]
-    assert [(f["method"], f["finetune_len"], f["finetune_batch"]) for f in ext["finetuned"]] == [("linear", 32, 2),
-                                                                                              ("none", 32, 2)]
+    assert [(f["method"], f["finetune_len"], f["finetune_batch"]) for f in ext["finetuned"]] == [
+        (m, 32, 2) for m in ("none", "linear", "yarn", "abf")]
+    scalings = {f["method"]: f["scaling"] for f in ext["finetuned"]}
+    assert scalings["none"] is None and scalings["abf"] == {"rope_type": "default", "rope_theta": cfg.abf_base}
+    assert scalings["yarn"]["factor"] == scalings["linear"]["factor"] == 2.0
+    for f in ext["finetuned"]:  # evaluated at every multiple and probed
+        assert set(f["loss"]) == {"1", "2"} and [(c["multiple"], c["distance"]) for c in f["probe"]] == [
+            (1, 4), (1, 8), (2, 4), (2, 24)]
+    assert set(ext["finetuned_summary"]) == set(ext["finetuned_probe_summary"]) == set(cfg.finetune_methods)
+    assert ext["finetuned_summary"]["abf"]["2"]["mean"] == next(f for f in ext["finetuned"]
+                                                                if f["method"] == "abf")["loss"]["2"]
+    extrap = out["extrapolation"]
+    assert extrap["probe_len"] == ext["probe_len"] == 4 and extrap["probe_cells"] == [[1, 4], [1, 8], [2, 4], [2, 24]]
+    assert runs["rope"]["sliding_loss"] > 0 and runs["learned"]["sliding_loss"] > 0  # L fits a learned table
+    assert extrap["sliding_summary"]["rope"]["mean"] == runs["rope"]["sliding_loss"]
+    assert [c["loss"] is None for c in runs["learned"]["probe"]] == [False, False, True, True]
+    assert extrap["probe_summary"]["rope"][3]["gain"]["mean"] == runs["rope"]["probe"][3]["gain"]
+    parts = extrap["provenance"]["timing_whole_command"]["cpu_seconds_by_part"]
+    assert set(parts) == {"pretraining", "sliding_baseline", "probe", "extension_eval", "finetune",
+                          "evaluation_at_every_multiple"}
     model = load_rope_model(tmp_path, cfg)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in the workers
@@ -55,6 +86,25 @@ def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agre
     assert all(torch.equal(v, again["state"][k]) for k, v in model.state_dict().items())  # the saved state
     for prov in (out["extrapolation"]["provenance"], ext["provenance"]):
         assert config_from({"provenance": prov}) == cfg and prov["timing_whole_command"]["wall_seconds"] >= 0
+
+
+def test_the_numbers_do_not_depend_on_the_workers(tmp_path):
+    """One process or two, the same numbers: every job is seeded and single-threaded, whichever worker runs it
+    and whenever 08's jobs are queued."""
+    one = R.run_all(replace(_TINY, seeds=(0, 1), finetune_seeds=(1,)), out_dir=None, workers=1, show_progress=False)
+    two = R.run_all(replace(_TINY, seeds=(0, 1), finetune_seeds=(1,)), out_dir=None, workers=2, show_progress=False)
+    assert _numbers(one) == _numbers(two)
+    assert [(r["encoding"], r["seed"]) for r in one["extrapolation"]["runs"]] == [
+        ("rope", 0), ("learned", 0), ("rope", 1), ("learned", 1)]            # seed by seed, as configured
+    assert [f["seed"] for f in one["context_extension"]["finetuned"]] == [1] * 4
+
+
+def test_seed_stats_and_the_probe_summary():
+    assert R.seed_stats([1.0, None]) is None and R.seed_stats([2.0])["std"] == 0.0
+    cell = {"multiple": 1, "window": 8, "distance": 2}
+    runs = [{"encoding": "a", "probe": [{**cell, **{f: v for f in R.PROBE_FIELDS}}]} for v in (1.0, 3.0)]
+    got = R.summarize_probe(runs)["a"][0]
+    assert {k: got[k] for k in cell} == cell and got["gain"]["mean"] == 2.0 and got["loss"]["max"] == 3.0
 
 
 def test_summarize_takes_mean_spread_and_range_over_seeds():

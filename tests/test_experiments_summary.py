@@ -77,3 +77,38 @@ def test_training_exposure_and_finetune_share():
     tokens_per_step = ft["batch_size"] * ft["train_len"]  # the fine-tune keeps pre-training's tokens per step
     assert share["finetune_chars"] == ft["finetune_steps"] * tokens_per_step
     assert share["share"] == pytest.approx(ft["finetune_steps"] / ft["steps"])
+
+
+def test_context_effect_pairs_each_seed_with_its_own_baseline():
+    from posenc_lib.experiments.summary import context_effect
+    results = load_results("extrapolation")
+    out = context_effect(results, "t5")
+    runs = [r for r in results["runs"] if r["encoding"] == "t5"]
+    assert out["sliding"] == pytest.approx(sum(r["sliding_loss"] for r in runs) / 3)
+    assert out["difference"]["2"]["values"] == pytest.approx([r["loss"]["2"] - r["sliding_loss"] for r in runs])
+    assert out["difference"]["2"]["min"] == min(out["difference"]["2"]["values"])
+    assert context_effect(results, "learned")["difference"]["8"] is None
+    with pytest.raises(ValueError, match="encoding"):
+        context_effect(results, "xpos")
+    with pytest.raises(ValueError, match="sliding"):
+        context_effect({"runs": [{"encoding": "a", "loss": {}}], "summary": {"a": {}}}, "a")
+
+
+def test_probe_gains_and_finetune_leads_read_the_tables():
+    from posenc_lib.experiments.summary import finetune_leads, probe_gains
+    results, extension = load_results("extrapolation"), load_results("context_extension")
+    cells = probe_gains(results, "alibi")
+    assert cells[(8, 480)]["window"] == 512 and cells[(1, 16)]["gain"]["n"] == 3
+    ft = probe_gains(extension, "abf", key="finetuned_probe_summary")
+    assert set(ft) == set(cells)
+    with pytest.raises(ValueError, match="group"):
+        probe_gains(results, "xpos")
+    with pytest.raises(ValueError, match="no"):
+        probe_gains({}, "alibi")
+    leads = finetune_leads(extension)
+    by = {(f["method"], f["seed"]): f["loss"] for f in extension["finetuned"]}
+    assert leads["none"]["4"]["values"] == [0.0, 0.0, 0.0]
+    assert leads["yarn"]["4"]["values"] == pytest.approx([by["none", s]["4"] - by["yarn", s]["4"] for s in (0, 1, 2)])
+    assert finetune_leads(extension, over="linear")["linear"]["8"]["max"] == 0.0
+    with pytest.raises(ValueError, match="over"):
+        finetune_leads(extension, over="ntk")

@@ -144,7 +144,11 @@ def test_render_extension_reads_the_cached_table(extension):
     for method in EXTENSION_METHODS:
         expected = np.mean([[e["loss"][method][m] for m in ("1", "2", "4", "8")] for e in extension["no_finetune"]], 0)
         np.testing.assert_allclose(out["mean"][method], expected)
-    assert len(out["finetuned"]) == len(extension["finetuned"])
+    arms = list(dict.fromkeys(f["method"] for f in extension["finetuned"]))
+    assert list(out["finetuned"]) == arms                                   # one dashed mean line per arm
+    for arm in arms:
+        runs = [f["loss"] for f in extension["finetuned"] if f["method"] == arm]
+        np.testing.assert_allclose(out["finetuned"][arm], [np.mean([r[m] for r in runs]) for m in ("1", "2", "4", "8")])
     fig, ax = plt.subplots()
     assert P.render_extension(ax, extension, show_finetuned=False)["finetuned"] == {}
     with pytest.raises(ValueError, match="highlight"):
@@ -197,3 +201,48 @@ def test_renders_do_not_touch_the_results(results):
     fig, ax = plt.subplots()
     P.render_position_loss(ax, results)
     assert repr(results) == before
+
+
+def test_retrieval_data_sorts_the_cells_by_distance_and_by_window(results):
+    data = P.retrieval_data(results)
+    k, L = results["probe_len"], results["provenance"]["config"]["train_len"]
+    assert (k, L) == (16, 64) and set(data["groups"]) == set(results["summary"])
+    for enc, views in data["groups"].items():
+        np.testing.assert_array_equal(views["by_distance"]["x"], [16, 32, 96, 224, 480])
+        np.testing.assert_array_equal(views["by_window"]["x"], [64, 128, 256, 512])
+        cells = {(c["multiple"], c["distance"]): c for c in results["probe_summary"][enc]}
+        for x, mean in zip(views["by_window"]["x"], views["by_window"]["mean"]):
+            gain = cells[(x // L, k)]["gain"]
+            assert math.isnan(mean) if gain is None else mean == pytest.approx(gain["mean"])
+        far = cells[(8, 480)]["gain"]
+        assert (far is None) == (enc == "learned")                 # a learned table has no window of 8L
+        if far is not None:
+            assert views["by_distance"]["mean"][-1] == pytest.approx(far["mean"])
+            assert views["by_distance"]["low"][-1] <= far["mean"] <= views["by_distance"]["high"][-1]
+
+
+def test_render_retrieval_draws_every_group_and_keeps_zero_in_view(results, extension):
+    fig, axes = plt.subplots(1, 2)
+    out = P.render_retrieval(axes, results, groups=("alibi", "rope"))
+    assert out["ylim"][0] < 0 < out["ylim"][1] and len(axes[0].lines) >= 2
+    controls = [c["control_loss"]["mean"] for e in ("alibi", "rope") for c in results["probe_summary"][e]]
+    assert out["copier_gain"] == pytest.approx((min(controls), max(controls)))
+    assert [t.get_text() for t in axes[1].get_legend().get_texts()] == ["alibi", "rope"]
+    fig, axes = plt.subplots(1, 2)
+    ft = P.render_retrieval(axes, extension, key="finetuned_probe_summary")
+    assert set(ft["groups"]) == set(extension["provenance"]["config"]["finetune_methods"])
+    assert "ABF (base raised)" in [t.get_text() for t in axes[1].get_legend().get_texts()]
+    with pytest.raises(ValueError, match="groups"):
+        P.render_retrieval(axes, results, groups=("xpos",))
+    with pytest.raises(ValueError, match="probe"):
+        P.render_retrieval(axes, {"provenance": results["provenance"], "probe_len": 16})
+
+
+def test_rope_scaling_data_for_the_raised_base():
+    """ABF keeps pair 0, turns pair i by (b / b')^(2i/d) as fast; the slow pairs stay in their trained angles
+    over 4 L0 at b' = 5e5 (d = 16, L0 = 64), not over 8 L0."""
+    d4, d8 = (P.rope_scaling_data("abf", s, dim=16, abf_base=500000.0) for s in (4.0, 8.0))
+    np.testing.assert_allclose(d4["ratio"], (10000.0 / 500000.0) ** (np.arange(8) * 2 / 16))
+    assert list(np.flatnonzero(d4["kept"])) == [0] and d4["scaling"] == {"rope_type": "default", "rope_theta": 5e5}
+    assert d4["overshoot"] == pytest.approx(4 * 50 ** (-6 / 16)) and d4["overshoot"] < 1 < d8["overshoot"]
+    np.testing.assert_allclose(d4["scaled"], rope_inv_freq(16, base=500000.0)[0].numpy())

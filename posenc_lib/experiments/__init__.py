@@ -9,11 +9,14 @@ One job per module:
     corpus       the text: fixed Python standard-library files, one ASCII character = one token
     config       ExperimentConfig, every setting of a run (stored with the results)
     training     the one AdamW loop (`fit`), its learning-rate schedule, the experiment's TinyLM
-    evaluation   the loss on the last L positions of windows of L..8L; RoPE context-extension swaps
+    evaluation   the loss on the last L positions of windows of L..8L; the sliding-window baseline (the same
+                 characters, each with exactly L of context); RoPE context-extension swaps
+    probe        the retrieval probe: a random string written twice, scored on its second copy
     runner       the runs of 07 and 08 over worker processes, their provenance, run_all, live_run
     results      data/ (found in one place), load_results, load_rope_model, write_results
     learned      notebook 04: the lag-copy task and the snapshots of a learned position table
-    summary      readings of the cached results: 09's row per encoding, rankings, early positions, exposure
+    summary      readings of the cached results: 09's row per encoding, rankings, early positions, the
+                 sliding baseline, the probe, exposure, the fine-tune arms
 
 Model: `TinyLM` (2 layers, d_model 64, 4 heads), identical for every encoding except the encoding
 (NoPE, sinusoidal, learned, T5 bias, RoPE, ALiBi), the same seed giving the same shared initial
@@ -23,29 +26,39 @@ predicted characters are identical at every length, only the positions they sit 
 context precedes them) change. A learned table has no row past L, so its longer-window losses are
 None (null in JSON), not a number.
 
+Every model is also scored on the same characters with exactly L of context (sliding windows), and
+probed for retrieval: a random string written twice into held-out text, scored on its second copy,
+at distances inside and beyond L.
+
 Context extension (notebook 08): the RoPE models are re-evaluated at 2L..8L with each
-`rope_inv_freq` scaling (no fine-tuning), then fine-tuned briefly at 4L with position interpolation
-(and, as a control, with plain RoPE) and evaluated again, one seed (config.finetune_seeds).
+`rope_inv_freq` scaling (no fine-tuning), then fine-tuned at 4L in four arms with the same budget
+(plain RoPE, position interpolation, YaRN, and the base raised as deployed: ABF), three seeds
+(config.finetune_seeds), and evaluated and probed again.
 """
 from ..attention import where_it_acts
 from ..scaling import EXTENSION_METHODS
-from .config import EXPERIMENT_ENCODINGS, ExperimentConfig, config_from
+from .config import EXPERIMENT_ENCODINGS, FINETUNE_ARMS, ExperimentConfig, config_from
 from .corpus import (CORPUS_FILES, UNK_ID, VALID_FILES, VOCAB_SIZE, Corpus, corpus_paths, decode, encode, load_corpus,
                      stdlib_dir)
-from .evaluation import eval_ends, evaluate, method_position_loss, rope_scaling, supports_length, with_rope_scaling
+from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_loss, rope_scaling, supports_length,
+                         with_rope_scaling)
+from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
 from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, ROPE_STATE_FILE, data_dir, data_file, load_results,
                       load_rope_model, write_results)
-from .runner import extension_eval, finetune_and_evaluate, live_run, run_all, summarize, train_and_evaluate
-from .summary import early_positions, encoding_summary, finetune_share, rankings, training_exposure
+from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, seed_stats, summarize, summarize_probe,
+                     train_and_evaluate)
+from .summary import (context_effect, early_positions, encoding_summary, finetune_leads, finetune_share, probe_gains,
+                      rankings, training_exposure)
 from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
     "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
-    "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus", "ExperimentConfig",
-    "build_model", "config_from", "corpus_paths", "data_dir", "data_file", "decode", "early_positions", "encode",
-    "encoding_summary", "eval_ends", "evaluate", "extension_eval", "finetune_and_evaluate", "finetune_share", "fit",
-    "live_run", "load_corpus", "load_results", "load_rope_model", "method_position_loss", "rankings", "rope_scaling",
-    "run_all", "seeded_tinylm", "stdlib_dir", "summarize", "supports_length", "train", "train_and_evaluate",
-    "training_exposure", "warmup_cosine_lr",
-    "where_it_acts", "with_rope_scaling", "write_results",
+    "FINETUNE_ARMS", "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus", "ExperimentConfig",
+    "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file", "decode",
+    "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate", "evaluate_sliding", "extension_eval",
+    "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit", "live_run", "load_corpus", "load_results",
+    "load_rope_model", "make_probes", "method_position_loss", "probe_cells", "probe_gains", "probe_windows",
+    "rankings", "retrieval_probe", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir",
+    "summarize", "summarize_probe", "supports_length", "train", "train_and_evaluate", "training_exposure",
+    "warmup_cosine_lr", "where_it_acts", "with_rope_scaling", "write_results",
 ]

@@ -25,7 +25,7 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help=f"output directory (default {data_dir(must_exist=False)}; "
                                                     f"{QUICK_DIR} with --quick)")
     parser.add_argument("--no-extension", action="store_true", help="skip notebook 08's part")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 60 steps, 1 seed, 16 eval windows")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 60 steps, 1 seed, 16 eval windows and probes")
     parser.add_argument("--learned-snapshots", action="store_true",
                         help=f"instead: notebook 04's {SNAPSHOT_STEM}.npz/.json (about 5 s)")
     args = parser.parse_args(argv)
@@ -38,7 +38,8 @@ def main(argv=None):
     cfg = ExperimentConfig(steps=args.steps, seeds=tuple(args.seeds), encodings=tuple(args.encodings),
                            finetune_steps=args.finetune_steps)
     if args.quick:
-        cfg = replace(cfg, steps=60, seeds=(0,), eval_windows=16, finetune_steps=20, warmup_steps=10)
+        cfg = replace(cfg, steps=60, seeds=(0,), eval_windows=16, finetune_steps=20, warmup_steps=10,
+                      finetune_seeds=(0,), probe_windows=16)
     result = run_all(cfg, out_dir=out, workers=args.workers, threads=args.threads, extension=not args.no_extension)
     ext = result["extrapolation"]
     print(f"wrote {out}: {ext['provenance']['timing_whole_command']}")

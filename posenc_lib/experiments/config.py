@@ -8,6 +8,9 @@ from ..scaling import EXTENSION_METHODS
 
 #: the encodings notebook 07 compares (names in posenc_lib.model.ENCODINGS)
 EXPERIMENT_ENCODINGS = ("nope", "sinusoidal", "learned", "t5", "rope", "alibi")
+#: the fine-tune arms of notebook 08: an extension method's scaling (plain RoPE, PI, YaRN), or "abf": the
+#: RoPE base raised to config.abf_base (adjusted base frequency, as Llama 2 Long / Llama 3 / Qwen2.5 deploy it)
+FINETUNE_ARMS = ("none", "linear", "yarn", "abf")
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,22 @@ class ExperimentConfig:
     finetune_steps: int = 200
     finetune_lr: float = 1e-3
     finetune_warmup: int = 20
-    finetune_seeds: tuple = (0,)   # one seed: a fine-tune difference of a tenth of a nat is not settled by it
+    finetune_seeds: tuple = (0, 1, 2)
+    finetune_methods: tuple = FINETUNE_ARMS   # each arm: the same steps, batches and learning rate
+    # "abf": the base of continued training, 10000 -> 500000 (Llama 3's): at 4 * 64 the turns criterion of
+    # notebook 08 needs >= 10000 * 4 ** (16 / 6) = 4.0e5 (head dim 16, first slow pair 3); 5e5 is the next round one
+    abf_base: float = 500000.0
+    # the retrieval probe (notebook 07): a random lowercase string written twice into held-out text
+    probe_len: int | None = None   # characters per copy (None: train_len // 4, min 2: 16 at L = 64); the last
+                                   # probe_len - 1 of the second copy are scored
+    probe_windows: int = 64        # probes per (window, distance) cell; the same seeded set for every model
+    probe_on_finetuned: bool = True   # also probe the fine-tuned RoPE models of notebook 08
+    eval_tokens: int = 4096        # tokens per forward pass of the sliding-window baseline and of the probe
 
     def __post_init__(self):
         for name in ("train_len", "steps", "batch_size", "eval_windows", "eval_batch", "log_every", "d_model",
                      "num_heads", "num_layers", "t5_num_buckets", "t5_max_distance", "finetune_multiple",
-                     "finetune_steps"):
+                     "finetune_steps", "probe_windows", "eval_tokens"):
             _checks.positive_int(name, getattr(self, name))
         for name in ("warmup_steps", "finetune_warmup"):
             _checks.positive_int(name, getattr(self, name), allow_zero=True)
@@ -55,6 +68,8 @@ class ExperimentConfig:
         for name in ("min_lr_ratio", "weight_decay", "grad_clip"):
             _checks.positive_float(name, getattr(self, name), inclusive=True)
         _checks.positive_float("dynamic_factor", self.dynamic_factor, minimum=1.0, inclusive=True)
+        _checks.positive_float("abf_base", self.abf_base, minimum=1.0)
+        _checks.boolean("probe_on_finetuned", self.probe_on_finetuned)
         for name in ("llama3_low_freq_factor", "llama3_high_freq_factor"):
             _checks.positive_float(name, getattr(self, name))
         for name in ("seeds", "finetune_seeds"):
@@ -68,6 +83,13 @@ class ExperimentConfig:
         bad = [m for m in self.extension_methods if m not in EXTENSION_METHODS]
         if bad:
             raise ValueError(f"extension_methods must be among {list(EXTENSION_METHODS)}, got unknown {bad}")
+        bad = [m for m in self.finetune_methods if m not in FINETUNE_ARMS]
+        if bad:
+            raise ValueError(f"finetune_methods must be among {list(FINETUNE_ARMS)}, got unknown {bad}")
+        if self.probe_len is not None and (_checks.positive_int("probe_len", self.probe_len) < 2
+                                           or 3 * self.probe_len > self.train_len):
+            raise ValueError(f"probe_len must be >= 2 and fit three times into train_len = {self.train_len} (a "
+                             f"window of L holds both copies and text before them), or None, got {self.probe_len}")
         if 1 not in self.eval_multiples:
             raise ValueError(f"eval_multiples must include 1 (the training length), got {self.eval_multiples}")
 
@@ -80,3 +102,8 @@ def config_from(results: dict) -> ExperimentConfig:
         raise ValueError("results must be a dict written by posenc_lib.experiments (with provenance.config), "
                          f"got {type(results).__name__}") from None
     return ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+
+
+def probe_length(cfg: ExperimentConfig) -> int:
+    """The retrieval probe's string length: cfg.probe_len, or train_len // 4 (at least 2) when it is None."""
+    return cfg.probe_len if cfg.probe_len is not None else max(2, cfg.train_len // 4)

@@ -2,8 +2,15 @@
 
 The predicted characters are identical at every length; only the positions they sit at (and how
 much context precedes them) change, so a rise of the loss with the window is the encoding's doing.
+
+In a window of L the scored characters have 1..L characters of context (the first ones almost none);
+in a window of mL, (m-1)L+1..mL. `evaluate_sliding` is the baseline between the two: the SAME
+characters, each predicted from exactly L preceding characters (one window of L per character,
+scored at its last position), so "loss at mL below the baseline" means the longer context helped.
+
 Notebook 08's context-extension methods swap a trained model's RoPE for a rescaled one
-(`with_rope_scaling`), weights untouched.
+(`with_rope_scaling`), weights untouched; `rope_scaling` also gives the fine-tune arm "abf" (the
+base raised to config.abf_base).
 """
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from .. import _checks
 from ..absolute import LearnedEncoding
 from ..model import TinyLM, make_encoding
 from ..scaling import EXTENSION_METHODS, extension_scaling
-from .config import ExperimentConfig
+from .config import FINETUNE_ARMS, ExperimentConfig
 
 
 def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
@@ -62,9 +69,44 @@ def evaluate(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len:
     return (loss, per_pos) if per_position else loss
 
 
+@torch.no_grad()
+def evaluate_sliding(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len: int, ends: torch.Tensor,
+                     tokens: int = 4096):
+    """Mean cross-entropy (nats/char) over the same characters as `evaluate(..., score_len=score_len)`
+    (the last `score_len` targets of the windows ending at `ends`), each predicted from EXACTLY
+    `context_len` preceding characters: target valid[t] gets its own window valid[t - context_len : t],
+    scored at its last position only (ends.numel() * score_len windows, `tokens` // context_len of them
+    per forward pass). None if the model cannot take `context_len` positions."""
+    context_len, score_len = _checks.positive_int("context_len", context_len), _checks.positive_int("score_len",
+                                                                                                   score_len)
+    tokens = _checks.positive_int("tokens", tokens)
+    if not supports_length(model, context_len):
+        return None
+    model.eval()
+    targets = (ends[:, None] + torch.arange(-score_len + 1, 1, device=valid.device)).reshape(-1)  # (W * score_len,)
+    if int(targets.min()) < context_len:
+        raise ValueError(f"ends must leave context_len + score_len - 1 = {context_len + score_len - 1} characters "
+                         f"before them, got an end at {int(ends.min())}")
+    offsets = torch.arange(-context_len, 1, device=valid.device)
+    batch = max(1, tokens // context_len)
+    total = torch.zeros((), dtype=torch.float64, device=valid.device)
+    for i in range(0, targets.numel(), batch):
+        window = valid[targets[i:i + batch, None] + offsets]  # (b, context_len + 1): inputs, then the target
+        logits, _ = model(window[:, :-1])
+        total += F.cross_entropy(logits[:, -1], window[:, -1], reduction="sum").double()
+    return float(total / targets.numel())
+
+
 def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | None:
     """The `scaling` dict that extends a RoPE model trained at cfg.train_len by `factor` with `method`
-    (posenc_lib.scaling.extension_scaling with the config's dynamic NTK and Llama 3.1 settings)."""
+    (posenc_lib.scaling.extension_scaling with the config's dynamic NTK and Llama 3.1 settings).
+    method "abf" (a fine-tune arm, not a no-fine-tuning method): plain RoPE with the base raised to
+    cfg.abf_base, {"rope_type": "default", "rope_theta": cfg.abf_base}, whatever the factor."""
+    if method == "abf":
+        return {"rope_type": "default", "rope_theta": float(cfg.abf_base)}
+    if method not in FINETUNE_ARMS and method not in EXTENSION_METHODS:
+        raise ValueError(f"method must be one of {list(dict.fromkeys(EXTENSION_METHODS + FINETUNE_ARMS))}, "
+                         f"got {method!r}")
     return extension_scaling(method, factor, original_max_position_embeddings=cfg.train_len,
                              dynamic_factor=cfg.dynamic_factor, low_freq_factor=cfg.llama3_low_freq_factor,
                              high_freq_factor=cfg.llama3_high_freq_factor)

@@ -1,6 +1,7 @@
 """Readings of the cached results for notebooks 07-09: one row per encoding (09's table), the rankings
-by absolute loss and by rise, the early-position effect, how much text a run saw, and the fine-tune's
-share of pre-training. Each reads a results dict (default: data/) and computes; nothing is stored here."""
+by absolute loss and by rise, the early-position effect, the loss against the sliding-window baseline,
+the retrieval probe, how much text a run saw, the fine-tune's share of pre-training and the fine-tune
+arms against each other. Each reads a results dict (default: data/) and computes; nothing is stored here."""
 from __future__ import annotations
 
 from ..attention import HOOK_PLACES, where_it_acts
@@ -87,3 +88,62 @@ def finetune_share(extension: dict | None = None) -> dict:
     finetune = cfg["finetune_steps"] * ft["finetune_batch"] * ft["finetune_len"]
     pretrain = cfg["steps"] * cfg["batch_size"] * cfg["train_len"]
     return {"finetune_chars": finetune, "pretrain_chars": pretrain, "share": finetune / pretrain}
+
+
+def _spread(values: list) -> dict | None:
+    """{"mean", "min", "max", "values"} of per-seed numbers; None if any is None."""
+    if not values or any(v is None for v in values):
+        return None
+    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values), "values": values}
+
+
+def context_effect(results: dict | None = None, encoding: str = "alibi") -> dict:
+    """The loss at each multiple against the sliding-window baseline, seed by seed (paired: the same
+    characters, the same model). The baseline predicts every scored character from exactly L
+    preceding characters; at multiple m the scored characters have (m-1)L+1 .. mL (m = 1: 1 .. L).
+    So difference["1"] > 0 is the early-position handicap of a window of L, measured directly, and
+    difference[m] < 0 for m > 1 means the longer context (and the new positions) helped.
+    Returns dict(sliding (mean over seeds), difference {m: {"mean", "min", "max", "values"} of
+    loss[m] - sliding_loss over seeds, None where the encoding has no value}). Reads `results`
+    (default: data/)."""
+    results = load_results("extrapolation") if results is None else results
+    runs = [r for r in results["runs"] if r["encoding"] == encoding]
+    if not runs:
+        raise ValueError(f"encoding {encoding!r} is not in these results; have {list(results['summary'])}")
+    if any("sliding_loss" not in r for r in runs):
+        raise ValueError("these results have no sliding-window baseline (sliding_loss): re-run `make experiments`")
+    sliding = [r["sliding_loss"] for r in runs]
+    diff = {m: _spread([None if r["loss"][m] is None else r["loss"][m] - r["sliding_loss"] for r in runs])
+            for m in runs[0]["loss"]}
+    return {"sliding": sum(sliding) / len(sliding), "difference": diff}
+
+
+def probe_gains(results: dict, group: str, *, key: str = "probe_summary") -> dict:
+    """The retrieval probe of one encoding (results = the extrapolation results) or one fine-tune arm
+    (results = the context-extension results, key="finetuned_probe_summary"): {(multiple, distance):
+    cell}, each cell {"multiple", "window", "distance", and mean/std/min/max over seeds of loss,
+    control_loss, gain, accuracy, control_accuracy} (None where the model has no value)."""
+    table = results.get(key)
+    if not table:
+        raise ValueError(f"these results have no {key!r}: re-run `make experiments`")
+    if group not in table:
+        raise ValueError(f"group must be one of {list(table)}, got {group!r}")
+    return {(c["multiple"], c["distance"]): c for c in table[group]}
+
+
+def finetune_leads(extension: dict | None = None, over: str = "none") -> dict:
+    """How much each fine-tune arm beats the arm `over` (default: plain RoPE fine-tuned), seed by seed
+    (paired: the same pre-trained model, the same fine-tune batches): method -> multiple ->
+    {"mean", "min", "max", "values"} of loss[over] - loss[method] (> 0: the method is better).
+    Reads `extension` (default: data/)."""
+    extension = load_results("context_extension") if extension is None else extension
+    fts = extension["finetuned"]
+    arms = list(dict.fromkeys(f["method"] for f in fts))
+    if over not in arms:
+        raise ValueError(f"over must be one of the fine-tune arms {arms}, got {over!r}")
+    base = {f["seed"]: f["loss"] for f in fts if f["method"] == over}
+    out = {}
+    for method in arms:
+        mine = {f["seed"]: f["loss"] for f in fts if f["method"] == method}
+        out[method] = {m: _spread([base[s][m] - mine[s][m] for s in sorted(mine)]) for m in mine[min(mine)]}
+    return out

@@ -1,5 +1,5 @@
-"""Notebooks 07 and 08: train short, test long, and RoPE context extension (linear, NTK-aware,
-dynamic NTK, YaRN, Llama 3.1).
+"""Notebooks 07 and 08: train short, test long, the retrieval probe, and RoPE context extension (linear,
+NTK-aware, dynamic NTK, YaRN, Llama 3.1; fine-tuned: plain, PI, YaRN, ABF = the base raised).
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew. The experiment
 figures draw the results dicts of `posenc_lib.experiments` they are given (a widget loads them once,
@@ -27,14 +27,16 @@ from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
     "ENCODING_COLORS", "METHOD_COLORS", "METHOD_LABELS", "render_extrapolation", "render_position_loss",
-    "render_training_curves", "rope_scaling_data", "render_rope_scaling", "render_overshoot", "render_extension",
-    "render_method_position_loss",
+    "render_training_curves", "render_own_encoding", "rope_scaling_data", "render_rope_scaling",
+    "render_overshoot", "render_extension",
+    "render_method_position_loss", "render_retrieval", "retrieval_data",
 ]
 
 METHOD_COLORS = {"none": "#7f7f7f", "linear": "#1f77b4", "ntk": "#2ca02c", "dynamic": "#17becf",
-                 "yarn": "#d62728", "llama3": "#9467bd"}
+                 "yarn": "#d62728", "llama3": "#9467bd", "abf": "#ff7f0e"}
 METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
-                 "yarn": "YaRN", "llama3": "Llama 3.1"}
+                 "yarn": "YaRN", "llama3": "Llama 3.1", "abf": "ABF (base raised)"}
+ABF_BASE = 500000.0  # the experiments' default (ExperimentConfig.abf_base): Llama 3's base
 
 
 _PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -173,15 +175,160 @@ def render_training_curves(ax, results: dict):
     return out
 
 
+def render_own_encoding(axes, results: dict, run: dict):
+    """Your encoding's run (posenc_lib.experiments.own_encoding.train_own_encoding) beside the cached arms.
+    Left: loss vs evaluation window, cached arms faint (mean over seeds, min..max band), yours in black
+    (dashed when its steps or windows differ from the cached run's: then the numbers do not compare).
+    Right: training loss vs step, where the same step does compare (same batches for the same seed).
+    Returns dict(lengths, mean, own, comparable, train, own_train)."""
+    ax_curve, ax_train = axes
+    cfg = results["provenance"]["config"]
+    L, multiples = cfg["train_len"], _multiples(results)
+    if sorted(int(m) for m in run["loss"]) != multiples:
+        raise ValueError(f"run must be evaluated at the cached multiples {multiples}, got {sorted(run['loss'])}")
+    lengths = np.array(multiples) * L
+    comparable = run["steps"] == cfg["steps"] and run["eval_windows"] == cfg["eval_windows"]
+    out = {"lengths": lengths, "mean": {}, "comparable": comparable, "train": {}}
+    for enc in results["summary"]:
+        mean, low, high = _seed_stats(results, enc, multiples)
+        color = ENCODING_COLORS.get(enc, "k")
+        ax_curve.plot(lengths, mean, "o-", color=color, alpha=0.45, lw=1.2, ms=3, label=enc)
+        if not np.isnan(mean[1:]).all():
+            _band(ax_curve, lengths, low, high, color=color, alpha=0.08)
+        out["mean"][enc] = mean
+    own = np.array([np.nan if run["loss"][str(m)] is None else run["loss"][str(m)] for m in multiples])
+    label = f"{run['encoding']} (seed {run['seed']}, {run['steps']} steps)"
+    ax_curve.plot(lengths, own, "o-" if comparable else "o--", color="k", lw=2.2, ms=5, label=label)
+    out["own"] = own
+    ax_curve.axvline(L, color="k", lw=0.8, ls="--")
+    ax_curve.set_xscale("log", base=2)
+    ax_curve.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
+    ax_curve.set_xlabel("evaluation window (characters)", fontsize=8)
+    ax_curve.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
+    seeds = len(cfg["seeds"])
+    ax_curve.set_title(f"yours: 1 seed; cached: {seeds} seeds, {cfg['steps']} steps" if comparable else
+                       f"NOT comparable: yours {run['steps']} steps, {run['eval_windows']} windows; "
+                       f"cached {cfg['steps']}, {cfg['eval_windows']}", fontsize=9, y=1.0,
+                       color="k" if comparable else "#d62728")
+    _tidy(ax_curve)
+    for enc in results["summary"]:
+        curves = [r["train_curve"] for r in results["runs"] if r["encoding"] == enc]
+        steps = np.array([s for s, _ in curves[0]])
+        loss = np.array([[v for _, v in c] for c in curves]).mean(0)
+        ax_train.plot(steps, loss, color=ENCODING_COLORS.get(enc, "k"), alpha=0.45, lw=1.0)
+        out["train"][enc] = (steps, loss)
+    own_steps, own_loss = (np.array(v, dtype=float) for v in zip(*run["train_curve"]))
+    ax_train.plot(own_steps, own_loss, "o-" if len(own_steps) < 8 else "-", color="k", lw=2.0, ms=3)
+    out["own_train"] = (own_steps, own_loss)
+    ax_train.set_xlabel("step", fontsize=8)
+    ax_train.set_ylabel("training loss (nats/char)", fontsize=8)
+    ax_train.set_title("training loss at L (the same batches at the same step)", fontsize=9, y=1.0)
+    ax_train.legend(*ax_curve.get_legend_handles_labels(), fontsize=7, loc="upper right")  # the key of both panels
+    tidy(ax_train, nbins=5)
+    ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.25, bottom=0.16)
+    return out
+
+
+def retrieval_data(results: dict, key: str = "probe_summary") -> dict:
+    """The retrieval probe's cells sorted into the two views of `render_retrieval`, per group (an encoding
+    of the extrapolation results, or with key="finetuned_probe_summary" a fine-tune arm of the
+    context-extension results). k = the string's length (results["probe_len"]), L = train_len.
+    "by_distance": the far cells (first copy k + 1 characters into a window of n, distance n - 2k)
+    and the near cell in a window of L (distance k), by distance; "by_window": the near cells
+    (distance k: the copies back to back, at the window's end) by window length. Each: dict(x, mean,
+    low, high, control, accuracy) arrays over seeds (NaN where the model has no value).
+    Returns dict(groups {group: {"by_distance": ..., "by_window": ...}}, k, L)."""
+    cfg = results["provenance"]["config"]
+    k, L = results["probe_len"], cfg["train_len"]
+    table = results.get(key)
+    if not table:
+        raise ValueError(f"these results have no {key!r} (re-run `make experiments`)")
+
+    def view(cells, x_of):
+        cells = sorted(cells, key=x_of)
+
+        def stat(field, which="mean"):
+            return np.array([np.nan if c[field] is None else c[field][which] for c in cells], dtype=float)
+
+        return {"x": np.array([x_of(c) for c in cells]), "mean": stat("gain"), "low": stat("gain", "min"),
+                "high": stat("gain", "max"), "control": stat("control_loss"), "accuracy": stat("accuracy"),
+                "control_accuracy": stat("control_accuracy")}
+
+    groups = {}
+    for group, cells in table.items():
+        far = [c for c in cells if c["distance"] == c["window"] - 2 * k and c["distance"] != k]
+        near = [c for c in cells if c["distance"] == k]
+        groups[group] = {"by_distance": view([c for c in near if c["window"] == L] + far, lambda c: c["distance"]),
+                         "by_window": view(near, lambda c: c["window"])}
+    return {"groups": groups, "k": k, "L": L}
+
+
+def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=None):
+    """The retrieval probe: gain = control loss - probe loss on the second copy (nats/char; mean over
+    seeds, min..max band); 0 = nothing retrieved, a perfect copier gains about the control loss.
+    Left: by the distance between the copies (each in the shortest window that holds it); right: the
+    copies back to back (distance k) at the end of ever longer windows. Encodings (or fine-tune arms)
+    in their colours. Returns retrieval_data plus "ylim" and "copier_gain" (the smallest and largest
+    mean control loss drawn: what a model copying every character would gain; None if nothing is drawn)."""
+    ax_dist, ax_win = axes
+    data = retrieval_data(results, key)
+    k, L = data["k"], data["L"]
+    names = list(data["groups"]) if groups is None else list(groups)
+    colors = METHOD_COLORS if key.startswith("finetuned") else ENCODING_COLORS
+    values = []
+    for name in names:
+        if name not in data["groups"]:
+            raise ValueError(f"groups must be among {list(data['groups'])}, got {name!r}")
+        color = colors.get(name, "k")
+        label = METHOD_LABELS.get(name, name) if key.startswith("finetuned") else name
+        for ax, part in ((ax_dist, "by_distance"), (ax_win, "by_window")):
+            v = data["groups"][name][part]
+            ax.plot(v["x"], v["mean"], "o-", color=color, ms=3.5, lw=1.3, label=label)
+            if not np.isnan(v["mean"]).all():
+                ok = ~np.isnan(v["mean"])
+                _band(ax, v["x"][ok], v["low"][ok], v["high"][ok], color=color, alpha=0.15)
+            values += [x for x in (*v["low"], *v["high"]) if not np.isnan(x)]
+    low, high = (min(values), max(values)) if values else (0.0, 0.0)
+    ylim = (min(-0.1, low - 0.05), max(0.5, high + 0.1))
+    controls = [x for name in names for part in ("by_distance", "by_window")
+                for x in data["groups"][name][part]["control"] if not np.isnan(x)]
+    copier = (min(controls), max(controls)) if controls else None  # what copying every character would gain
+    if copier is not None and copier[0] > ylim[1]:
+        ax_dist.text(0.98, 0.97, f"a perfect copier would gain {copier[0]:.1f}-{copier[1]:.1f} (off the scale)",
+                     fontsize=7, ha="right", va="top", transform=ax_dist.transAxes)
+    for ax in (ax_dist, ax_win):
+        ax.axhline(0.0, color="k", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(*ylim)
+        _tidy(ax)
+    dist = data["groups"][names[0]]["by_distance"]["x"] if names else []
+    ax_dist.set_xticks(dist, [f"{d:g}" for d in dist])
+    ax_dist.axvline(L - k, color="k", lw=0.8, ls=":")
+    ax_dist.text(L - k, 0.03, " both copies fit in L to the left", fontsize=7, va="bottom",
+                 transform=ax_dist.get_xaxis_transform())
+    ax_dist.set_xlabel("distance between the copies (characters)", fontsize=8)
+    ax_dist.set_ylabel("gain: control - probe loss (nats/char)", fontsize=8)
+    ax_dist.set_title(f"retrieval by distance ({k} random letters, scored on the 2nd copy)", fontsize=9, y=1.0)
+    wins = data["groups"][names[0]]["by_window"]["x"] if names else []
+    ax_win.set_xticks(wins, [f"{w // L}L={w}" if w > L else f"L={w}" for w in wins])
+    ax_win.axvline(L, color="k", lw=0.8, ls=":")
+    ax_win.set_xlabel("window (the copies back to back at its end)", fontsize=8)
+    ax_win.set_title(f"distance {k}, ever further into the window", fontsize=9, y=1.0)
+    ax_win.legend(fontsize=6.5, ncol=2, loc="upper left")
+    ax_dist.figure.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16)
+    return {**data, "ylim": ylim, "copier_gain": copier}
+
+
 # ------------------------------------------------------------------------------- 08: context extension
 
 
 def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, base: float = 10000.0,
-                      original_max: int = 64) -> dict:
+                      original_max: int = 64, abf_base: float = ABF_BASE) -> dict:
     """Frequencies of plain RoPE and of `method` extended by `factor` from `original_max` positions.
 
     The scaling dict is the experiments' (`posenc_lib.scaling.extension_scaling`; dynamic: its fixed
-    factor at seq_len = factor * original_max). Returns dict(theta, scaled, attention_factor, wavelength,
+    factor at seq_len = factor * original_max); method "abf" is plain RoPE with the base raised from
+    `base` to `abf_base` ({"rope_type": "default", "rope_theta": abf_base}, whatever the factor). Returns dict(theta, scaled, attention_factor, wavelength,
     scaled_wavelength, turns_train (original_max * theta / 2 pi), turns_long (factor * original_max
     * scaled / 2 pi), ratio (scaled / theta), scaling, long_len, and per pair:
     slow (turns_train < 1), kept (ratio 1: untouched), interpolated (ratio 1/factor: fully interpolated),
@@ -189,7 +336,10 @@ def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, 
     method slows a pair more than 1/factor, e.g. dynamic NTK); and first_slow (index of the first slow
     pair, None if none) and overshoot (max turns_long / turns_train over the slow pairs, None if none)).
     """
-    scaling = extension_scaling(method, float(factor), original_max_position_embeddings=int(original_max))
+    if method == "abf":
+        scaling = {"rope_type": "default", "rope_theta": float(abf_base)}
+    else:
+        scaling = extension_scaling(method, float(factor), original_max_position_embeddings=int(original_max))
     theta, _ = rope_inv_freq(dim, base=base)
     long_len = int(round(factor * original_max))
     scaled, attention_factor = rope_inv_freq(dim, base=base, scaling=scaling, seq_len=long_len)
@@ -295,8 +445,9 @@ def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16
 
 def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned: bool = True):
     """Loss vs evaluation length for the RoPE models of 07 with every extension method (mean line,
-    min..max band over seeds, no fine-tuning), plus (dashed) the models fine-tuned at
-    finetune_multiple * L. Returns dict(lengths, mean (method -> array), finetuned (label -> array))."""
+    min..max band over seeds, no fine-tuning), plus (dashed, mean and band over the fine-tune seeds) each
+    arm fine-tuned at finetune_multiple * L. Returns dict(lengths, mean (method -> array), finetuned
+    (arm -> array of the mean over seeds), highlight)."""
     cfg = extension["provenance"]["config"]
     L = cfg["train_len"]
     evals = extension["no_finetune"]
@@ -315,18 +466,22 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
         ax.plot(lengths, mean, "o-", color=color, alpha=alpha, ms=4, lw=1.4, label=METHOD_LABELS[method])
         _band(ax, lengths, values.min(0), values.max(0), color=color, alpha=0.2 * alpha)
     if show_finetuned:
-        for ft in extension["finetuned"]:
-            label = f"{METHOD_LABELS[ft['method']]}, fine-tuned {cfg['finetune_steps']} steps at {ft['finetune_len']}"
-            values = np.array([ft["loss"][str(m)] for m in multiples])
-            out["finetuned"][f"{ft['method']} seed {ft['seed']}"] = values
-            ax.plot(lengths, values, "s--", color=METHOD_COLORS.get(ft["method"], "k"), ms=4, lw=1.2,
-                    label=label if ft["seed"] == extension["finetuned"][0]["seed"] else None)
+        fts = extension["finetuned"]
+        for method in dict.fromkeys(ft["method"] for ft in fts):
+            values = np.array([[ft["loss"][str(m)] for m in multiples] for ft in fts if ft["method"] == method])
+            out["finetuned"][method] = values.mean(0)
+            color = METHOD_COLORS.get(method, "k")
+            ax.plot(lengths, values.mean(0), "s--", color=color, ms=4, lw=1.2,
+                    label=f"{METHOD_LABELS[method]} + fine-tune ({len(values)} seed{'s' if len(values) > 1 else ''})")
+            if len(values) > 1:
+                _band(ax, lengths, values.min(0), values.max(0), color=color, alpha=0.12)
     ax.axvline(L, color="k", lw=0.8, ls="--")
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
     ax.set_xlabel("evaluation window (characters)", fontsize=8)
     ax.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
-    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2)", fontsize=9, y=1.0)
+    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2); dashed: fine-tuned "
+                 f"{cfg['finetune_steps']} steps at {cfg['finetune_multiple'] * L}", fontsize=8.5, y=1.0)
     ax.legend(fontsize=6.5, ncol=2, loc="upper left")
     _tidy(ax)
     return out
