@@ -25,7 +25,7 @@ help:
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
 	@echo "make bench       speed ratios (apply_rope vs eager rotate-half and vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
-	@echo "make experiments regenerate the cached results in data/ (8-15 minutes on 2 cores)"
+	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
 	@echo "make clean       remove the venv and caches"
 
 install: $(STAMP)

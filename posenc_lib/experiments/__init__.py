@@ -12,8 +12,10 @@ One job per module:
     evaluation   the loss on the last L positions of windows of L..8L; the sliding-window baseline (the same
                  characters, each with exactly L of context); RoPE context-extension swaps
     probe        the retrieval probe: a random string written twice, scored on its second copy
+    own_encoding your encoding: the protocol's rules checked, then one run beside the cached arms (07)
     runner       the runs of 07 and 08 over worker processes, their provenance, run_all, live_run
-    results      data/ (found in one place), load_results, load_rope_model, write_results
+    results      data/ (found in one place), load_results, load_rope_model, write_results,
+                 load_model_configs (notebook 10's public configs)
     learned      notebook 04: the lag-copy task and the snapshots of a learned position table
     summary      readings of the cached results: 09's row per encoding, rankings, early positions, the
                  sliding baseline, the probe, exposure, the fine-tune arms
@@ -42,9 +44,10 @@ from .corpus import (CORPUS_FILES, UNK_ID, VALID_FILES, VOCAB_SIZE, Corpus, corp
                      stdlib_dir)
 from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_loss, rope_scaling, supports_length,
                          with_rope_scaling)
+from .own_encoding import encoding_rule_problems, rule_report, train_own_encoding
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
-from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, ROPE_STATE_FILE, data_dir, data_file, load_results,
-                      load_rope_model, write_results)
+from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, data_dir, data_file,
+                      load_model_configs, load_results, load_rope_model, write_results)
 from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, seed_stats, summarize, summarize_probe,
                      train_and_evaluate)
 from .summary import (context_effect, early_positions, encoding_summary, finetune_leads, finetune_share, probe_gains,
@@ -53,12 +56,13 @@ from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
     "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
-    "FINETUNE_ARMS", "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus", "ExperimentConfig",
-    "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file", "decode",
-    "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate", "evaluate_sliding", "extension_eval",
-    "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit", "live_run", "load_corpus", "load_results",
-    "load_rope_model", "make_probes", "method_position_loss", "probe_cells", "probe_gains", "probe_windows",
-    "rankings", "retrieval_probe", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir",
-    "summarize", "summarize_probe", "supports_length", "train", "train_and_evaluate", "training_exposure",
-    "warmup_cosine_lr", "where_it_acts", "with_rope_scaling", "write_results",
+    "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus",
+    "ExperimentConfig", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file",
+    "decode", "early_positions", "encode", "encoding_rule_problems", "encoding_summary", "eval_ends", "evaluate",
+    "evaluate_sliding", "extension_eval", "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit",
+    "live_run", "load_corpus", "load_model_configs", "load_results", "load_rope_model", "make_probes",
+    "method_position_loss", "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe",
+    "rule_report", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
+    "summarize_probe", "supports_length", "train", "train_and_evaluate", "train_own_encoding", "training_exposure",
+    "warmup_cosine_lr", "where_it_acts", "with_rope_scaling", "write_results"
 ]
