@@ -262,6 +262,35 @@ class ModelPositions:
             groups.setdefault(_kind_text(layer), []).append(layer.index)
         return list(groups.items())
 
+    def variants(self) -> list:
+        """Which of the production variants of notebooks 10-11 this model uses, as short names:
+        "learned absolute" (no RoPE), "base > 10k", "partial rotary" (the first r of head_dim dims turn),
+        "decoupled RoPE" (a slice that does not start at dim 0: DeepSeek MLA), the rope_type of a context
+        extension ("linear", "yarn", "llama3", "longrope", ...), "local/global bases" (RoPE layers with
+        different bases), "NoPE layers" (beside RoPE layers), "sliding-window layers", "chunked layers",
+        "M-RoPE" (an mrope_section)."""
+        if self.position_encoding != "rope":
+            return [self.position_encoding]
+        rope = [layer for layer in self.layers if layer.rope]
+        found = []
+        if any(layer.base > 10000 for layer in rope):
+            found.append("base > 10k")
+        if any(layer.rotary_dims[0] == 0 and layer.rotary_dim < layer.head_dim for layer in rope):
+            found.append("partial rotary")
+        if any(layer.rotary_dims[0] > 0 for layer in rope):
+            found.append("decoupled RoPE")
+        found += sorted({layer.rope_type for layer in rope if layer.rope_type != "default"})
+        if len({layer.base for layer in rope}) > 1:
+            found.append("local/global bases")
+        if rope and self.nope_layers:
+            found.append("NoPE layers")
+        for kind, name in (("sliding", "sliding-window layers"), ("chunked", "chunked layers")):
+            if any(layer.attention == kind for layer in self.layers):
+                found.append(name)
+        if self.mrope_section is not None:
+            found.append("M-RoPE")
+        return found
+
     def rows(self) -> list:
         """One dict per distinct kind of layer: the report as data (for a table or a DataFrame)."""
         rows = []

@@ -549,3 +549,25 @@ def test_unknown_model_type_is_read_generically_and_says_so():
 def test_load_model_configs_names_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"model_configs.json is missing"):
         load_model_configs(tmp_path)
+
+
+# ------------------------------------------------------------------ variants (notebook 09's second table)
+VARIANTS = {  # what each model's config.json makes it use, as notebooks 10-11 tell it
+    "Llama 2 7B": [],
+    "Llama 3.1 8B": ["base > 10k", "llama3"],
+    "Llama 4 Scout 17B-16E Instruct": ["base > 10k", "llama3", "NoPE layers", "chunked layers"],
+    "Mistral 7B v0.1": ["sliding-window layers"],
+    "Qwen2.5-VL 7B Instruct": ["base > 10k", "M-RoPE"],
+    "Gemma 3 4B (instruction-tuned)": ["base > 10k", "linear", "local/global bases", "sliding-window layers"],
+    "Phi-3 mini 128k instruct": ["longrope", "sliding-window layers"],
+    "DeepSeek-V3": ["decoupled RoPE", "yarn"],
+    "GPT-NeoX-20B": ["partial rotary"],
+    "SmolLM3 3B": ["base > 10k", "NoPE layers"],
+    "BERT base uncased": ["learned absolute"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_variants_of_the_shipped_models(name):
+    entry = {m["name"]: m for m in MODELS}[name]
+    assert from_hf_config(entry["config"]).variants() == VARIANTS[name]

@@ -33,3 +33,9 @@ def test_encoding_table_markdown_has_a_row_per_encoding(results):
     assert "not in the experiment" in next(line for line in table if line.startswith("| shaw"))
     rope = next(r for r in rows if r["encoding"] == "rope")
     assert f"{rope['rise']['8']:+.3f}" in next(line for line in table if line.startswith("| rope"))
+
+
+def test_variant_table_lists_users_per_variant_in_order():
+    table = P.variant_table_markdown({"A": ["x", "y"], "B": ["y"], "C": []}, {"y": "10", "x": "04", "z": "11"})
+    lines = table.splitlines()
+    assert lines[2:] == ["| y | 10 | A, B |", "| x | 04 | A |", "| z | 11 | - |"]

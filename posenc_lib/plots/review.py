@@ -1,5 +1,6 @@
 """Notebook 09: the review. Which encodings' scores notice a shift of the whole sequence, and the
-table of what every encoding costs and how it extrapolated (from notebook 07's cached results).
+table of what every encoding costs and how it extrapolated (from notebook 07's cached results), and
+which production variants of RoPE (notebooks 10-11) the shipped model configs use.
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
 """
@@ -17,7 +18,8 @@ from ..relative import T5RelativeBias
 from ..rope import RotaryEmbedding
 from ._style import ENCODING_COLORS, tidy
 
-__all__ = ["shift_scores", "shift_invariance", "render_shift_invariance", "encoding_table_markdown"]
+__all__ = ["shift_scores", "shift_invariance", "render_shift_invariance", "encoding_table_markdown",
+           "variant_table_markdown"]
 
 
 def shift_scores(encoding, x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor, shift: int) -> torch.Tensor:
@@ -88,4 +90,15 @@ def encoding_table_markdown(rows: list) -> str:
             measured = [f"{r['loss_at_L']:.3f}"] + ["n/a" if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
                                                     for m in multiples]
         lines.append(f"| {r['encoding']} | {r['acts']} | {r['parameters']} | " + " | ".join(measured) + " |")
+    return "\n".join(lines)
+
+
+def variant_table_markdown(variants: dict, where: dict) -> str:
+    """A Markdown table with one row per variant (the keys of `where`, in order): where it is taught
+    (`where[variant]`) and the models that use it, from `variants` = {model name: its variant names,
+    e.g. configs.ModelPositions.variants()}. "-": no model in `variants` uses it."""
+    lines = ["| variant | notebook | models among the shipped configs |", "|---|---|---|"]
+    for variant, notebook in where.items():
+        users = [name for name, used in variants.items() if variant in used]
+        lines.append(f"| {variant} | {notebook} | {', '.join(users) if users else '-'} |")
     return "\n".join(lines)
