@@ -164,7 +164,7 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
         label = (f"{name}: {int(mine.sum())} pairs, shortest {data['fastest'][name]:.3g}" if mine.any()
                  else f"{name}: no pairs")
         ax.plot(i[mine], data["wavelength"][mine], "o", ms=3, color=color, label=label)  # cheaper than scatter
-    ax.axhline(2 * math.pi * 32, color="0.6", lw=0.8, ls="--")  # a turn over ~32 patches: an image's extent
+    ax.axhline(2 * math.pi * 32, color="0.6", lw=0.8, ls="--")  # above it: < 1 radian across 32 patches
     ax.set_title(f"section {list(data['section'])}, {kind}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", markerscale=1.5, handletextpad=0.2)
     ax.tick_params(labelsize=7)
