@@ -73,6 +73,18 @@ def test_t5_bucket_axis_is_symlog_with_every_exact_bucket_in_the_linear_part():
     np.testing.assert_array_equal(causal[exact], -r[exact])
 
 
+def test_t5_titles_count_the_buckets_actually_used():
+    """Hugging Face's bidirectional buckets never reach bucket num_buckets / 2: r > 0 adds n to a distance >= 1."""
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    fig, axes = plt.subplots(1, 2)
+    result = plots.render_t5_buckets(axes, 32, 128, span=384)
+    r = torch.as_tensor(result["relative"])
+    hf = T5Attention._relative_position_bucket(r, bidirectional=True, num_buckets=32, max_distance=128)
+    assert 16 not in set(hf.tolist()) and 16 not in set(result["bidirectional"].tolist())
+    assert axes[0].get_title().endswith("31 of 32 buckets used") and axes[1].get_title().endswith("32 of 32 buckets used")
+
+
 @pytest.mark.parametrize("num_heads", [8, 12])
 def test_alibi_reach_is_the_geometric_tail(num_heads):
     """Equal content scores: weight(d) is proportional to exp(-m d), so the weight beyond distance D is

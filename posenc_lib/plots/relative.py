@@ -56,7 +56,9 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
 def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, span: int | None = None):
     """T5's bucket of every relative position r = key - query in [-span, span] (default 1.5 * max_distance).
     Left: bidirectional (encoder); right: causal (decoder, bidirectional=False). The r axis is symlog:
-    linear for |r| <= num_buckets / 2 (every exact bucket is a visible step), logarithmic beyond.
+    linear for |r| <= num_buckets / 2 (every exact bucket is a visible step), logarithmic beyond. Each title
+    counts the buckets some r actually reaches: the bidirectional form never uses bucket num_buckets / 2 (a key
+    after the query is at distance >= 1), so 31 of 32 at the defaults.
     Returns dict(relative, bidirectional, causal, linthresh) as numpy / int."""
     span = int(span if span is not None else math.ceil(1.5 * max_distance))
     relative = torch.arange(-span, span + 1)
@@ -76,7 +78,8 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
         ax.set_xlim(-span, span)
         ax.set_ylim(-1, total)
         ax.set_xlabel(f"r = key - query (linear for |r| <= {linthresh}, log beyond)", fontsize=8)
-        ax.set_title(f"{name}: {int(buckets.max()) + 1 - int(buckets.min())} buckets used", fontsize=9)
+        used = int(torch.unique(buckets).numel())  # bidirectional: bucket n (the after side's distance 0) is never used
+        ax.set_title(f"{name}: {used} of {total} buckets used", fontsize=9)
         tidy(ax)
     axes[0].set_ylabel("bucket", fontsize=8)
     axes[1].text(-span * 0.8, num_buckets * 0.1, "past (r < 0)", fontsize=7)
