@@ -143,8 +143,8 @@ class ShawRelativePosition(PositionalEncoding):
         z_i  = sum_j p_ij (v_j + a^V_{ij})        ->  value term  sum_j p_ij a^V_{ij}
 
     Shapes: q (B, H, Tq, d) -> bias (B, H, Tq, Tk); probs (B, H, Tq, Tk) -> value term (B, H, Tq, d).
-    The (2k+1, d) tables are shared by the heads, as in the paper. shaw(q, q_positions=None,
-    k_positions=None) is the score bias (keys at the query positions unless given).
+    The (2k+1, d) tables are shared by the heads, as in the paper's sec. 3.3 and tensor2tensor.
+    shaw(q, q_positions=None, k_positions=None) is the score bias (keys at the query positions unless given).
 
     Memory: gathering a^K_{ij} for every pair makes a (Tq, Tk, d) tensor (batch x that with per-row
     positions). Both terms here take the other order of the same sums instead: q . a^K_r for the

@@ -330,7 +330,7 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
-    """The derivation's form: z_i = x[2i] + i x[2i+1] (complex), out = z_i * e^{i m theta_i}, back to reals.
+    """The derivation's form: z_i = x[2i] + 1j * x[2i+1] (complex), out = z_i * exp(1j * m * theta_i), back to reals.
 
     x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints on x's device (default
     0 .. seq-1); theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise
