@@ -61,6 +61,10 @@ def test_cached_extrapolation_has_the_expected_shape(cached):
             assert all(0 < run["loss"][m] < 10 for m in run["loss"])
             assert len(run["per_position_loss"]) == 8 * 64
         assert run["loss"]["1"] < math.log(VOCAB_SIZE)  # it learned something
+        if run["encoding"] == "t5":  # its trained bias table, [bucket][head] (notebook 05)
+            assert len(run["t5_bias"]) == cfg["t5_num_buckets"] and {len(r) for r in run["t5_bias"]} == {cfg["num_heads"]}
+        else:
+            assert "t5_bias" not in run
     for enc, row in res["summary"].items():  # the summary is the seeds' mean, recomputed here
         for m, stats in row.items():
             values = [r["loss"][m] for r in res["runs"] if r["encoding"] == enc]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 
+import pytest
 import torch
 
 from posenc_lib.experiments import config_from, load_results, load_rope_model
@@ -130,3 +131,23 @@ def test_provenance_records_the_code_and_the_machine():
     assert prov["config"] == asdict(cfg) and (prov["workers"], prov["threads_per_worker"]) == (2, 1)
     assert prov["torch_version"] == torch.__version__ and prov["command"].startswith("python -m posenc_lib.experiments")
     assert prov["git_commit"] is None or len(prov["git_commit"]) == 40
+
+
+def test_a_t5_run_records_its_learned_bias_table_and_writes_it(tmp_path):
+    """t5_bias: the T5 model's shared relative_attention_bias, [bucket][head], as trained; other encodings
+    have none."""
+    cfg = replace(_TINY, encodings=("t5", "alibi"), seeds=(0,))
+    out = R.run_all(cfg, out_dir=tmp_path, workers=1, show_progress=False, extension=False)
+    runs = {r["encoding"]: r for r in load_results("extrapolation", tmp_path)["runs"]}
+    assert "t5_bias" not in runs["alibi"]
+    table = runs["t5"]["t5_bias"]
+    assert table == out["extrapolation"]["runs"][0]["t5_bias"]
+    assert len(table) == cfg.t5_num_buckets and {len(row) for row in table} == {cfg.num_heads}
+    again = R.train_and_evaluate("t5", 0, cfg, keep_state=True, progress=lambda n: None)
+    weight = again["state"]["encoding.relative_attention_bias.weight"]  # (buckets, heads), trained
+    assert torch.allclose(torch.tensor(table, dtype=torch.float64), weight.double(), rtol=0, atol=5e-6)  # 5 decimals
+    assert table == again["t5_bias"]
+    model = R.build_model("t5", cfg, 0)
+    assert not torch.allclose(weight, model.encoding.relative_attention_bias.weight)  # it moved in training
+    with pytest.raises(TypeError, match="T5RelativeBias"):
+        R.t5_bias_table(R.build_model("rope", cfg, 0))

@@ -85,6 +85,29 @@ def test_t5_titles_count_the_buckets_actually_used():
     assert axes[0].get_title().endswith("31 of 32 buckets used") and axes[1].get_title().endswith("32 of 32 buckets used")
 
 
+def test_t5_learned_bias_draws_each_heads_bucket_value_at_every_offset():
+    """Given tables: bias[panel, h, i] = table[bucket(r_i), h] for the causal buckets, r = 0, -1, ..., -span;
+    one step line per head on a symlog axis; past -max_distance every offset shows the last bucket's value."""
+    tables = torch.randn(2, 32, 4, generator=torch.Generator().manual_seed(0))
+    fig, axes = plt.subplots(1, 2)
+    result = plots.render_t5_learned_bias(axes, tables.tolist(), max_distance=64, span=512, titles=["a", "b"])
+    r = result["relative"]
+    np.testing.assert_array_equal(r, -np.arange(513))
+    buckets = t5_relative_bucket(torch.as_tensor(r), bidirectional=False, num_buckets=32, max_distance=64)
+    np.testing.assert_array_equal(result["buckets"], buckets.numpy())
+    expected = tables.double()[:, buckets, :].permute(0, 2, 1).numpy()  # (panels, heads, offsets)
+    np.testing.assert_array_equal(result["bias"], expected)
+    assert (result["bias"][:, :, r <= -64] == tables.double().numpy()[:, None, 31, :].transpose(0, 2, 1)).all()
+    for ax, title in zip(axes, "ab"):
+        assert ax.get_xscale() == "symlog" and ax.get_title() == title and len(ax.get_lines()) >= 4
+        np.testing.assert_array_equal(ax.get_lines()[1].get_ydata(), result["bias"][0 if title == "a" else 1, 1])
+    with pytest.raises(ValueError, match="tables"):
+        plots.render_t5_learned_bias(axes, tables[0], max_distance=64, span=512)
+    with pytest.raises(ValueError, match="axes"):
+        plots.render_t5_learned_bias(axes[:1], tables, max_distance=64, span=512)
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("num_heads", [8, 12])
 def test_alibi_reach_is_the_geometric_tail(num_heads):
     """Equal content scores: weight(d) is proportional to exp(-m d), so the weight beyond distance D is

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus
 from .evaluation import eval_ends, evaluate, evaluate_sliding, rope_scaling, with_rope_scaling
@@ -89,7 +90,8 @@ def train_and_evaluate(encoding: str, seed: int, cfg: ExperimentConfig, keep_sta
                        progress=None) -> dict:
     """One run of notebook 07: train `encoding` at cfg.train_len with `seed`, evaluate at every multiple,
     the per-position loss of the longest window it can take (learned: its own length), the
-    sliding-window baseline (the same characters, each with exactly L of context) and the retrieval probe."""
+    sliding-window baseline (the same characters, each with exactly L of context) and the retrieval probe; a T5 run also
+    records its learned bias table ("t5_bias", `t5_bias_table`)."""
     corpus = _corpus()
     wall, cpu = time.perf_counter(), time.process_time()
     model = build_model(encoding, cfg, seed)
@@ -111,9 +113,22 @@ def train_and_evaluate(encoding: str, seed: int, cfg: ExperimentConfig, keep_sta
         "train_seconds": trained["seconds"], "train_cpu_seconds": trained["cpu_seconds"],
         "sliding_cpu_seconds": sliding_cpu, "probe_cpu_seconds": probe_cpu, **_seconds_since(wall, cpu),
     }
+    if encoding == "t5":
+        out["t5_bias"] = t5_bias_table(model)
     if keep_state:
         out["state"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return out
+
+
+def t5_bias_table(model) -> list:
+    """A T5 TinyLM's learned bias, [bucket][head] (num_buckets x num_heads floats, rounded to 5 decimals):
+    the one relative_attention_bias table its layers share (bucket b = t5_relative_bucket of r = key - query)."""
+    encoding = getattr(model, "encoding", None)
+    if not isinstance(encoding, T5RelativeBias):
+        raise TypeError(f"model must be a TinyLM with a T5RelativeBias encoding, got "
+                        f"{type(encoding).__name__ if encoding is not None else type(model).__name__}")
+    weight = encoding.relative_attention_bias.weight.detach().cpu()  # (num_buckets, num_heads)
+    return [[round(float(v), 5) for v in row] for row in weight]
 
 
 def extension_eval(state: dict, seed: int, cfg: ExperimentConfig, label: str = "no fine-tuning",
@@ -295,7 +310,8 @@ EXTRAPOLATION_DESCRIPTION = (
     "string of probe_len (top-level key) lowercase letters written twice into held-out text, the second copy at the end of "
     "a window of multiple * train_len, the first `distance` characters before it; loss/accuracy on the "
     "second copy's characters 2..probe_len, control_* with the first copy replaced by another random "
-    "string, gain = control_loss - loss. *_summary: mean/std/min/max over seeds.")
+    "string, gain = control_loss - loss. t5_bias (t5 runs): the learned relative_attention_bias shared by "
+    "the layers, [bucket][head]. *_summary: mean/std/min/max over seeds.")
 EXTENSION_DESCRIPTION = (
     "The RoPE models of the extrapolation run, evaluated (same windows, same scored positions) with "
     "each rope_inv_freq scaling at factor = multiple, original_max_position_embeddings = train_len "

@@ -15,10 +15,10 @@ import torch
 
 from ..alibi import alibi_bias, alibi_slopes
 from ..relative import relative_positions, t5_relative_bucket
-from ._style import side_colorbar, tidy, two_panels
+from ._style import side_colorbar, tidy, to_numpy, two_panels
 
-__all__ = ["shaw_clipped_relative", "render_shaw_clipping", "render_t5_buckets", "render_alibi", "alibi_reach",
-           "render_alibi_window"]
+__all__ = ["shaw_clipped_relative", "render_shaw_clipping", "render_t5_buckets", "render_t5_learned_bias",
+           "render_alibi", "alibi_reach", "render_alibi_window"]
 
 
 def shaw_clipped_relative(length: int, max_relative_position: int) -> torch.Tensor:
@@ -86,6 +86,47 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
     axes[1].text(2, num_buckets * 0.1, "future: bucket 0", fontsize=7)
     two_panels(axes)
     return {"relative": r, "bidirectional": both.numpy(), "causal": causal.numpy(), "linthresh": linthresh}
+
+
+def render_t5_learned_bias(axes, tables, *, max_distance: int, span: int, titles=None):
+    """Learned causal T5 bias tables as profiles over r = key - query = 0, -1, ..., -span: one panel per
+    table, one line per head, bias_h(r) = table[bucket(r), h] (t5_relative_bucket, bidirectional=False,
+    num_buckets = the tables' rows). The r axis is symlog as in render_t5_buckets (linear over the
+    num_buckets / 2 exact buckets); red dashes at r = -max_distance, past which every key shares the
+    last bucket. tables: (panels, num_buckets, num_heads) nested lists, array or tensor; axes: one per
+    panel; titles: one per panel (default "table i").
+    Returns dict(relative (span + 1,), buckets (span + 1,), bias (panels, num_heads, span + 1)) as numpy."""
+    values = to_numpy(tables)
+    if values.ndim != 3:
+        raise ValueError(f"tables must have shape (panels, num_buckets, num_heads), got {values.shape}")
+    panels, num_buckets, num_heads = values.shape
+    axes = list(np.atleast_1d(axes))
+    if len(axes) != panels:
+        raise ValueError(f"axes must hold one axes per table ({panels}), got {len(axes)}")
+    titles = [f"table {i}" for i in range(panels)] if titles is None else list(titles)
+    if len(titles) != panels:
+        raise ValueError(f"titles must hold one title per table ({panels}), got {len(titles)}")
+    relative = -torch.arange(int(span) + 1)  # 0, -1, ..., -span: the query itself and its past
+    buckets = t5_relative_bucket(relative, bidirectional=False, num_buckets=num_buckets,
+                                 max_distance=max_distance).numpy()
+    bias = values[:, buckets, :].transpose(0, 2, 1)  # (panels, heads, span + 1)
+    r = relative.numpy()
+    linthresh = max(1, num_buckets // 2)
+    for ax, panel, title in zip(axes, bias, titles):
+        ax.set_xscale("symlog", linthresh=linthresh, linscale=2.5)
+        for h in range(num_heads):
+            ax.step(r, panel[h], where="mid", lw=1.2, color=_head_color(h, num_heads), label=f"head {h}")
+        ax.axvline(-max_distance, color="C3", lw=0.7, ls="--")
+        ax.axvline(-linthresh, color="0.85", lw=0.5, ls=":")
+        ax.axhline(0, color="0.7", lw=0.5)
+        ax.set_xlim(-span, 0)
+        ax.set_xlabel("r = key - query", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        tidy(ax)
+    axes[0].set_ylabel("learned bias", fontsize=8)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[0].figure.subplots_adjust(bottom=0.17, wspace=0.3, right=0.85)
+    return {"relative": r, "buckets": buckets, "bias": bias}
 
 
 def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
