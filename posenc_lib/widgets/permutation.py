@@ -1,4 +1,4 @@
-"""Notebook 01's slider figure: one attention head, or two stacked, on a permuted sentence
+"""Notebook 01's slider figure: one attention layer (one head), or two stacked, on a permuted sentence
 (posenc_lib.plots.permutation)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["permutation_explorer"]
 
 def permutation_explorer() -> InteractiveFigure:
     """01: choose an ordering of "我 爱 北京", toggle the sinusoidal encoding and the causal mask, and stack
-    a second attention head (under the mask, two layers see the order inside a prefix; one does not)."""
+    a second one-head attention layer (under the mask, two layers see the order inside a prefix; one does not)."""
     setup = toy_sentence()
     orders = sentence_permutations()
     controls = {
@@ -20,7 +20,7 @@ def permutation_explorer() -> InteractiveFigure:
         "encoding": widgets.Dropdown(options=[("none (NoPE)", "none"), ("sinusoidal, added", "sinusoidal")],
                                      value="none", description="encoding"),
         "causal": widgets.Checkbox(value=False, description="causal mask"),
-        "layers": widgets.Dropdown(options=[("1 attention head", 1), ("2 stacked heads", 2)], value=1,
+        "layers": widgets.Dropdown(options=[("1 layer (1 head)", 1), ("2 stacked layers", 2)], value=1,
                                    description="layers"),
     }
     return InteractiveFigure(render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
