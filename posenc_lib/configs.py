@@ -316,7 +316,7 @@ class ModelPositions:
                    else f" (pretrained at {self.original_max_position_embeddings})"))
         columns = ("layers", "rope", "layout", "rotary_dims", "base", "rope_type", "attention_factor", "attention",
                    "longest_wavelength")
-        cells = [[_cell(row[c]) for c in columns] for row in self.rows()]
+        cells = [[table_cell(row[c]) for c in columns] for row in self.rows()]
         widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]
         lines = [head, "  ".join(c.ljust(w) for c, w in zip(columns, widths))]
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
@@ -327,11 +327,12 @@ class ModelPositions:
         return self.table()
 
 
-def _cell(value) -> str:
+def table_cell(value, digits: int = 6) -> str:
+    """A report table's cell: "-" for None, a float to `digits` significant digits, anything else as str."""
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.{digits}g}"
     return str(value)
 
 

@@ -22,7 +22,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
-from ..configs import LayerPositions, ModelPositions, layer_ranges, attention_temperature
+from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
 from ..rope import apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
 from ._style import tidy, to_numpy, two_panels
@@ -504,14 +504,6 @@ def spectrum_rows(reports: dict) -> list:
     return rows
 
 
-def _short(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def checkpoint_table(rows: list) -> str:
     """spectrum_rows' rows as plain text: one line per (model, kind of layer)."""
     columns = [("model", "model"), ("layers", "layers"), ("kind", "attention"), ("layout", "layout"),
@@ -519,7 +511,7 @@ def checkpoint_table(rows: list) -> str:
                ("context", "context"), ("seen", "sees"), ("slow", "<1 turn"), ("first_negative", "B<0 at")]
     cells = []
     for row in rows:
-        line = {key: _short(row[key]) for key, _ in columns}
+        line = {key: table_cell(row[key], digits=4) for key, _ in columns}
         if not row["rope"]:
             line["kind"] = "learned absolute" if row["position_encoding"] != "rope" else row["kind"]
         if row["slow"] is not None:
