@@ -103,29 +103,27 @@ def check_partial_rope(fn) -> None:
             continue
         r = rotary_dim(d, fraction)
         theta_head = rope_inv_freq(d, base=base)[0][: r // 2]
-        wrong = {
-            "all": apply_rope(x, positions, base=base),
-            "last": apply_decoupled_rope(x, positions, rope_dim=r, base=base, layout="half"),
-            "head frequencies": apply_rope(x, positions, inv_freq=theta_head, partial_rotary_factor=fraction),
-            "across": _wrong_pairs_across_the_head(x, positions, fraction, base),
-            "interleaved": apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
-        }
-        if same(got, wrong["all"], atol=1e-5):
-            raise ExerciseError(f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi "
-                                f"partial_rotary_factor) turns only the first r = int(d * factor) = {r}; the other "
-                                f"{d - r} carry no position and must pass through unchanged")
-        if same(got, wrong["last"], atol=1e-5):
-            raise ExerciseError("you rotated the LAST r dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate "
-                                "the FIRST r = int(d * factor) dims and copy the rest")
-        if same(got, wrong["head frequencies"], atol=1e-5):
-            raise ExerciseError("your frequencies are the whole head's, base ** (-2i/d); the exponent runs over the "
-                                "rotated dims, theta_i = base ** (-2i/r), as in transformers (rope_inv_freq of r)")
-        if same(got, wrong["across"], atol=1e-5):
-            raise ExerciseError("you paired dim i with dim i + d/2 of the whole head; the pairs live inside the "
-                                "rotated dims: (i, i + r/2) for i < r/2 (rotate_half on x[..., :r])")
-        if same(got, wrong["interleaved"], atol=1e-5):
-            raise ExerciseError("you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in "
-                                "transformers pair (i, i + r/2) within the rotated dims")
+        known_mistakes = (  # (what that mistake returns, what to tell the learner)
+            (apply_rope(x, positions, base=base),
+             f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi partial_rotary_factor) "
+             f"turns only the first r = int(d * factor) = {r}; the other {d - r} carry no position and must pass "
+             f"through unchanged"),
+            (apply_decoupled_rope(x, positions, rope_dim=r, base=base, layout="half"),
+             "you rotated the LAST r dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate the FIRST "
+             "r = int(d * factor) dims and copy the rest"),
+            (apply_rope(x, positions, inv_freq=theta_head, partial_rotary_factor=fraction),
+             "your frequencies are the whole head's, base ** (-2i/d); the exponent runs over the rotated dims, "
+             "theta_i = base ** (-2i/r), as in transformers (rope_inv_freq of r)"),
+            (_wrong_pairs_across_the_head(x, positions, fraction, base),
+             "you paired dim i with dim i + d/2 of the whole head; the pairs live inside the rotated dims: "
+             "(i, i + r/2) for i < r/2 (rotate_half on x[..., :r])"),
+            (apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
+             "you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers "
+             "pair (i, i + r/2) within the rotated dims"),
+        )
+        for mistaken, message in known_mistakes:
+            if same(got, mistaken, atol=1e-5):
+                raise ExerciseError(message)
         if not torch.equal(got[..., r:].to(x.dtype), x[..., r:]):
             raise ExerciseError(f"dims {r} .. {d - 1} must be copied unchanged (bit for bit); yours differ")
         if not same(got[0], x[0], atol=1e-5):
