@@ -1,0 +1,49 @@
+"""The language the library speaks to a learner: English ("en", the default) or Chinese ("zh").
+
+It covers what a learner reads while working through a notebook: the exercise checkers' verdicts, the
+titles, axis labels and legends of the figures, the sliders' labels. Errors raised for bad arguments
+(ValueError, TypeError) stay in English, as torch's own do.
+
+A notebook sets the language once, in its first code cell: `posenc_lib.set_language("en")` in
+notebooks/, `posenc_lib.set_language("zh")` in notebooks/zh/ (the Chinese edition).
+
+Every such text is written as `tr(english, chinese)`, the two side by side at the place that uses
+them, so whoever changes one sees the other (tests/test_i18n.py checks that both are there, that the
+Chinese one is Chinese, and that both interpolate the same values).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+LANGUAGES = ("en", "zh")
+
+_language = "en"
+_listeners: list[Callable[[str], None]] = []
+
+
+def set_language(language: str) -> None:
+    """Make the library speak `language` ("en" or "zh") from now on, in this Python process."""
+    global _language
+    if not isinstance(language, str):
+        raise TypeError(f"language must be a str, one of {LANGUAGES}, got {type(language).__name__}")
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    _language = language
+    for listener in _listeners:
+        listener(language)
+
+
+def get_language() -> str:
+    """The language set by set_language ("en" until then)."""
+    return _language
+
+
+def on_language_change(listener: Callable[[str], None]) -> None:
+    """Call listener(language) on every set_language (the plots use it to warn once when Chinese is
+    asked for and no font can draw it)."""
+    _listeners.append(listener)
+
+
+def tr(en: str, zh: str) -> str:
+    """The text in the current language: `en` in English, `zh` in Chinese."""
+    return zh if _language == "zh" else en

@@ -1,0 +1,136 @@
+"""The library's two languages (posenc_lib.i18n): the switch itself, that every learner-facing text in
+exercises/, plots/ and widgets/ is written as tr(english, chinese) with a real Chinese twin that shows
+the same values, and that in Chinese the checkers' verdicts are Chinese (each reference solution's
+success line, each typical mistake's message)."""
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import posenc_lib
+from posenc_lib import exercises as X
+from posenc_lib.exercises import ExerciseError
+from posenc_lib.i18n import get_language, set_language, tr
+
+PACKAGE = Path(posenc_lib.__file__).parent
+LEARNER_FACING = sorted(p for folder in ("exercises", "plots", "widgets") for p in (PACKAGE / folder).glob("*.py"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+ENGLISH_WORD = re.compile(r"\b[A-Za-z]{3,}\b")
+# calls whose text argument a learner reads (the message, the title, the label ...)
+TEXT_CALLS = {"ExerciseError", "ok", "print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "text",
+              "annotate", "legend", "Label", "HTML", "warn"}
+TEXT_KEYWORDS = {"label", "title", "description", "xlabel", "ylabel", "value_text", "what"}
+
+
+@pytest.fixture
+def chinese():
+    set_language("zh")
+    yield
+    set_language("en")
+
+
+def test_switch_and_default():
+    assert get_language() == "en" and tr("position", "位置") == "position"
+    set_language("zh")
+    try:
+        assert get_language() == "zh" and tr("position", "位置") == "位置"
+    finally:
+        set_language("en")
+
+
+@pytest.mark.parametrize("bad, error", [("fr", ValueError), ("ZH", ValueError), (None, TypeError)])
+def test_bad_language_is_named(bad, error):
+    with pytest.raises(error, match="language"):
+        set_language(bad)
+    assert get_language() == "en"
+
+
+def _text(node) -> str | None:
+    """The literal text of a str constant or f-string (its fields as {}), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    return None
+
+
+def _fields(node) -> list[str]:
+    return sorted(ast.unparse(v.value) for v in ast.walk(node) if isinstance(v, ast.FormattedValue))
+
+
+def _tr_calls(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tr"]
+
+
+def _call_name(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+
+
+@pytest.mark.parametrize("path", LEARNER_FACING, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_tr_pair_is_english_and_chinese_with_the_same_values(path):
+    problems = []
+    for call in _tr_calls(ast.parse(path.read_text(encoding="utf-8"))):
+        if len(call.args) != 2 or call.keywords:
+            problems.append(f"line {call.lineno}: tr takes (english, chinese)")
+            continue
+        en, zh = call.args
+        en_text, zh_text = _text(en), _text(zh)
+        if en_text is None or zh_text is None:
+            problems.append(f"line {call.lineno}: both texts must be string literals (or f-strings)")
+            continue
+        if not CJK.search(zh_text):
+            problems.append(f"line {call.lineno}: the Chinese text has no Chinese: {zh_text[:60]!r}")
+        if _fields(en) != _fields(zh):
+            problems.append(f"line {call.lineno}: the two texts show different values: {_fields(en)} vs {_fields(zh)}")
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", LEARNER_FACING, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_english_sentence_reaches_a_learner_untranslated(path):
+    """A string literal of two or more English words, given to a call that shows text (a checker's
+    message, a title, a label, a legend, a slider description), must be the English half of a tr pair."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    inside_tr = {id(node) for call in _tr_calls(tree) for arg in call.args for node in ast.walk(arg)}
+    problems = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        shown = []
+        if _call_name(call) in TEXT_CALLS:
+            shown += call.args
+        shown += [k.value for k in call.keywords if k.arg in TEXT_KEYWORDS]
+        for arg in shown:
+            for node in ast.walk(arg):
+                text = _text(node)
+                if text is None or id(node) in inside_tr:
+                    continue
+                if len(ENGLISH_WORD.findall(text)) >= 2 and not CJK.search(text):
+                    problems.append(f"line {node.lineno}: {text[:70]!r}")
+    assert not problems, f"{path.name}: English text shown without tr(english, chinese):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("topic, name", [(t.__name__.rsplit(".", 1)[1], n) for t in X.TOPICS for n in t.SOLUTIONS])
+def test_reference_solutions_pass_in_chinese(topic, name, chinese, capsys):
+    module = importlib.import_module(f"posenc_lib.exercises.{topic}")
+    solution = module.SOLUTIONS[name]
+    module.CHECKS[name](solution() if (topic, name) == ("review", "quiz") else solution)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and CJK.search(out), out
+
+
+MISTAKE_TOPICS = ["permutation", "sinusoidal", "learned", "relative", "rope", "extension", "production", "multidim"]
+MISTAKES = [(f"{topic}-{row[0]}", *row[1:3]) for topic in MISTAKE_TOPICS
+            for row in importlib.import_module(f"test_exercises_{topic}").MISTAKES]
+
+
+@pytest.mark.parametrize("check, answer", [row[1:] for row in MISTAKES], ids=[row[0] for row in MISTAKES])
+def test_typical_mistakes_are_named_in_chinese(check, answer, chinese):
+    with pytest.raises(ExerciseError) as info:
+        check(answer)
+    assert CJK.search(str(info.value)), str(info.value)
+
+
+def test_attempt_speaks_chinese(chinese, capsys):
+    sinusoidal = importlib.import_module("posenc_lib.exercises.sinusoidal")
+    assert X.attempt(sinusoidal.check_wavelength, lambda omega: 1 / omega) is False
+    assert CJK.search(capsys.readouterr().out)
