@@ -8,7 +8,8 @@ A notebook sets the language once, in its first code cell: `posenc_lib.set_langu
 notebooks/, `posenc_lib.set_language("zh")` in notebooks/zh/ (the Chinese edition).
 
 Every such text is written as `tr(english, chinese)`, the two side by side at the place that uses
-them, so whoever changes one sees the other (tests/test_i18n.py checks that both are there, that the
+them, so whoever changes one sees the other (a table of texts made at import time holds
+`Text(english, chinese)`, which picks its language when it is shown) (tests/test_i18n.py checks that both are there, that the
 Chinese one is Chinese, and that both interpolate the same values).
 """
 from __future__ import annotations
@@ -47,3 +48,25 @@ def on_language_change(listener: Callable[[str], None]) -> None:
 def tr(en: str, zh: str) -> str:
     """The text in the current language: `en` in English, `zh` in Chinese."""
     return zh if _language == "zh" else en
+
+
+class Text:
+    """An English text and its Chinese twin, chosen when used (str(), an f-string, .format) rather than
+    when made: for tables of messages built at import time, before a notebook sets its language."""
+
+    __slots__ = ("en", "zh")
+
+    def __init__(self, en: str, zh: str):
+        self.en, self.zh = en, zh
+
+    def __str__(self) -> str:
+        return tr(self.en, self.zh)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def format(self, *args, **kwargs) -> str:
+        return str(self).format(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Text({self.en!r}, {self.zh!r})"

@@ -12,7 +12,7 @@ import pytest
 import posenc_lib
 from posenc_lib import exercises as X
 from posenc_lib.exercises import ExerciseError
-from posenc_lib.i18n import get_language, set_language, tr
+from posenc_lib.i18n import Text, get_language, set_language, tr
 
 PACKAGE = Path(posenc_lib.__file__).parent
 LEARNER_FACING = sorted(p for folder in ("exercises", "plots", "widgets") for p in (PACKAGE / folder).glob("*.py"))
@@ -40,6 +40,16 @@ def test_switch_and_default():
         set_language("en")
 
 
+def test_text_picks_its_language_when_shown():
+    label = Text("position {m}", "位置 {m}")
+    assert str(label) == "position {m}" and label.format(m=3) == "position 3"
+    set_language("zh")
+    try:
+        assert f"{label}" == "位置 {m}" and label.format(m=3) == "位置 3"
+    finally:
+        set_language("en")
+
+
 @pytest.mark.parametrize("bad, error", [("fr", ValueError), ("ZH", ValueError), (None, TypeError)])
 def test_bad_language_is_named(bad, error):
     with pytest.raises(error, match="language"):
@@ -61,7 +71,9 @@ def _fields(node) -> list[str]:
 
 
 def _tr_calls(tree):
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tr"]
+    """tr(english, chinese) and Text(english, chinese) calls."""
+    return [n for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("tr", "Text")]
 
 
 def _call_name(call: ast.Call) -> str:
@@ -73,7 +85,7 @@ def test_every_tr_pair_is_english_and_chinese_with_the_same_values(path):
     problems = []
     for call in _tr_calls(ast.parse(path.read_text(encoding="utf-8"))):
         if len(call.args) != 2 or call.keywords:
-            problems.append(f"line {call.lineno}: tr takes (english, chinese)")
+            problems.append(f"line {call.lineno}: tr and Text take (english, chinese)")
             continue
         en, zh = call.args
         en_text, zh_text = _text(en), _text(zh)
