@@ -20,11 +20,16 @@ the redraw timings, which it would not shorten.
    another dropdown option, clicks another toggle button...) and asserts the image's bytes change,
    timing the move -> new image. It fails when a notebook shows an error, a control does not
    redraw, or a notebook's median redraw exceeds --max-median-ms (300 ms).
-Screenshots (one per notebook plus one per interactive figure) go to ui-screenshots/ (git-ignored).
+Both editions are checked, each with its own server: notebooks/ with the interface in English and
+notebooks/zh/ with it in Chinese (JupyterLab's zh_CN language pack, as `make lab-zh` serves it; the
+Run menu is clicked by its Chinese name, so an English interface fails), after checking that the
+system has a font with Chinese characters for Chromium.
+Screenshots (one per notebook plus one per interactive figure) go to ui-screenshots/ and
+ui-screenshots/zh/ (git-ignored).
 
 Needs: `pip install -e ".[ui]"` (Playwright) and a Chromium: /usr/bin/chromium (Debian/Ubuntu:
 `apt-get install chromium`), or --chromium PATH, or Playwright's own (`playwright install chromium`).
-Usage: python tools/ui_check.py [notebooks/NN_x.ipynb ...] [--help for options]
+Usage: python tools/ui_check.py [notebooks/NN_x.ipynb | notebooks/zh/NN_x.ipynb ...] [--help for options]
 """
 from __future__ import annotations
 
@@ -57,6 +62,15 @@ LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
+}
+# The two editions: where their notebooks are, the interface language (the Chinese edition is checked
+# with JupyterLab in Chinese, as `make lab-zh` serves it: the zh_CN language pack, the "zh" extra) and
+# the Run menu's name in it, which the check clicks.
+LOCALE_SETTING = "@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+EDITIONS = {
+    "en": {"folder": ROOT / "notebooks", "settings": LAB_SETTINGS, "run_menu": "Run", "shots": ""},
+    "zh": {"folder": ROOT / "notebooks" / "zh", "settings": {**LAB_SETTINGS, LOCALE_SETTING: {"locale": "zh_CN"}},
+           "run_menu": "运行", "shots": "zh"},
 }
 PLOT_CODE = re.compile(r"\bplt\.(show|subplots|figure|imshow|plot)\(|\.savefig\(|\brender_\w+\(")
 TOP_LEVEL_SHOW = re.compile(r"^plt\.show\(", re.M)
@@ -119,7 +133,7 @@ def free_port() -> int:
 class LabServer:
     """JupyterLab from this venv, serving a throwaway copy of the notebooks, in its own process group."""
 
-    def __init__(self, notebooks_dir: Path, workdir: Path, startup_timeout: float):
+    def __init__(self, notebooks_dir: Path, workdir: Path, startup_timeout: float, settings: dict):
         self.workdir = workdir
         self.port = free_port()
         self.token = secrets.token_hex(24)
@@ -133,10 +147,10 @@ class LabServer:
             if entry.name in {".git", ".venv", "notebooks", "ui-screenshots"}:
                 continue
             (tree / entry.name).symlink_to(entry)
-        shutil.copytree(notebooks_dir, tree / "notebooks",
+        shutil.copytree(ROOT / "notebooks", tree / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        self.root_dir = tree / "notebooks"
-        for rel, values in LAB_SETTINGS.items():
+        self.root_dir = tree / notebooks_dir.resolve().relative_to(ROOT)  # notebooks/ or notebooks/zh/
+        for rel, values in settings.items():
             p = workdir / "lab-settings" / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(json.dumps(values))
@@ -458,8 +472,8 @@ class LiveResult:
 
 
 class Runner:
-    def __init__(self, server: LabServer, browser, args, shots: Path):
-        self.server, self.args, self.shots = server, args, shots
+    def __init__(self, server: LabServer, browser, args, shots: Path, run_menu: str):
+        self.server, self.args, self.shots, self.run_menu = server, args, shots, run_menu
         # One context for all notebooks so JupyterLab's static files come from the HTTP cache;
         # each notebook gets its own page and its own fresh workspace.
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -535,7 +549,13 @@ class Runner:
             raise UICheckError("could not attach to the notebook's kernel")
 
         # Run > Run All Cells, with the mouse, as a learner would.
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        # (the menu is found by its name in the edition's interface language: "运行" in Chinese)
+        menu = page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(self.run_menu)}$"))
+        if not menu.count():
+            labels = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+            raise UICheckError(f"no {self.run_menu!r} menu in the menu bar {labels}: is the interface in the "
+                               "edition's language (the zh_CN language pack for notebooks/zh)?")
+        menu.click()
         page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
         t_run = time.monotonic()
         deadline = t_run + a.run_timeout
@@ -802,6 +822,16 @@ def launch_browser(p, chromium: str | None):
                            "Debian/Ubuntu: `apt-get install chromium`, or pass --chromium PATH") from None
 
 
+def chinese_font_for_browser() -> bool:
+    """Whether fontconfig, where Chromium on Linux finds its fonts, has a font with Chinese characters
+    (elsewhere, without fc-list, assume the system has one)."""
+    try:
+        listed = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return True
+    return bool(listed.stdout.strip())
+
+
 def fmt(x, spec=".1f", none="-"):
     return none if x is None or x != x else format(x, spec)
 
@@ -810,7 +840,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebooks", nargs="*", type=Path,
-                    help="notebooks to check (default: notebooks/[0-9][0-9]_*.ipynb)")
+                    help="notebooks to check (default: both editions, notebooks/ and notebooks/zh/)")
     ap.add_argument("--chromium", help="Chromium binary (default: $CHROMIUM or /usr/bin/chromium)")
     ap.add_argument("--max-median-ms", type=float, default=300.0,
                     help="fail when a notebook's median move->new image time exceeds this (default 300)")
@@ -827,7 +857,8 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
 
-    paths = [p.resolve() for p in a.notebooks] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = [p.resolve() for p in a.notebooks] or [
+        p for edition in EDITIONS.values() for p in sorted(edition["folder"].glob("[0-9][0-9]_*.ipynb"))]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         print(f"UI FAILED: no such notebook: {', '.join(missing)}")
@@ -835,10 +866,38 @@ def main(argv=None) -> int:
     if not paths:
         print("UI FAILED: no notebooks found (notebooks/[0-9][0-9]_*.ipynb)")
         return 2
-    if len({p.parent for p in paths}) != 1:
-        print("UI FAILED: give notebooks from one folder per run")
+    by_folder = {edition["folder"]: name for name, edition in EDITIONS.items()}
+    strangers = sorted({str(p.parent) for p in paths if p.parent not in by_folder})
+    if strangers:
+        print(f"UI FAILED: notebooks must be in notebooks/ or notebooks/zh/, not {', '.join(strangers)}")
         return 2
     t_start = time.monotonic()
+    failed, n_live, n_bad, n_bad_static, n_redraws = False, 0, 0, 0, 0
+    for name, edition in EDITIONS.items():
+        chosen = [p for p in paths if p.parent == edition["folder"]]
+        if not chosen:
+            continue
+        print(f"==== the {'English' if name == 'en' else 'Chinese'} edition: {len(chosen)} notebook(s) in "
+              f"{edition['folder'].relative_to(ROOT)}/")
+        result = check_edition(chosen, edition, a)
+        if isinstance(result, int):  # could not run at all
+            return result
+        ed_failed, live, static = result
+        failed |= ed_failed
+        n_live += len(live)
+        n_bad += sum(1 for r in live if r.errors or r.problems or not all(x.ok for x in r.redraws)
+                     or (r.median_ms is not None and r.median_ms > a.max_median_ms))
+        n_bad_static += sum(1 for s in static.values() if s.problems)
+        n_redraws += sum(len(r.ok_redraws) for r in live)
+    what = "static only" if a.static_only else f"{n_bad} failed live"
+    print(f"UI {'FAILED' if failed else 'PASSED'}: {len(paths)} notebook(s), {what}, "
+          f"{n_bad_static} failed static, {n_redraws} redraw(s), {time.monotonic() - t_start:.0f} s")
+    return 1 if failed else 0
+
+
+def check_edition(paths: list, edition: dict, a):
+    """The static and live checks of one edition's notebooks: (failed, live results, static results),
+    or an exit code when the check cannot run."""
     failed = False
 
     static = {}
@@ -856,9 +915,7 @@ def main(argv=None) -> int:
                 print(f"      - {msg}")
             failed |= bool(s.problems)
     if a.static_only:
-        print(f"UI {'FAILED' if failed else 'PASSED'} (static only): {len(paths)} notebook(s), "
-              f"{time.monotonic() - t_start:.0f} s")
-        return 1 if failed else 0
+        return failed, [], static
 
     try:
         from playwright.sync_api import sync_playwright
@@ -867,7 +924,11 @@ def main(argv=None) -> int:
               "(`make test-ui` does it)")
         return 2
 
-    shots = a.screenshots
+    if edition["shots"] == "zh" and not chinese_font_for_browser():
+        print("   FAIL: no font with Chinese characters (fc-list :lang=zh is empty): Chromium would draw the "
+              "Chinese edition as boxes. Install one: apt-get install fonts-wqy-microhei (or fonts-noto-cjk)")
+        failed = True
+    shots = a.screenshots / edition["shots"]
     shots.mkdir(parents=True, exist_ok=True)
     for old in shots.glob("*.png"):
         old.unlink()
@@ -879,13 +940,13 @@ def main(argv=None) -> int:
         load = (f", load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
                 if hasattr(os, "getloadavg") else "")
         print(f"== live run: JupyterLab ({VENV_BIN / 'jupyter'}) + headless Chromium{load}")
-        server = LabServer(paths[0].parent, workdir, a.startup_timeout)
+        server = LabServer(paths[0].parent, workdir, a.startup_timeout, edition["settings"])
         print(f"   server on {server.base} (random port and token), serving a copy of {paths[0].parent}")
         with sync_playwright() as p:
             browser, chromium = launch_browser(p, a.chromium)
             try:
                 print(f"   browser: {chromium} (Chromium {browser.version})")
-                runner = Runner(server, browser, a, shots)
+                runner = Runner(server, browser, a, shots, edition["run_menu"])
                 for path in paths:
                     r = runner.run_notebook(path)
                     live.append(r)
@@ -915,10 +976,10 @@ def main(argv=None) -> int:
             finally:
                 browser.close()
     except UICheckError as e:
-        print(f"UI FAILED: {e}")
+        print(f"== FAILED: {e}")
         failed = show_log = True
     except KeyboardInterrupt:
-        print("UI FAILED: interrupted")
+        print("== FAILED: interrupted")
         failed = show_log = True
     except Exception:
         traceback.print_exc()
@@ -950,13 +1011,7 @@ def main(argv=None) -> int:
                   f"{fmt(r.max_ms, '.0f'):>6} "
                   f"{(s.html_pngs if s else '-'):>9}  {'FAIL' if bad else 'ok'}")
         print(f"   screenshots: {shots}")
-    n_bad = sum(1 for r in live if r.errors or r.problems or not all(x.ok for x in r.redraws)
-                or (r.median_ms is not None and r.median_ms > a.max_median_ms))
-    n_bad_static = sum(1 for s in static.values() if s.problems)
-    print(f"UI {'FAILED' if failed else 'PASSED'}: {len(paths)} notebook(s), {n_bad} failed live, "
-          f"{n_bad_static} failed static, {sum(len(r.ok_redraws) for r in live)} redraw(s), "
-          f"{time.monotonic() - t_start:.0f} s")
-    return 1 if failed else 0
+    return failed, live, static
 
 
 if __name__ == "__main__":
