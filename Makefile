@@ -52,8 +52,7 @@ $(ZH_LOCALE):
 
 lab-zh: $(STAMP) $(ZH_LOCALE)
 	@echo "正在端口 $(PORT) 上启动 JupyterLab（中文版）：在浏览器中打开下面打印的 http://127.0.0.1:$(PORT)/lab?token=... 地址（Ctrl-C 停止）"
-	JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) \
-		--ServerApp.root_dir=notebooks/zh $(ALLOW_ROOT)
+	JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks/zh $(ALLOW_ROOT)
 
 test: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)

@@ -119,6 +119,37 @@ def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
     assert ("--allow-root" in command) == (os.geteuid() == 0)
 
 
+def test_make_lab_zh_serves_the_chinese_edition_with_a_chinese_interface():
+    dry = _make_dry_run("lab-zh", "PORT=8124")
+    command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
+    assert "--port=8124" in command and "root_dir=notebooks/zh" in command
+    settings = re.search(r"JUPYTERLAB_SETTINGS_DIR=(\S+)", command).group(1)
+    locale_file = f"{settings}/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+    # the locale setting is written where JupyterLab reads it (or is there already from an earlier run)
+    assert locale_file in dry.stdout or (ROOT / locale_file).is_file()
+    if (ROOT / locale_file).is_file():
+        import json
+        assert json.loads((ROOT / locale_file).read_text())["locale"] == "zh_CN"
+    assert '{"locale": "zh_CN"}' in (ROOT / "Makefile").read_text()
+    assert _norm("jupyterlab-language-pack-zh-CN") in _pyproject_requirements()  # the pack the locale needs
+
+
+def test_make_installs_the_chinese_font_and_language_pack():
+    dry = _make_dry_run("install")
+    assert re.search(r'pip install .*-e "\.\[[^]]*\bzh\b[^]]*\]"', dry.stdout), dry.stdout
+    zh = [_norm(Requirement(r).name) for r in _pyproject()["project"]["optional-dependencies"]["zh"]]
+    assert "mplfonts" in zh and _norm("jupyterlab-language-pack-zh-CN") in zh
+
+
+def test_refresh_and_nbval_cover_both_editions():
+    dry = _make_dry_run("refresh")
+    refresh = next(line for line in dry.stdout.splitlines() if "nbconvert" in line)
+    assert "notebooks/[0-9][0-9]_*.ipynb" in refresh and "notebooks/zh/[0-9][0-9]_*.ipynb" in refresh
+    # `pytest ... notebooks` collects notebooks/zh/ too: nothing there tells it not to
+    assert not (ROOT / "notebooks" / "zh" / "conftest.py").exists()
+    assert "norecursedirs" not in (ROOT / "pyproject.toml").read_text()
+
+
 def test_developer_targets_call_the_tools_in_tools():
     dry = _make_dry_run("test-ui", "refresh", "bench")
     for tool in ("ui_check.py", "strip_widget_views.py", "bench.py"):
@@ -176,10 +207,11 @@ def test_ci_runs_the_readme_test_command():
     assert re.search(r"^\s*make test\b", ci, re.M)
 
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = (sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+             + sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_stored_notebook_is_executed_and_clean(path):
     """What GitHub and a fresh JupyterLab show: every code cell run in order, no tracebacks, static
     figures present, and nothing that would break or churn (widget state, execution timestamps)."""
