@@ -202,6 +202,16 @@ def test_readme_starts_with_the_two_commands():
     assert "make lab" in first_block and "make test" in first_block
 
 
+def test_chinese_readme_starts_with_the_two_commands_and_the_readmes_link_each_other():
+    readme, readme_zh = ((ROOT / name).read_text(encoding="utf-8") for name in ("README.md", "README.zh.md"))
+    first_block = re.search(r"```(?:bash|sh)?\n(.*?)```", readme_zh, re.S).group(1)
+    assert "make lab-zh" in first_block and "make test" in first_block
+    assert "](README.zh.md)" in readme and "](README.md)" in readme_zh
+    prose = re.sub(r"```.*?```|`[^`]*`|\(http[^)]*\)|\([\w./-]+\)", "", readme_zh, flags=re.S)
+    chinese = len(re.findall(r"[\u4e00-\u9fff]", prose))
+    assert chinese > 0.5 * len(re.findall(r"[A-Za-z]", prose)), "README.zh.md should be written in Chinese"
+
+
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^\s*make test\b", ci, re.M)
