@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import tr
+
 
 class ExerciseError(AssertionError):
     """An answer that is not right yet; the message says what to fix."""
@@ -18,10 +20,12 @@ def attempt(check, answer) -> bool:
         check(answer)
         return True
     except NotImplementedError:
-        print(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
-              f"(A reference solution: {check.__module__}.SOLUTIONS[{name!r}].)")
+        print(tr(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
+                 f"(A reference solution: {check.__module__}.SOLUTIONS[{name!r}].)",
+                 f"还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行一次这个单元格。"
+                 f"（参考解答见 {check.__module__}.SOLUTIONS[{name!r}]。）"))
     except ExerciseError as err:
-        print(f"Not yet right: {err}")
+        print(tr(f"Not yet right: {err}", f"还不对：{err}"))
     return False
 
 
@@ -38,13 +42,15 @@ def call(fn, *args, what: str):
     except (NotImplementedError, ExerciseError):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
-        raise ExerciseError(f"{what} raised {type(error).__name__}: {error}") from error
+        raise ExerciseError(tr(f"{what} raised {type(error).__name__}: {error}",
+                                f"{what}抛出了 {type(error).__name__}：{error}")) from error
 
 
 def tensor(value, what: str) -> torch.Tensor:
     """The answer itself, which must be a torch.Tensor."""
     if not isinstance(value, torch.Tensor):
-        raise ExerciseError(f"{what} should be a torch.Tensor, got {type(value).__name__}")
+        raise ExerciseError(tr(f"{what} should be a torch.Tensor, got {type(value).__name__}",
+                                f"{what} 应当是 torch.Tensor，实际是 {type(value).__name__}"))
     return value
 
 
@@ -55,7 +61,8 @@ def as_tensor(value, what: str) -> torch.Tensor:
     try:
         return torch.as_tensor(value)
     except Exception as error:  # noqa: BLE001
-        raise ExerciseError(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}") from error
+        raise ExerciseError(tr(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}",
+                                f"{what}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
 
 
 def number(value, what: str) -> float:
@@ -64,7 +71,8 @@ def number(value, what: str) -> float:
         return float(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise ExerciseError(f"{what} should be a number (or a one-element tensor), got {type(value).__name__}")
+    raise ExerciseError(tr(f"{what} should be a number (or a one-element tensor), got {type(value).__name__}",
+                            f"{what} 应当是一个数（或只含一个元素的张量），实际是 {type(value).__name__}"))
 
 
 def same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:

@@ -12,6 +12,7 @@ import torch
 from torch.nn import functional as F
 
 from ..absolute import position_similarity
+from ..i18n import tr
 from ._common import ExerciseError, as_tensor, attempt, call, ok, same
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]
@@ -22,27 +23,38 @@ def check_cosine_similarity(fn) -> None:
     gen = torch.Generator().manual_seed(4)
     table = torch.randn(6, 10, generator=gen, dtype=torch.float64) * torch.linspace(0.5, 3.0, 6, dtype=torch.float64)[:, None]
     before = table.clone()
-    got = as_tensor(call(fn, table, what="your function"), "your function")
+    got = as_tensor(call(fn, table, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
     if not torch.equal(table, before):
-        raise ExerciseError("your function changed the table in place (e.g. table /= norm): work on a copy")
+        raise ExerciseError(tr("your function changed the table in place (e.g. table /= norm): work on a copy",
+                               "你的函数原地修改了 table（比如 table /= norm）：请在副本上操作"))
     want = position_similarity(table)
     if got.shape == (10, 10):
-        raise ExerciseError("the result is (dim, dim): you compared columns (dimensions) rather than rows "
-                            "(positions). Normalise each row and take P @ P.T")
+        raise ExerciseError(tr("the result is (dim, dim): you compared columns (dimensions) rather than rows "
+                               "(positions). Normalise each row and take P @ P.T",
+                               "结果是 (dim, dim)：你比较的是列（维度），而不是行（位置）。"
+                               "先把每一行归一化，再算 P @ P.T"))
     if got.shape != want.shape:
-        raise ExerciseError(f"expected shape (T, T) = {tuple(want.shape)}, got {tuple(got.shape)}")
+        raise ExerciseError(tr(f"expected shape (T, T) = {tuple(want.shape)}, got {tuple(got.shape)}",
+                               f"形状应为 (T, T) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))
     if same(got, table @ table.T):
-        raise ExerciseError("these are raw dot products: divide by both rows' norms (cosine similarity), "
-                            "otherwise long vectors look 'similar' to everything")
+        raise ExerciseError(tr("these are raw dot products: divide by both rows' norms (cosine similarity), "
+                               "otherwise long vectors look 'similar' to everything",
+                               "这是未归一化的点积：要除以两行各自的范数（即余弦相似度），"
+                               "否则长向量看起来和谁都“相似”"))
     columns = F.normalize(table, dim=0)
     if same(got, columns @ columns.T):
-        raise ExerciseError("you normalised each column (dim=0); normalise each row (dim=-1): one row = one position")
+        raise ExerciseError(tr("you normalised each column (dim=0); normalise each row (dim=-1): one row = one position",
+                               "你归一化的是每一列（dim=0）；应归一化每一行（dim=-1）：一行就是一个位置"))
     if not same(got.diagonal(), torch.ones(6, dtype=torch.float64), atol=1e-5):
-        raise ExerciseError(f"the diagonal must be all 1 (every position is identical to itself), got "
-                            f"{got.diagonal().double().tolist()}")
+        raise ExerciseError(tr(f"the diagonal must be all 1 (every position is identical to itself), got "
+                               f"{got.diagonal().double().tolist()}",
+                               f"对角线必须全为 1（每个位置和自己完全相同），实际是 "
+                               f"{got.diagonal().double().tolist()}"))
     if not same(got, want, atol=1e-5):
-        raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
-    ok("cosine similarity of the rows, diagonal 1, symmetric.")
+        raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
+                               f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
+    ok(tr("cosine similarity of the rows, diagonal 1, symmetric.",
+          "各行之间的余弦相似度：对角线为 1，矩阵对称。"))
 
 
 def check_lag_targets(fn) -> None:
@@ -51,33 +63,48 @@ def check_lag_targets(fn) -> None:
     tokens = torch.randint(0, 50, (3, 12), generator=gen)
     for lag in (1, 3):
         before = tokens.clone()
-        got = as_tensor(call(fn, tokens, lag, what=f"your function (lag={lag})"), "your function")
+        got = as_tensor(call(fn, tokens, lag, what=tr(f"your function (lag={lag})", f"你的函数（lag={lag}）")),
+                        tr("your function", "你的函数"))
         if not torch.equal(tokens, before):
-            raise ExerciseError("your function changed `tokens` in place: build a new targets tensor")
+            raise ExerciseError(tr("your function changed `tokens` in place: build a new targets tensor",
+                                   "你的函数原地修改了 `tokens`：请新建一个 targets 张量"))
         if got.shape != tokens.shape:
-            raise ExerciseError(f"targets must have the shape of tokens {tuple(tokens.shape)}, got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"targets must have the shape of tokens {tuple(tokens.shape)}, got {tuple(got.shape)}",
+                                   f"targets 必须和 tokens 形状相同，即 {tuple(tokens.shape)}，实际是 {tuple(got.shape)}"))
         if got.dtype != torch.long:
-            raise ExerciseError(f"targets must be int64 class indices (F.cross_entropy), got {got.dtype}")
+            raise ExerciseError(tr(f"targets must be int64 class indices (F.cross_entropy), got {got.dtype}",
+                                   f"targets 必须是 int64 的类别下标（F.cross_entropy 的要求），实际是 {got.dtype}"))
         want = _solution_lag_targets(tokens, lag)
         if torch.equal(got, want):
             continue
         if torch.equal(got[:, :-lag], tokens[:, lag:]):
-            raise ExerciseError(f"(lag={lag}) your targets are the token {lag} places AHEAD (the future); the task is "
-                                f"to copy the token {lag} places BACK: targets[:, t] = tokens[:, t - {lag}]")
+            raise ExerciseError(tr(f"(lag={lag}) your targets are the token {lag} places AHEAD (the future); the task is "
+                                   f"to copy the token {lag} places BACK: targets[:, t] = tokens[:, t - {lag}]",
+                                   f"（lag={lag}）你的 targets 取的是往后第 {lag} 个词元（来自未来）；任务是复制"
+                                   f"往前第 {lag} 个词元：targets[:, t] = tokens[:, t - {lag}]"))
         if torch.equal(got[:, lag:], tokens[:, :-lag]):
             head = got[:, :lag]
             if torch.equal(head, tokens[:, -lag:]):
-                raise ExerciseError(f"(lag={lag}) the first {lag} targets wrapped around to the last tokens "
-                                    f"(torch.roll does that): positions t < lag have no token lag places back; "
-                                    f"set them to -100 so F.cross_entropy ignores them")
-            raise ExerciseError(f"(lag={lag}) positions t < {lag} have no token {lag} places back: their target must be "
-                                f"-100 (F.cross_entropy's ignore_index), got {head[0].tolist()}")
+                raise ExerciseError(tr(f"(lag={lag}) the first {lag} targets wrapped around to the last tokens "
+                                       f"(torch.roll does that): positions t < lag have no token lag places back; "
+                                       f"set them to -100 so F.cross_entropy ignores them",
+                                       f"（lag={lag}）前 {lag} 个 target 绕回去取了末尾的词元（torch.roll 就会这样）："
+                                       f"t < lag 的位置往前数 lag 个并没有词元；把它们设为 -100，"
+                                       f"F.cross_entropy 就会忽略它们"))
+            raise ExerciseError(tr(f"(lag={lag}) positions t < {lag} have no token {lag} places back: their target must be "
+                                   f"-100 (F.cross_entropy's ignore_index), got {head[0].tolist()}",
+                                   f"（lag={lag}）t < {lag} 的位置往前数 {lag} 个并没有词元：它们的 target 必须是 "
+                                   f"-100（F.cross_entropy 的 ignore_index），实际是 {head[0].tolist()}"))
         for off in (lag - 1, lag + 1):
             if 0 < off < tokens.shape[1] and torch.equal(got[:, off:], tokens[:, :-off]):
-                raise ExerciseError(f"(lag={lag}) off by one: your targets copy the token {off} places back, not {lag}")
-        raise ExerciseError(f"(lag={lag}) wrong targets: expected {want[0].tolist()}, got {got[0].tolist()} "
-                            f"(first row)")
-    ok("targets[:, t] = tokens[:, t - lag], and -100 (ignored) where there is nothing to copy.")
+                raise ExerciseError(tr(f"(lag={lag}) off by one: your targets copy the token {off} places back, not {lag}",
+                                       f"（lag={lag}）差了一位：你的 targets 复制的是往前第 {off} 个词元，"
+                                       f"而不是第 {lag} 个"))
+        raise ExerciseError(tr(f"(lag={lag}) wrong targets: expected {want[0].tolist()}, got {got[0].tolist()} "
+                               f"(first row)",
+                               f"（lag={lag}）targets 不对：第一行应为 {want[0].tolist()}，实际是 {got[0].tolist()}"))
+    ok(tr("targets[:, t] = tokens[:, t - lag], and -100 (ignored) where there is nothing to copy.",
+          "targets[:, t] = tokens[:, t - lag]，无词元可复制的位置为 -100（忽略）。"))
 
 
 def check_safe_lookup(fn) -> None:
@@ -86,34 +113,50 @@ def check_safe_lookup(fn) -> None:
     gen = torch.Generator().manual_seed(6)
     table = torch.randn(8, 4, generator=gen)
     valid = torch.tensor([0, 3, 7, 7, 1])
-    got = as_tensor(call(fn, table, valid, what="your function on valid positions"), "your function")
+    got = as_tensor(call(fn, table, valid, what=tr("your function on valid positions", "你的函数在合法位置上")),
+                    tr("your function", "你的函数"))
     if not same(got, table[valid]):
-        raise ExerciseError("valid positions must return table[positions] (one row per position)")
-    for bad, why in ((torch.tensor([2, 8]), "position 8 == max_len has no row (rows are 0 .. max_len - 1): "
-                                            "reject positions >= max_len, not only > max_len"),
-                     (torch.tensor([40]), "position 40 is past max_len=8"),
-                     (torch.tensor([-1, 2]), "position -1 silently reads the LAST row (Python's negative "
-                                             "indexing): reject negative positions too")):
+        raise ExerciseError(tr("valid positions must return table[positions] (one row per position)",
+                               "合法位置必须返回 table[positions]（每个位置一行）"))
+    for bad, why in ((torch.tensor([2, 8]), tr("position 8 == max_len has no row (rows are 0 .. max_len - 1): "
+                                               "reject positions >= max_len, not only > max_len",
+                                               "位置 8 == max_len 没有对应的行（行号是 0 .. max_len - 1）："
+                                               "要拒绝 >= max_len 的位置，而不只是 > max_len 的")),
+                     (torch.tensor([40]), tr("position 40 is past max_len=8", "位置 40 超出了 max_len=8")),
+                     (torch.tensor([-1, 2]), tr("position -1 silently reads the LAST row (Python's negative "
+                                                "indexing): reject negative positions too",
+                                                "位置 -1 会悄无声息地读到最后一行（Python 的负数下标）："
+                                                "负的位置也要拒绝"))):
         try:
             fn(table, bad)
         except NotImplementedError:
             raise
         except ValueError as error:
             if "max_len" not in str(error):
-                raise ExerciseError(f"the ValueError for {bad.tolist()} should name max_len and its value so the "
-                                    f"reader knows the limit; your message: {error}") from error
+                raise ExerciseError(tr(f"the ValueError for {bad.tolist()} should name max_len and its value so the "
+                                       f"reader knows the limit; your message: {error}",
+                                       f"针对 {bad.tolist()} 的 ValueError 应写明 max_len 及其取值，让读者知道上限；"
+                                       f"你的消息是：{error}")) from error
             continue
         except IndexError as error:
             if "max_len" in str(error):  # the learner's own check, with the wrong exception type
-                raise ExerciseError(f"for positions {bad.tolist()} your check is right, but it raises IndexError; "
-                                    f"raise a ValueError (a bad argument, not a bad index)") from error
-            raise ExerciseError(f"for positions {bad.tolist()} torch raised its bare IndexError ({error}): {why}; "
-                                f"check first and raise a ValueError naming max_len") from error
+                raise ExerciseError(tr(f"for positions {bad.tolist()} your check is right, but it raises IndexError; "
+                                       f"raise a ValueError (a bad argument, not a bad index)",
+                                       f"对位置 {bad.tolist()}，你的检查是对的，但抛出的是 IndexError；"
+                                       f"应抛出 ValueError（这是参数不合法，不是下标越界）")) from error
+            raise ExerciseError(tr(f"for positions {bad.tolist()} torch raised its bare IndexError ({error}): {why}; "
+                                   f"check first and raise a ValueError naming max_len",
+                                   f"对位置 {bad.tolist()}，torch 直接抛出了它自己的 IndexError（{error}）：{why}；"
+                                   f"应先检查，再抛出写明 max_len 的 ValueError")) from error
         except Exception as error:  # noqa: BLE001
-            raise ExerciseError(f"for positions {bad.tolist()} expected a ValueError naming max_len, got "
-                                f"{type(error).__name__}: {error}") from error
-        raise ExerciseError(f"no error for positions {bad.tolist()}: {why}")
-    ok("rows for valid positions, a ValueError naming max_len for anything outside [0, max_len).")
+            raise ExerciseError(tr(f"for positions {bad.tolist()} expected a ValueError naming max_len, got "
+                                   f"{type(error).__name__}: {error}",
+                                   f"对位置 {bad.tolist()}，应抛出写明 max_len 的 ValueError，实际得到的是 "
+                                   f"{type(error).__name__}：{error}")) from error
+        raise ExerciseError(tr(f"no error for positions {bad.tolist()}: {why}",
+                               f"位置 {bad.tolist()} 没有报错：{why}"))
+    ok(tr("rows for valid positions, a ValueError naming max_len for anything outside [0, max_len).",
+          "合法位置返回对应的行，超出 [0, max_len) 的位置一律抛出写明 max_len 的 ValueError。"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..attention import attention
+from ..i18n import tr
 from ._common import ExerciseError, attempt, ok, same, tensor
 
 __all__ = ["attempt", "check_permutation_matrix", "check_permuted_weights", "check_invariant_readout"]
@@ -29,19 +30,23 @@ def check_permutation_matrix(permutation_matrix) -> None:
         t = len(perm)
         p = tensor(permutation_matrix(torch.tensor(perm)), f"permutation_matrix({perm})").double()  # perm as in 01
         if tuple(p.shape) != (t, t):
-            raise ExerciseError(f"permutation_matrix({perm}) should be ({t}, {t}), got {tuple(p.shape)}")
+            raise ExerciseError(tr(f"permutation_matrix({perm}) should be ({t}, {t}), got {tuple(p.shape)}",
+                                   f"permutation_matrix({perm}) 的形状应为 ({t}, {t})，实际是 {tuple(p.shape)}"))
         ones = (p == 1).sum()
         if int(ones) != t or int((p == 0).sum()) != t * t - t or not torch.all(p.sum(0) == 1) or not torch.all(p.sum(1) == 1):
-            raise ExerciseError(f"permutation_matrix({perm}) is not a permutation matrix: it needs exactly one 1 in "
-                                f"every row and every column, zeros elsewhere")
+            raise ExerciseError(tr(f"permutation_matrix({perm}) is not a permutation matrix: it needs exactly one 1 in "
+                                   f"every row and every column, zeros elsewhere",
+                                   f"permutation_matrix({perm}) 不是置换矩阵：每行、每列都必须恰好有一个 1，其余全为 0"))
         x = torch.randn(t, 3, generator=gen, dtype=torch.float64)
         if torch.equal(p @ x, x[list(perm)]):
             continue
         if torch.equal(p.T @ x, x[list(perm)]):
-            raise ExerciseError(f"for perm={perm} you built the transpose: P @ x gives x[inverse perm]. Row i of "
-                                f"P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: P[i, perm[i]] = 1")
-        raise ExerciseError(f"for perm={perm}, P @ x is not x[perm]")
-    ok("P @ x == x[perm], and P.T undoes it")
+            raise ExerciseError(tr(f"for perm={perm} you built the transpose: P @ x gives x[inverse perm]. Row i of "
+                                   f"P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: P[i, perm[i]] = 1",
+                                   f"perm={perm} 时你构造的是转置：P @ x 得到的是 x[逆置换]。P @ x 的第 i 行必须是第 "
+                                   f"perm[i] 个词元，所以第 i 行的 1 要放在第 perm[i] 列：P[i, perm[i]] = 1"))
+        raise ExerciseError(tr(f"for perm={perm}, P @ x is not x[perm]", f"perm={perm} 时，P @ x 不等于 x[perm]"))
+    ok(tr("P @ x == x[perm], and P.T undoes it", "P @ x == x[perm]，P.T 再把它还原"))
 
 
 def _random_attention(t: int, seed: int):
@@ -62,18 +67,26 @@ def check_permuted_weights(permuted_weights) -> None:
         if same(got, actual, 1e-7):
             continue
         inverse = [perm.index(i) for i in range(len(perm))]
-        hints = [(weights[idx], "you permuted the rows (queries) but not the columns (keys): every word moved, "
-                                "so the keys are reordered too -- weights[perm][:, perm]"),
-                 (weights[:, idx], "you permuted the columns (keys) but not the rows (queries): "
-                                   "weights[perm][:, perm]"),
-                 (weights[inverse][:, inverse], "you used the inverse permutation: row i of the new sentence is "
-                                                "old token perm[i], so index with perm itself"),
-                 (weights[idx][:, idx].T, "transposed: rows are queries and each row sums to 1")]
+        hints = [(weights[idx], tr("you permuted the rows (queries) but not the columns (keys): every word moved, "
+                                   "so the keys are reordered too -- weights[perm][:, perm]",
+                                   "你只重排了行（查询），没有重排列（键）：每个词都换了位置，键的顺序也跟着变了，"
+                                   "应为 weights[perm][:, perm]")),
+                 (weights[:, idx], tr("you permuted the columns (keys) but not the rows (queries): "
+                                      "weights[perm][:, perm]",
+                                      "你只重排了列（键），没有重排行（查询）：应为 weights[perm][:, perm]")),
+                 (weights[inverse][:, inverse], tr("you used the inverse permutation: row i of the new sentence is "
+                                                   "old token perm[i], so index with perm itself",
+                                                   "你用的是逆置换：新句子的第 i 行是原来的第 perm[i] 个词元，"
+                                                   "所以直接用 perm 本身做索引")),
+                 (weights[idx][:, idx].T, tr("transposed: rows are queries and each row sums to 1",
+                                             "转置了：行对应查询，每行之和为 1"))]
         for wrong, hint in hints:
             if same(got, wrong, 1e-7):
-                raise ExerciseError(f"perm={perm}: {hint}")
-        raise ExerciseError(f"perm={perm}: the result is not the weights attention computes on x[perm]")
-    ok("weights of the permuted sentence = weights[perm][:, perm]: the same numbers, rows and columns reordered")
+                raise ExerciseError(tr(f"perm={perm}: {hint}", f"perm={perm} 时，{hint}"))
+        raise ExerciseError(tr(f"perm={perm}: the result is not the weights attention computes on x[perm]",
+                               f"perm={perm}：结果不是注意力在 x[perm] 上算出的权重"))
+    ok(tr("weights of the permuted sentence = weights[perm][:, perm]: the same numbers, rows and columns reordered",
+          "置换后句子的注意力权重 = weights[perm][:, perm]：数值不变，只是行和列换了顺序"))
 
 
 def check_invariant_readout(readout) -> None:
@@ -84,27 +97,36 @@ def check_invariant_readout(readout) -> None:
     out = torch.randn(t, d, generator=gen, dtype=torch.float64)
     reference = tensor(readout(out.clone()), "readout(out)").double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
-        raise ExerciseError("your readout is the token in position 0; after a permutation another word sits there")
+        raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
+                               "你的 readout 取的是位置 0 上的词元；一经置换，那里就换成了别的词"))
     if reference.shape == out[-1].shape and torch.allclose(reference, out[-1]):
-        raise ExerciseError("your readout is the last token; after a permutation another word sits there")
+        raise ExerciseError(tr("your readout is the last token; after a permutation another word sits there",
+                               "你的 readout 取的是最后一个词元；一经置换，那里就换成了别的词"))
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
         got = tensor(readout(out[perm].clone()), "readout(out[perm])").double()
         if got.shape != reference.shape:
-            raise ExerciseError("readout gives different shapes for different orders")
+            raise ExerciseError(tr("readout gives different shapes for different orders",
+                                   "词序不同时，readout 给出的形状也不同"))
         worst = max(worst, float((got - reference).abs().max()))
     if worst > 1e-6:
         if reference.numel() == out.numel():
-            raise ExerciseError("your readout keeps every token in order (a flatten/concat): reordering the tokens "
-                                "reorders it; pool over the sequence axis instead")
-        raise ExerciseError(f"your readout changes by up to {worst:.3g} when the tokens are reordered: it is not "
-                            f"permutation-invariant (pool over the sequence axis: mean, sum or max)")
+            raise ExerciseError(tr("your readout keeps every token in order (a flatten/concat): reordering the tokens "
+                                   "reorders it; pool over the sequence axis instead",
+                                   "你的 readout 按顺序保留了每个词元（flatten/concat）：词元一换序，结果也跟着换序；"
+                                   "应改为沿序列维做池化"))
+        raise ExerciseError(tr(f"your readout changes by up to {worst:.3g} when the tokens are reordered: it is not "
+                               f"permutation-invariant (pool over the sequence axis: mean, sum or max)",
+                               f"词元换序后，你的 readout 最多变化 {worst:.3g}：它不是置换不变的"
+                               f"（应沿序列维做池化：mean、sum 或 max）"))
     other = out.clone()
     other[2] += 1.0
     if torch.allclose(tensor(readout(other), "readout").double(), reference):
-        raise ExerciseError("your readout does not change when a token's output changes: it ignores the content")
-    ok("the readout is the same for all 20 orders tried, and it still depends on the tokens")
+        raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
+                               "某个词元的输出变了，你的 readout 却没变：它忽略了内容"))
+    ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",
+          "试过的 20 种顺序下 readout 都相同，而且它仍取决于词元本身"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

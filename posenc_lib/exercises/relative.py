@@ -17,6 +17,7 @@ import torch
 
 from ..alibi import alibi_slopes
 from ..relative import t5_relative_bucket
+from ..i18n import tr
 from ._common import ExerciseError, as_tensor, attempt, call, ok, same
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
@@ -25,22 +26,30 @@ __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alib
 def check_relative_positions(fn) -> None:
     """fn(length) -> (length, length) int64 with [i, j] = j - i (key - query; rows are queries)."""
     length = 5
-    got = as_tensor(call(fn, length, what="your function"), "your function")
+    got = as_tensor(call(fn, length, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
     want = _solution_relative_positions(length)
     if got.shape != want.shape:
-        raise ExerciseError(f"expected shape (length, length) = {tuple(want.shape)}, got {tuple(got.shape)}")
+        raise ExerciseError(tr(f"expected shape (length, length) = {tuple(want.shape)}, got {tuple(got.shape)}",
+                               f"形状应为 (length, length) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))
     if got.is_floating_point():
-        raise ExerciseError("relative positions count tokens: return an integer tensor (torch.arange gives int64)")
+        raise ExerciseError(tr("relative positions count tokens: return an integer tensor (torch.arange gives int64)",
+                               "相对位置是在数词元：应返回整数张量（torch.arange 给出的就是 int64）"))
     if torch.equal(got, want):
-        ok("[i, j] = j - i: key - query, so keys in the query's past are negative.")
+        ok(tr("[i, j] = j - i: key - query, so keys in the query's past are negative.",
+              "[i, j] = j - i：键 - 查询，所以位于查询之前（过去）的键为负。"))
         return
     if torch.equal(got, -want):
-        raise ExerciseError("relative position has the wrong sign: it is key - query (j - i, T5's memory - context), "
-                            "so a key in the query's past is negative")
+        raise ExerciseError(tr("relative position has the wrong sign: it is key - query (j - i, T5's memory - context), "
+                               "so a key in the query's past is negative",
+                               "相对位置的符号反了：它是键 - 查询（j - i，即 T5 的 memory - context），"
+                               "所以位于查询之前的键为负"))
     if torch.equal(got, want.abs()):
-        raise ExerciseError("you took |j - i|: the sign (past or future) is lost, and T5's bidirectional buckets "
-                            "and Shaw's embeddings need it. Keep key - query")
-    raise ExerciseError(f"wrong values; expected row 0 = {want[0].tolist()}, got {got[0].tolist()}")
+        raise ExerciseError(tr("you took |j - i|: the sign (past or future) is lost, and T5's bidirectional buckets "
+                               "and Shaw's embeddings need it. Keep key - query",
+                               "你取了 |j - i|：符号（过去还是未来）就丢了，而 T5 的双向分桶和 Shaw 的相对位置嵌入"
+                               "都需要它。请保留键 - 查询"))
+    raise ExerciseError(tr(f"wrong values; expected row 0 = {want[0].tolist()}, got {got[0].tolist()}",
+                           f"数值不对：第 0 行应为 {want[0].tolist()}，实际是 {got[0].tolist()}"))
 
 
 def check_t5_bucket(fn) -> None:
@@ -51,80 +60,115 @@ def check_t5_bucket(fn) -> None:
         for num_buckets, max_distance in ((32, 128), (16, 64)):
             setting = f"bidirectional={bidirectional}, num_buckets={num_buckets}, max_distance={max_distance}"
             got = as_tensor(call(fn, r.clone(), bidirectional, num_buckets, max_distance,
-                                   what=f"your function ({setting})"), "your function")
+                                   what=tr(f"your function ({setting})", f"你的函数（{setting}）")),
+                            tr("your function", "你的函数"))
             want = t5_relative_bucket(r, bidirectional=bidirectional, num_buckets=num_buckets,
                                       max_distance=max_distance)
             if got.shape != want.shape:
-                raise ExerciseError(f"({setting}) expected one bucket per relative position, shape {tuple(want.shape)}, "
-                                    f"got {tuple(got.shape)}")
+                raise ExerciseError(tr(f"({setting}) expected one bucket per relative position, shape {tuple(want.shape)}, "
+                                       f"got {tuple(got.shape)}",
+                                       f"（{setting}）每个相对位置应对应一个桶，形状 {tuple(want.shape)}，"
+                                       f"实际是 {tuple(got.shape)}"))
             if torch.equal(got.long(), want):
                 continue
             flipped = t5_relative_bucket(-r, bidirectional=bidirectional, num_buckets=num_buckets,
                                          max_distance=max_distance)
             if torch.equal(got.long(), flipped):
-                raise ExerciseError(f"({setting}) relative position has the wrong sign: T5 uses key - query "
-                                    f"(memory_position - context_position), so keys in the past are negative"
-                                    + ("; in the causal form the past gets the buckets, every future key bucket 0"
+                raise ExerciseError(tr(f"({setting}) relative position has the wrong sign: T5 uses key - query "
+                                       f"(memory_position - context_position), so keys in the past are negative",
+                                       f"（{setting}）相对位置的符号反了：T5 用的是键 - 查询"
+                                       f"（memory_position - context_position），所以过去的键为负")
+                                    + (tr("; in the causal form the past gets the buckets, every future key bucket 0",
+                                          "；因果形式下桶都留给过去，未来的键一律进 0 号桶")
                                        if not bidirectional else ""))
             if int(got.max()) >= num_buckets or int(got.min()) < 0:
-                raise ExerciseError(f"({setting}) buckets must lie in [0, num_buckets): got {int(got.min())} .. "
-                                    f"{int(got.max())}. Clamp the log buckets to n - 1 (distances past max_distance "
-                                    f"share the last bucket)" + (", and in the bidirectional form each side has "
-                                                                 "num_buckets // 2 buckets" if bidirectional else ""))
+                raise ExerciseError(tr(f"({setting}) buckets must lie in [0, num_buckets): got {int(got.min())} .. "
+                                       f"{int(got.max())}. Clamp the log buckets to n - 1 (distances past max_distance "
+                                       f"share the last bucket)",
+                                       f"（{setting}）桶号必须在 [0, num_buckets) 内，实际是 {int(got.min())} .. "
+                                       f"{int(got.max())}。把对数分桶截断到 n - 1（超过 max_distance 的距离共用最后一个桶）")
+                                    + (tr(", and in the bidirectional form each side has num_buckets // 2 buckets",
+                                          "；双向形式下每一侧各有 num_buckets // 2 个桶") if bidirectional else ""))
             if not bidirectional and bool((got[r > 0] != 0).any()):
-                raise ExerciseError(f"({setting}) in the causal form every future key (r > 0) goes to bucket 0: "
-                                    f"the distance is -min(r, 0)")
+                raise ExerciseError(tr(f"({setting}) in the causal form every future key (r > 0) goes to bucket 0: "
+                                       f"the distance is -min(r, 0)",
+                                       f"（{setting}）因果形式下，所有未来的键（r > 0）都进 0 号桶："
+                                       f"距离是 -min(r, 0)"))
             n = num_buckets // 2 if bidirectional else num_buckets
             small = (r.abs() < n // 2) if bidirectional else ((r <= 0) & (-r < n // 2))
             if not torch.equal(got[small].long(), want[small]):
-                raise ExerciseError(f"({setting}) distances below n/2 = {n // 2} each get their own bucket "
-                                    f"(bucket = distance{' + n for keys after the query' if bidirectional else ''})")
+                after = tr(" + n for keys after the query", "，查询之后的键再加 n") if bidirectional else ""
+                raise ExerciseError(tr(f"({setting}) distances below n/2 = {n // 2} each get their own bucket "
+                                       f"(bucket = distance{after})",
+                                       f"（{setting}）小于 n/2 = {n // 2} 的距离各占一个桶（桶号 = 距离{after}）"))
             bad = int((got.long() != want).nonzero()[0])
-            raise ExerciseError(f"({setting}) wrong bucket for relative position {int(r[bad])}: expected "
-                                f"{int(want[bad])}, got {int(got[bad])} (the log-spaced part: exact + "
-                                f"log(d / exact) / log(max_distance / exact) * (n - exact), truncated)")
-    ok("T5 buckets match for the bidirectional and the causal form.")
+            raise ExerciseError(tr(f"({setting}) wrong bucket for relative position {int(r[bad])}: expected "
+                                   f"{int(want[bad])}, got {int(got[bad])} (the log-spaced part: exact + "
+                                   f"log(d / exact) / log(max_distance / exact) * (n - exact), truncated)",
+                                   f"（{setting}）相对位置 {int(r[bad])} 的桶号不对：应为 {int(want[bad])}，"
+                                   f"实际是 {int(got[bad])}（对数间隔部分：exact + "
+                                   f"log(d / exact) / log(max_distance / exact) * (n - exact)，再截断取整）"))
+    ok(tr("T5 buckets match for the bidirectional and the causal form.",
+          "双向和因果两种形式的 T5 分桶都对上了。"))
 
 
 def check_alibi_slopes(fn) -> None:
     """fn(num_heads) -> (num_heads,) slopes, head 0 first; checked for 1, 4, 8, 6 and 12 heads. Powers of two:
     the paper's 2^(-8h/n); other head counts: the authors' code (get_slopes), as BLOOM and posenc_lib.alibi."""
     for n in (1, 4, 8, 6, 12):
-        got = as_tensor(call(fn, n, what=f"your function ({n} heads)"), "your function").double().reshape(-1)
+        got = as_tensor(call(fn, n, what=tr(f"your function ({n} heads)", f"你的函数（{n} 个头）")),
+                        tr("your function", "你的函数")).double().reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
         if got.numel() != n:
-            raise ExerciseError(f"{n} heads need {n} slopes, got {got.numel()}")
+            raise ExerciseError(tr(f"{n} heads need {n} slopes, got {got.numel()}",
+                                   f"{n} 个头需要 {n} 个斜率，实际是 {got.numel()} 个"))
         if same(got, want, atol=0, rtol=1e-6):
             continue
         if same(got, want.flip(0), atol=0, rtol=1e-6):
-            raise ExerciseError(f"({n} heads) reversed: head 0 gets the LARGEST slope 2^(-8/n')")
+            raise ExerciseError(tr(f"({n} heads) reversed: head 0 gets the LARGEST slope 2^(-8/n')",
+                                   f"（{n} 个头）顺序反了：头 0 的斜率最大，为 2^(-8/n')"))
         power = (n & (n - 1)) == 0
         naive = torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64)
         if power:
             if same(got, torch.tensor([2.0 ** (-8.0 * h / n) for h in range(n)], dtype=torch.float64), atol=0, rtol=1e-6):
-                raise ExerciseError(f"({n} heads) off by one: h runs from 1 to n, so the first slope is 2^(-8/n), not 1")
-            raise ExerciseError(f"({n} heads) for a power of two the slopes are 2^(-8h/n), h = 1..n: a geometric "
-                                f"sequence starting at and stepping by 2^(-8/n); expected {want.tolist()}")
+                raise ExerciseError(tr(f"({n} heads) off by one: h runs from 1 to n, so the first slope is 2^(-8/n), not 1",
+                                       f"（{n} 个头）差了一位：h 从 1 取到 n，所以第一个斜率是 2^(-8/n)，不是 1"))
+            raise ExerciseError(tr(f"({n} heads) for a power of two the slopes are 2^(-8h/n), h = 1..n: a geometric "
+                                   f"sequence starting at and stepping by 2^(-8/n); expected {want.tolist()}",
+                                   f"（{n} 个头）头数是 2 的幂时，斜率为 2^(-8h/n)，h = 1..n：首项和公比都是 "
+                                   f"2^(-8/n) 的等比数列；应为 {want.tolist()}"))
         if same(got, naive, atol=0, rtol=1e-6):
-            raise ExerciseError(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. The paper "
-                                f"only trains power-of-two head counts; for other counts the authors' code "
-                                f"(get_slopes, a 'workaround' in its own comment, used by BLOOM and this library) takes "
-                                f"all slopes of the largest power of two below n, then every other slope "
-                                f"(h = 1, 3, 5, ...) of twice that")
+            raise ExerciseError(tr(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. The paper "
+                                   f"only trains power-of-two head counts; for other counts the authors' code "
+                                   f"(get_slopes, a 'workaround' in its own comment, used by BLOOM and this library) takes "
+                                   f"all slopes of the largest power of two below n, then every other slope "
+                                   f"(h = 1, 3, 5, ...) of twice that",
+                                   f"（{n} 个头）你把 2 的幂的公式 2^(-8h/n) 直接套在了 n = {n} 上。论文只训练过头数"
+                                   f"为 2 的幂的模型；其他头数时，作者的代码（get_slopes，其注释自称是个 'workaround'，"
+                                   f"BLOOM 和本库都沿用它）先取小于 n 的最大 2 的幂对应的全部斜率，再从两倍头数的斜率里"
+                                   f"隔一个取一个（h = 1, 3, 5, ...）"))
         closest = 2 ** math.floor(math.log2(n))
         doubled = alibi_slopes(2 * closest, dtype=torch.float64)
         if same(got, doubled[:n], atol=0, rtol=1e-6):
             extra = torch.log2(doubled[0::2][:n - closest]).tolist()
-            raise ExerciseError(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the authors' code "
-                                f"(get_slopes) keeps all {closest} slopes of {closest} heads and adds the slopes of "
-                                f"{2 * closest} heads with odd h = 1, 3, 5, ... (its [0::2]): here "
-                                f"{', '.join(f'2^{v:g}' for v in extra)}")
+            raise ExerciseError(tr(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the authors' code "
+                                   f"(get_slopes) keeps all {closest} slopes of {closest} heads and adds the slopes of "
+                                   f"{2 * closest} heads with odd h = 1, 3, 5, ... (its [0::2]): here "
+                                   f"{', '.join(f'2^{v:g}' for v in extra)}",
+                                   f"（{n} 个头）你取的是 {2 * closest} 个头的前 {n} 个斜率；作者的代码（get_slopes）"
+                                   f"保留 {closest} 个头的全部 {closest} 个斜率，再补上 {2 * closest} 个头中 h 为奇数 "
+                                   f"1, 3, 5, ... 的斜率（即它的 [0::2]）：这里是 "
+                                   f"{', '.join(f'2^{v:g}' for v in extra)}"))
         if len(set(round(v, 12) for v in got.tolist())) < n:
-            raise ExerciseError(f"({n} heads) two heads share a slope: the extra slopes must be 2^(-8h/{2 * closest}) "
-                                f"for ODD h; even h repeats slopes of {closest} heads")
-        raise ExerciseError(f"({n} heads) expected {[round(v, 5) for v in want.tolist()]}, got "
-                            f"{[round(v, 5) for v in got.tolist()]}")
-    ok("ALiBi slopes for 1, 4, 8, 6 and 12 heads.")
+            raise ExerciseError(tr(f"({n} heads) two heads share a slope: the extra slopes must be 2^(-8h/{2 * closest}) "
+                                   f"for ODD h; even h repeats slopes of {closest} heads",
+                                   f"（{n} 个头）有两个头的斜率相同：补上的斜率必须是 h 为奇数时的 "
+                                   f"2^(-8h/{2 * closest})；h 为偶数会与 {closest} 个头的斜率重复"))
+        raise ExerciseError(tr(f"({n} heads) expected {[round(v, 5) for v in want.tolist()]}, got "
+                               f"{[round(v, 5) for v in got.tolist()]}",
+                               f"（{n} 个头）应为 {[round(v, 5) for v in want.tolist()]}，实际是 "
+                               f"{[round(v, 5) for v in got.tolist()]}"))
+    ok(tr("ALiBi slopes for 1, 4, 8, 6 and 12 heads.", "1、4、8、6、12 个头的 ALiBi 斜率都对。"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

@@ -18,6 +18,7 @@ import torch
 from ..absolute import layout_permutation
 from ..rope import apply_rope, rope_complex, rotate_every_two, rotate_half
 from ..scaling import rope_inv_freq
+from ..i18n import tr
 from ._common import ExerciseError, as_tensor, attempt, call, ok, same, tensor
 
 __all__ = [
@@ -35,23 +36,31 @@ def check_rope_pair(rope_pair) -> None:
     angle = torch.rand(6, generator=gen, dtype=torch.float64) * 4 - 2
     result = rope_pair(x1.clone(), x2.clone(), angle.clone())
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise ExerciseError("rope_pair should return the pair (y1, y2)")
+        raise ExerciseError(tr("rope_pair should return the pair (y1, y2)", "rope_pair 应返回一对 (y1, y2)"))
     y1, y2 = (tensor(r, "y").double() for r in result)
     c, s = angle.cos(), angle.sin()
     right = (x1 * c - x2 * s, x1 * s + x2 * c)
     if same(y1, right[0], 1e-6) and same(y2, right[1], 1e-6):
-        ok("(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): counter-clockwise, as RoPE (R_m q).(R_n k) needs")
+        ok(tr("(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): counter-clockwise, as RoPE (R_m q).(R_n k) needs",
+              "(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos)：逆时针旋转，正是 RoPE 的 (R_m q).(R_n k) 所需要的"))
         return
     if same(y1, x1 * c + x2 * s, 1e-6) and same(y2, -x1 * s + x2 * c, 1e-6):
-        raise ExerciseError("you rotated clockwise, [[cos, sin], [-sin, cos]]: that is the offset map M_k's "
-                            "orientation on (sin, cos) pairs, i.e. RoPE at position -m. RoPE rotates (x1, x2) "
-                            "counter-clockwise, by [[cos, -sin], [sin, cos]]. Your rotation used for both q and k "
-                            "is still relative but mirrored (harmless when training from scratch, wrong against "
-                            "weights or code of RoPE's convention: every relative distance reversed); used for "
-                            "only one of q and k, the score depends on m + n, the absolute positions")
+        raise ExerciseError(tr("you rotated clockwise, [[cos, sin], [-sin, cos]]: that is the offset map M_k's "
+                               "orientation on (sin, cos) pairs, i.e. RoPE at position -m. RoPE rotates (x1, x2) "
+                               "counter-clockwise, by [[cos, -sin], [sin, cos]]. Your rotation used for both q and k "
+                               "is still relative but mirrored (harmless when training from scratch, wrong against "
+                               "weights or code of RoPE's convention: every relative distance reversed); used for "
+                               "only one of q and k, the score depends on m + n, the absolute positions",
+                               "你转成了顺时针 [[cos, sin], [-sin, cos]]：这是偏移映射 M_k 在 (sin, cos) 对上的转向，"
+                               "相当于位置 -m 处的 RoPE。RoPE 把 (x1, x2) 逆时针旋转，用的是 [[cos, -sin], [sin, cos]]。"
+                               "你的旋转若同时用于 q 和 k，得分仍只依赖相对位置，但方向成了镜像（从头训练时无妨，"
+                               "但对照按 RoPE 约定训练的权重或写的代码就错了：每个相对距离都反了过来）；若只用于 q、k "
+                               "其中之一，得分就取决于 m + n，也就是绝对位置"))
     if same(y1, right[1], 1e-6) and same(y2, right[0], 1e-6):
-        raise ExerciseError("you returned (y2, y1): the first output is x1 cos - x2 sin")
-    raise ExerciseError("(y1, y2) should be (x1 cos(angle) - x2 sin(angle), x1 sin(angle) + x2 cos(angle))")
+        raise ExerciseError(tr("you returned (y2, y1): the first output is x1 cos - x2 sin",
+                               "你返回的是 (y2, y1)：第一个输出应是 x1 cos - x2 sin"))
+    raise ExerciseError(tr("(y1, y2) should be (x1 cos(angle) - x2 sin(angle), x1 sin(angle) + x2 cos(angle))",
+                           "(y1, y2) 应为 (x1 cos(angle) - x2 sin(angle), x1 sin(angle) + x2 cos(angle))"))
 
 
 # ------------------------------------------------------------------ 06: rotate_half, RoPE, layouts
@@ -60,29 +69,42 @@ def check_rotate_half(fn) -> None:
     """fn(x (..., d)) -> [-x2, x1] where x1, x2 are the first and second half of the last dim."""
     x = torch.arange(1.0, 9.0).reshape(1, 8)
     before = x.clone()
-    got = as_tensor(call(fn, x, what="your rotate_half"), "your rotate_half")
+    got = as_tensor(call(fn, x, what=tr("your rotate_half", "你的 rotate_half 函数")),
+                    tr("your rotate_half", "你的 rotate_half 函数"))
     if not torch.equal(x, before):
-        raise ExerciseError("your rotate_half changed x in place: return a new tensor")
+        raise ExerciseError(tr("your rotate_half changed x in place: return a new tensor",
+                               "你的 rotate_half 原地修改了 x：请返回一个新张量"))
     want = rotate_half(x)
     if got.shape != want.shape:
-        raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}")
+        raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
+                               f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
     if torch.equal(got, want):
         other = torch.arange(1.0, 13.0).reshape(2, 6)  # another size and a batch: no hard-coded half of 4
-        got_other = as_tensor(call(fn, other, what="your rotate_half"), "your rotate_half")
+        got_other = as_tensor(call(fn, other, what=tr("your rotate_half", "你的 rotate_half 函数")),
+                              tr("your rotate_half", "你的 rotate_half 函数"))
         if got_other.shape != other.shape or not torch.equal(got_other, rotate_half(other)):
-            raise ExerciseError("right for d = 8, wrong for a (2, 6) input: split at d // 2 = x.shape[-1] // 2 of the "
-                                "LAST dim, whatever its size and however many leading dims x has")
-        ok(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.")
+            raise ExerciseError(tr("right for d = 8, wrong for a (2, 6) input: split at d // 2 = x.shape[-1] // 2 of the "
+                                   "LAST dim, whatever its size and however many leading dims x has",
+                                   "d = 8 时对了，输入 (2, 6) 时却错了：要在最后一维的 d // 2 = x.shape[-1] // 2 处"
+                                   "切开，不管这一维多大、x 前面还有多少维"))
+        ok(tr(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.",
+              f"rotate_half([1..8]) = {got[0].tolist()}：第 i 对 (x[i], x[i + d/2]) 转了 +90 度。"))
         return
     if torch.equal(got, rotate_every_two(x)):
-        raise ExerciseError("you paired interleaved dims (2i, 2i+1) but the reference is half-split: pair i is "
-                            "(x[i], x[i + d/2]), so move whole halves")
+        raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: pair i is "
+                               "(x[i], x[i + d/2]), so move whole halves",
+                               "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
+                               "第 i 对是 (x[i], x[i + d/2])，所以要整半整半地搬"))
     if torch.equal(got, -want):
-        raise ExerciseError("you turned by -90 degrees ([x2, -x1]): the counter-clockwise turn of (x1, x2) is "
-                            "(-x2, x1), the minus goes on the second half, which moves to the front")
+        raise ExerciseError(tr("you turned by -90 degrees ([x2, -x1]): the counter-clockwise turn of (x1, x2) is "
+                               "(-x2, x1), the minus goes on the second half, which moves to the front",
+                               "你转了 -90 度（[x2, -x1]）：(x1, x2) 逆时针转 90 度得到 (-x2, x1)，"
+                               "负号加在后一半上，后一半挪到前面"))
     if torch.equal(got, torch.cat((x[..., 4:], x[..., :4]), -1)):
-        raise ExerciseError("you swapped the halves but forgot the minus sign: [x1, x2] -> [-x2, x1]")
-    raise ExerciseError(f"rotate_half([1..8]) should be {want[0].tolist()}, got {got.reshape(-1).tolist()}")
+        raise ExerciseError(tr("you swapped the halves but forgot the minus sign: [x1, x2] -> [-x2, x1]",
+                               "你交换了前后两半，但忘了负号：[x1, x2] -> [-x2, x1]"))
+    raise ExerciseError(tr(f"rotate_half([1..8]) should be {want[0].tolist()}, got {got.reshape(-1).tolist()}",
+                           f"rotate_half([1..8]) 应为 {want[0].tolist()}，实际是 {got.reshape(-1).tolist()}"))
 
 
 def check_rope_half(fn) -> None:
@@ -92,36 +114,51 @@ def check_rope_half(fn) -> None:
     positions = torch.tensor([0, 1, 2, 5, 17, 100])
     base = 100.0
     before = x.clone()
-    got = as_tensor(call(fn, x, positions, base, what="your RoPE"), "your RoPE")
+    got = as_tensor(call(fn, x, positions, base, what=tr("your RoPE", "你的 RoPE 实现")),
+                    tr("your RoPE", "你的 RoPE 实现"))
     if not torch.equal(x, before):
-        raise ExerciseError("your RoPE changed x in place: return a new tensor")
+        raise ExerciseError(tr("your RoPE changed x in place: return a new tensor",
+                               "你的 RoPE 原地修改了 x：请返回一个新张量"))
     want = apply_rope(x, positions, base=base, layout="half")
     if got.shape != want.shape:
-        raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}")
+        raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
+                               f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
-        ok("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).")
+        ok(tr("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).",
+              "对半拆分（half-split）的 RoPE：每对 (x[i], x[i + d/2]) 转过的角度是 position * base^(-2i/d)。"))
         return
     if not same(got[0], x[0], atol=1e-5):
-        raise ExerciseError("position 0 must not move (angle 0: cos 1, sin 0); yours changes it")
+        raise ExerciseError(tr("position 0 must not move (angle 0: cos 1, sin 0); yours changes it",
+                               "位置 0 不应有任何变化（角度为 0：cos 为 1，sin 为 0）；你的实现却改动了它"))
     if same(got, apply_rope(x, positions, base=base, layout="interleaved"), atol=1e-5):
-        raise ExerciseError("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
-                            "must be torch.cat((c, c)), and rotate_half moves whole halves")
+        raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
+                               "must be torch.cat((c, c)), and rotate_half moves whole halves",
+                               "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
+                               "cos 和 sin 必须是 torch.cat((c, c))，rotate_half 则整半整半地搬"))
     if same(got, apply_rope(x, -positions, base=base, layout="half"), atol=1e-5):
-        raise ExerciseError("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
-                            "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
-                            "the reference and every checkpoint that turns counter-clockwise). "
-                            "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]")
+        raise ExerciseError(tr("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
+                               "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
+                               "the reference and every checkpoint that turns counter-clockwise). "
+                               "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]",
+                               "你的旋转是顺时针的（转 -m theta）：相当于在取负的位置上做 RoPE，得分取决于 n - m "
+                               "而不是 m - n（在用它训练出来的模型里无妨，但与参考实现以及所有逆时针旋转的检查点都对不上）。"
+                               "应写成 x * cos + rotate_half(x) * sin，其中 rotate_half(x) = [-x2, x1]"))
     dim = x.shape[-1]
     wrong_exponent = 1.0 / base ** (torch.arange(dim // 2, dtype=torch.float64) / dim)
     if same(got, apply_rope(x, positions, inv_freq=wrong_exponent, layout="half"), atol=1e-5):
-        raise ExerciseError("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
-                            "(torch.arange(0, d, 2) / d), you used i/d")
+        raise ExerciseError(tr("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
+                               "(torch.arange(0, d, 2) / d), you used i/d",
+                               "频率的指数错了：第 i 对（i = 0 .. d/2 - 1）的 theta_i = base^(-2i/d)"
+                               "（torch.arange(0, d, 2) / d），你用的是 i/d"))
     ang = positions.double()[:, None] * (1.0 / base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     mixed = x * ang.cos().repeat_interleave(2, -1) + _solution_rotate_half(x) * ang.sin().repeat_interleave(2, -1)
     if same(got, mixed, atol=1e-5):
-        raise ExerciseError("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
-                            "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)")
-    raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
+        raise ExerciseError(tr("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
+                               "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)",
+                               "你的 cos/sin 是用 repeat_interleave 展开的（c0 c0 c1 c1 ...，交错布局的表），"
+                               "但 rotate_half 配对的是前后两半：对半拆分布局要用 torch.cat((c, c), -1)"))
+    raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
+                           f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
 
 
 def check_unpermute_qk_rows(fn) -> None:
@@ -132,28 +169,39 @@ def check_unpermute_qk_rows(fn) -> None:
     gen = torch.Generator().manual_seed(8)
     weight = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
     before = weight.clone()
-    got = as_tensor(call(fn, weight, num_heads, what="your function"), "your function")
+    got = as_tensor(call(fn, weight, num_heads, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
     if not torch.equal(weight, before):
-        raise ExerciseError("your function changed the weight in place: return a new tensor")
+        raise ExerciseError(tr("your function changed the weight in place: return a new tensor",
+                               "你的函数原地修改了 weight：请返回一个新张量"))
     want = _solution_unpermute_qk_rows(weight, num_heads)
     if got.shape != weight.shape:
         if got.shape == weight.T.shape:
-            raise ExerciseError("the result is transposed: keep nn.Linear's (out_features, in_features) layout")
-        raise ExerciseError(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}")
+            raise ExerciseError(tr("the result is transposed: keep nn.Linear's (out_features, in_features) layout",
+                                   "结果转置了：要保持 nn.Linear 的 (out_features, in_features) 排布"))
+        raise ExerciseError(tr(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}",
+                               f"形状应与 weight 相同，即 {tuple(weight.shape)}，实际是 {tuple(got.shape)}"))
     if same(got, want, atol=0):
-        ok("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.")
+        ok(tr("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.",
+              "已逐个头把行换回原来的顺序：交错布局的 RoPE 作用于新 W，得分与对半拆分的 RoPE 作用于旧 W 相同。"))
         return
     perm = layout_permutation(head_dim)
     if same(got, weight.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(weight), atol=0):
-        raise ExerciseError("that is the interleaved -> half-split direction (perm itself); going back needs the "
-                            "inverse permutation, torch.argsort(perm): new row perm[j] = old row j")
+        raise ExerciseError(tr("that is the interleaved -> half-split direction (perm itself); going back needs the "
+                               "inverse permutation, torch.argsort(perm): new row perm[j] = old row j",
+                               "这是从交错到对半拆分的方向（perm 本身）；要换回去得用逆置换 torch.argsort(perm)："
+                               "新的第 perm[j] 行 = 旧的第 j 行"))
     if same(got, weight[:, torch.argsort(layout_permutation(d_model))], atol=0):
-        raise ExerciseError("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute rows")
+        raise ExerciseError(tr("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute rows",
+                               "你重排的是列（输入特征）；成对的维度在输出维上：要重排的是行"))
     if same(got, weight[torch.argsort(layout_permutation(num_heads * head_dim))], atol=0):
-        raise ExerciseError("you permuted all rows at once, mixing the heads; permute within each head's block of "
-                            "head_dim rows (reshape to (num_heads, head_dim, d_model) first)")
-    raise ExerciseError("wrong row order: within each head, new row perm[j] = old row j, "
-                        "perm = layout_permutation(head_dim)")
+        raise ExerciseError(tr("you permuted all rows at once, mixing the heads; permute within each head's block of "
+                               "head_dim rows (reshape to (num_heads, head_dim, d_model) first)",
+                               "你把所有行放在一起重排，各个头就混在一起了；应在每个头自己的 head_dim 行里重排"
+                               "（先 reshape 成 (num_heads, head_dim, d_model)）"))
+    raise ExerciseError(tr("wrong row order: within each head, new row perm[j] = old row j, "
+                           "perm = layout_permutation(head_dim)",
+                           "行的顺序不对：在每个头内部，新的第 perm[j] 行 = 旧的第 j 行，"
+                           "其中 perm = layout_permutation(head_dim)"))
 
 
 # ---------------------------------------------------------------------------- 09: the complex form
@@ -167,12 +215,14 @@ def check_rope_complex(rope_by_complex) -> None:
         before = x.clone()
         got = tensor(rope_by_complex(x, m, base=10000.0), f"rope_by_complex(x, {m})").double()
         if not torch.equal(x, before):
-            raise ExerciseError("your function modified x in place; return a new tensor")
+            raise ExerciseError(tr("your function modified x in place; return a new tensor",
+                                   "你的函数原地修改了 x；请返回一个新张量"))
         right = rope_complex(x[:, None, :], torch.tensor([m]), base=10000.0)[:, 0]  # each row at position m
         if same(got, right, 1e-5):  # float32 angles (Meta's Llama code) are right too
             continue
         if tuple(got.shape) != tuple(x.shape):
-            raise ExerciseError(f"the result should have x's shape {tuple(x.shape)}, got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"the result should have x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
+                                   f"结果应与 x 形状相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
         theta, _ = rope_inv_freq(x.shape[-1])
         z_half = torch.complex(x[..., :4], x[..., 4:]) * torch.polar(torch.ones(4, dtype=torch.float64), m * theta)
         half = torch.cat((z_half.real, z_half.imag), -1)
@@ -181,19 +231,29 @@ def check_rope_complex(rope_by_complex) -> None:
         wrong_exp = torch.view_as_real(z * torch.polar(torch.ones(4, dtype=torch.float64),
                                                        m * 10000.0 ** (-torch.arange(4, dtype=torch.float64) / 8))).flatten(-2)
         if same(got, half, 1e-5):
-            raise ExerciseError("you paired dim i with dim i + d/2 (the half-split layout of rotate_half): the derivation "
-                                "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
-                                "permutation of dims and must not be mixed")
+            raise ExerciseError(tr("you paired dim i with dim i + d/2 (the half-split layout of rotate_half): the derivation "
+                                   "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
+                                   "permutation of dims and must not be mixed",
+                                   "你把第 i 维和第 i + d/2 维配成了一对（rotate_half 的对半拆分布局）：推导和 "
+                                   "view_as_complex 配对的是相邻两维 (2i, 2i+1)；两种都是合法的 RoPE，"
+                                   "但彼此差一个维度置换，不能混用"))
         if same(got, clockwise, 1e-5):
-            raise ExerciseError("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}. Used for "
-                                "both q and k, e^{-i m theta} is RoPE at negated positions: scores depend on n - m instead "
-                                "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
-                                "scores as one 3 positions ahead would")
+            raise ExerciseError(tr("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}. Used for "
+                                   "both q and k, e^{-i m theta} is RoPE at negated positions: scores depend on n - m instead "
+                                   "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
+                                   "scores as one 3 positions ahead would",
+                                   "你乘的是 e^{-i m theta}（顺时针旋转）：RoPE 用的是 e^{+i m theta}。q 和 k 都乘 "
+                                   "e^{-i m theta}，就相当于在取负的位置上做 RoPE：得分取决于 n - m 而不是 m - n，"
+                                   "于是对照参考实现（或 Meta 的 Llama 权重），往前 3 个位置的键拿到的，"
+                                   "是往后 3 个位置的键本该有的得分"))
         if same(got, wrong_exp, 1e-5):
-            raise ExerciseError("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)")
-        raise ExerciseError(f"at m={m} the result differs from the reference by up to "
-                            f"{float((got - right).abs().max()):.3g}")
-    ok("pairs as complex numbers times e^{i m theta}: the same rotation as apply_rope(..., layout='interleaved')")
+            raise ExerciseError(tr("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)",
+                                   "频率错了：第 i 对的 theta_i = base ** (-2i/d)，不是 base ** (-i/d)"))
+        raise ExerciseError(tr(f"at m={m} the result differs from the reference by up to "
+                               f"{float((got - right).abs().max()):.3g}",
+                               f"m={m} 时，结果与参考实现最多相差 {float((got - right).abs().max()):.3g}"))
+    ok(tr("pairs as complex numbers times e^{i m theta}: the same rotation as apply_rope(..., layout='interleaved')",
+          "把每一对看作复数，再乘以 e^{i m theta}：与 apply_rope(..., layout='interleaved') 是同一个旋转"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

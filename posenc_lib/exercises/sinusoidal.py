@@ -19,6 +19,7 @@ import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
+from ..i18n import Text, tr
 from ._common import ExerciseError, as_tensor, attempt, number, ok, same, tensor
 
 __all__ = [
@@ -34,21 +35,30 @@ def check_make_positions(make_positions) -> None:
     for n in (5, 1, 0, 300):
         out = tensor(make_positions(n, "cpu"), f"make_positions({n}, 'cpu')")
         if out.is_floating_point() or out.is_complex() or out.dtype == torch.bool:
-            raise ExerciseError(f"got dtype {out.dtype}: positions count tokens, so use an integer dtype "
-                                f"(torch.arange(n) gives int64); bfloat16 cannot even tell 256 from 257")
+            raise ExerciseError(tr(f"got dtype {out.dtype}: positions count tokens, so use an integer dtype "
+                                   f"(torch.arange(n) gives int64); bfloat16 cannot even tell 256 from 257",
+                                   f"得到的 dtype 是 {out.dtype}：位置是在给词元计数，应该用整数 dtype"
+                                   f"（torch.arange(n) 给出的就是 int64）；bfloat16 连 256 和 257 都分不清"))
         if tuple(out.shape) == (n + 1,):
-            raise ExerciseError(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops before n")
+            raise ExerciseError(tr(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops before n",
+                                   f"make_positions({n}) 有 {n + 1} 个元素，多了一个：torch.arange(n) 到 n 之前就停了"))
         if tuple(out.shape) != (n,):
-            raise ExerciseError(f"make_positions({n}) should have shape ({n},), got {tuple(out.shape)}")
+            raise ExerciseError(tr(f"make_positions({n}) should have shape ({n},), got {tuple(out.shape)}",
+                                   f"make_positions({n}) 的形状应为 ({n},)，实际是 {tuple(out.shape)}"))
         if n and int(out[0]) == 1:
-            raise ExerciseError("the first position is 0, not 1 (row 0 of a position table belongs to the first token)")
+            raise ExerciseError(tr("the first position is 0, not 1 (row 0 of a position table belongs to the first token)",
+                                   "第一个位置是 0，不是 1（位置表的第 0 行属于第一个词元）"))
         if not torch.equal(out.long(), torch.arange(n)):
-            raise ExerciseError(f"make_positions({n}) should be 0, 1, ..., {n - 1}, got {out.tolist()[:8]}...")
+            raise ExerciseError(tr(f"make_positions({n}) should be 0, 1, ..., {n - 1}, got {out.tolist()[:8]}...",
+                                   f"make_positions({n}) 应为 0, 1, ..., {n - 1}，实际是 {out.tolist()[:8]}..."))
     out = tensor(make_positions(4, "meta"), "make_positions(4, 'meta')")
     if out.device.type != "meta":
-        raise ExerciseError(f"make_positions(4, 'meta') returned a tensor on {out.device}: create it with "
-                            f"device=device, so it lives where the model runs")
-    ok("integer positions 0 .. n-1, created on the device asked for")
+        raise ExerciseError(tr(f"make_positions(4, 'meta') returned a tensor on {out.device}: create it with "
+                               f"device=device, so it lives where the model runs",
+                               f"make_positions(4, 'meta') 返回的张量在 {out.device} 上：创建时要传 device=device，"
+                               f"让它和模型待在同一个设备上"))
+    ok(tr("integer positions 0 .. n-1, created on the device asked for",
+          "整数位置 0 .. n-1，且创建在指定的设备上"))
 
 
 def check_wavelength(wavelength) -> None:
@@ -60,16 +70,23 @@ def check_wavelength(wavelength) -> None:
         return all(math.isclose(g, formula(w), rel_tol=1e-6) for g, w in zip(got, omegas))
 
     if matches(lambda w: 2 * math.pi / w):
-        ok("wavelength = 2*pi / omega: omega = 1 repeats every 6.28 positions, omega = 1e-4 every 62832")
+        ok(tr("wavelength = 2*pi / omega: omega = 1 repeats every 6.28 positions, omega = 1e-4 every 62832",
+              "波长 = 2*pi / omega：omega = 1 时每 6.28 个位置重复一次，omega = 1e-4 时每 62832 个位置重复一次"))
         return
-    hints = [(lambda w: w, "that is omega itself (radians per position), not a length"),
-             (lambda w: 1 / w, "missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not by 1"),
-             (lambda w: w / (2 * math.pi), "that is the frequency in cycles per position, the inverse of the wavelength"),
-             (lambda w: 2 * math.pi * w, "multiplied by omega where you should divide")]
+    hints = [(lambda w: w, tr("that is omega itself (radians per position), not a length",
+                              "这是 omega 本身（每个位置转过的弧度），不是长度")),
+             (lambda w: 1 / w, tr("missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not by 1",
+                                  "少了因子 2*pi：omega*pos 每增加 2*pi（而不是 1），sin(omega*pos) 才重复一次")),
+             (lambda w: w / (2 * math.pi), tr("that is the frequency in cycles per position, the inverse of the wavelength",
+                                              "这是以“每个位置几周”计的频率，即波长的倒数")),
+             (lambda w: 2 * math.pi * w, tr("multiplied by omega where you should divide",
+                                            "该除以 omega 的地方，你乘了 omega"))]
     for formula, hint in hints:
         if matches(formula):
-            raise ExerciseError(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected {2 * math.pi / omegas[0]:.6g})")
-    raise ExerciseError(f"wavelength({omegas[0]}) = {got[0]:.6g}, expected 2*pi/omega = {2 * math.pi / omegas[0]:.6g}")
+            raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected {2 * math.pi / omegas[0]:.6g})",
+                                   f"wavelength({omegas[0]}) = {got[0]:.6g}：{hint}（应为 {2 * math.pi / omegas[0]:.6g}）"))
+    raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}, expected 2*pi/omega = {2 * math.pi / omegas[0]:.6g}",
+                           f"wavelength({omegas[0]}) = {got[0]:.6g}，应为 2*pi/omega = {2 * math.pi / omegas[0]:.6g}"))
 
 
 # ----------------------------------------------------------------------------------- 02: the table
@@ -112,18 +129,29 @@ def mistaken_table(kind: str, num_positions: int, dim: int, base: float = 10000.
 
 
 _TABLE_HINTS = {
-    "concat": "your table is the concatenated layout [sin | cos] (Transformer-XL, many blog heatmaps); the "
-              "paper interleaves: sin in column 2i, cos in column 2i+1. Same numbers, columns permuted by "
-              "layout_permutation(dim)",
-    "swapped": "sin and cos are swapped: the paper puts sin in the even columns 2i and cos in the odd columns 2i+1",
-    "exponent_per_column": "wrong exponent: you used the column index j in base**(j/dim); the exponent is "
-                           "2*floor(j/2)/dim, so the sin and the cos of a pair share one frequency",
-    "exponent_i": "wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
-    "multiply": "you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
-    "fairseq": "that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
-    "fairseq_concat": "that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
-                      "by dim/2 - 1; the paper interleaves and uses 2i/dim",
-    "from_one": "positions start at 0, not 1: row 0 must be [0, 1, 0, 1, ...]",
+    "concat": Text("your table is the concatenated layout [sin | cos] (Transformer-XL, many blog heatmaps); the "
+                   "paper interleaves: sin in column 2i, cos in column 2i+1. Same numbers, columns permuted by "
+                   "layout_permutation(dim)",
+                   "你的表是拼接布局 [sin | cos]（Transformer-XL 和许多博客里的热力图都是这样）；论文用的是交错布局："
+                   "sin 在第 2i 列，cos 在第 2i+1 列。数值一样，只是列按 layout_permutation(dim) 重排了"),
+    "swapped": Text("sin and cos are swapped: the paper puts sin in the even columns 2i and cos in the odd columns 2i+1",
+                    "sin 和 cos 放反了：论文把 sin 放在偶数列 2i，cos 放在奇数列 2i+1"),
+    "exponent_per_column": Text("wrong exponent: you used the column index j in base**(j/dim); the exponent is "
+                                "2*floor(j/2)/dim, so the sin and the cos of a pair share one frequency",
+                                "指数错了：你在 base**(j/dim) 里用的是列下标 j；指数应为 2*floor(j/2)/dim，"
+                                "这样同一对的 sin 和 cos 才共用一个频率"),
+    "exponent_i": Text("wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
+                       "指数错了：第 i 对你用的是 base**(i/dim)；公式里是 2i/dim（omega_i = base**(-2i/dim)）"),
+    "multiply": Text("you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
+                     "你把 pos 乘以了 base**(2i/dim)；公式里是除：pos / base**(2i/dim)"),
+    "fairseq": Text("that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
+                    "这是 tensor2tensor 和 fairseq 的指数：除以 dim/2 - 1，而不是用 2i/dim"),
+    "fairseq_concat": Text("that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
+                           "by dim/2 - 1; the paper interleaves and uses 2i/dim",
+                           "这是 tensor2tensor 和 fairseq 的表：[sin | cos] 布局，指数除以 dim/2 - 1；"
+                           "论文用的是交错布局和 2i/dim"),
+    "from_one": Text("positions start at 0, not 1: row 0 must be [0, 1, 0, 1, ...]",
+                     "位置从 0 开始，不是从 1：第 0 行必须是 [0, 1, 0, 1, ...]"),
 }
 
 
@@ -132,33 +160,46 @@ def check_sinusoidal_table(make_table) -> None:
     for n, d, base in ((40, 16, 10000.0), (12, 6, 100.0)):
         got = tensor(make_table(n, d, base), f"make_table({n}, {d}, {base})")
         if tuple(got.shape) == (d, n) and n != d:
-            raise ExerciseError(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions")
+            raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions",
+                                   f"形状 {tuple(got.shape)} 转置了：行是位置，列是维度"))
         if tuple(got.shape) != (n, d):
-            raise ExerciseError(f"make_table({n}, {d}, {base}) should have shape ({n}, {d}), got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"make_table({n}, {d}, {base}) should have shape ({n}, {d}), got {tuple(got.shape)}",
+                                   f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
             continue
         for kind, hint in _TABLE_HINTS.items():
             if same(got, mistaken_table(kind, n, d, base), 1e-4):
-                raise ExerciseError(hint)
+                raise ExerciseError(str(hint))
         row, col = divmod(int((got.double() - right).abs().argmax()), d)
-        raise ExerciseError(f"make_table({n}, {d}, {base}) differs most at position {row}, column {col} "
-                            f"({'sin' if col % 2 == 0 else 'cos'} of pair {col // 2}): got {float(got[row, col]):.6f}, "
-                            f"expected {float(right[row, col]):.6f}")
+        raise ExerciseError(tr(f"make_table({n}, {d}, {base}) differs most at position {row}, column {col} "
+                               f"({'sin' if col % 2 == 0 else 'cos'} of pair {col // 2}): got {float(got[row, col]):.6f}, "
+                               f"expected {float(right[row, col]):.6f}",
+                               f"make_table({n}, {d}, {base}) 在位置 {row}、第 {col} 列偏差最大"
+                               f"（第 {col // 2} 对的 {'sin' if col % 2 == 0 else 'cos'}）：得到 {float(got[row, col]):.6f}，"
+                               f"应为 {float(right[row, col]):.6f}"))
     try:
         make_table(8, 5, 10000.0)
     except ValueError as err:
         if "dim" not in str(err):
-            raise ExerciseError(f"for an odd dim=5 you raised a ValueError, good, but its message ({err!r}) does not "
-                                f"name the parameter: say which one is wrong, e.g. 'dim must be even, got 5'") from None
+            raise ExerciseError(tr(f"for an odd dim=5 you raised a ValueError, good, but its message ({err!r}) does not "
+                                   f"name the parameter: say which one is wrong, e.g. 'dim must be even, got 5'",
+                                   f"奇数 dim=5 时你抛出了 ValueError，这很好，但它的消息（{err!r}）没有点出参数名："
+                                   f"要说明是哪个参数不对，例如 'dim must be even, got 5'")) from None
     except Exception as err:  # noqa: BLE001 -- the point is to name what went wrong
-        raise ExerciseError(f"for an odd dim=5 your function raised {type(err).__name__} ({err}): the naive "
-                            f"`pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError saying dim "
-                            f"must be even") from None
+        raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}): the naive "
+                               f"`pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError saying dim "
+                               f"must be even",
+                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）：这正是朴素写法 "
+                               f"`pe[:, 1::2] = cos(...)` 的崩溃。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
+                               )) from None
     else:
-        raise ExerciseError("for an odd dim=5 your function returned a table: the encoding needs (sin, cos) pairs, "
-                            "so raise a ValueError naming dim")
-    ok("the interleaved sinusoidal table, and a clear ValueError for an odd dim")
+        raise ExerciseError(tr("for an odd dim=5 your function returned a table: the encoding needs (sin, cos) pairs, "
+                               "so raise a ValueError naming dim",
+                               "奇数 dim=5 时你的函数照样返回了一张表：这种编码需要成对的 (sin, cos)，"
+                               "所以应抛出 ValueError 并点明 dim"))
+    ok(tr("the interleaved sinusoidal table, and a clear ValueError for an odd dim",
+          "交错布局的正弦位置编码表；dim 为奇数时给出清楚的 ValueError"))
 
 
 def check_wavelengths(wavelengths) -> None:
@@ -170,18 +211,25 @@ def check_wavelengths(wavelengths) -> None:
         if got.shape == right.shape and torch.allclose(got, right, rtol=1e-6):
             continue
         if got.numel() == d:
-            raise ExerciseError(f"wavelengths({d}) has {d} entries: there is one wavelength per (sin, cos) pair, "
-                                f"so dim/2 = {d // 2}")
-        hints = [(omega, "those are the angular frequencies omega_i; the wavelength is 2*pi/omega_i"),
-                 (1 / omega, "missing the factor 2*pi"),
-                 (2 * math.pi * base ** (torch.arange(d // 2, dtype=torch.float64) / d), "wrong exponent: i/dim "
-                  "where the formula has 2i/dim"),
-                 (right.flip(0), "reversed: pair 0 has the shortest wavelength, 2*pi")]
+            raise ExerciseError(tr(f"wavelengths({d}) has {d} entries: there is one wavelength per (sin, cos) pair, "
+                                   f"so dim/2 = {d // 2}",
+                                   f"wavelengths({d}) 有 {d} 个元素：每对 (sin, cos) 只有一个波长，"
+                                   f"所以应有 dim/2 = {d // 2} 个"))
+        hints = [(omega, tr("those are the angular frequencies omega_i; the wavelength is 2*pi/omega_i",
+                            "这些是角频率 omega_i；波长是 2*pi/omega_i")),
+                 (1 / omega, tr("missing the factor 2*pi", "少了因子 2*pi")),
+                 (2 * math.pi * base ** (torch.arange(d // 2, dtype=torch.float64) / d),
+                  tr("wrong exponent: i/dim where the formula has 2i/dim",
+                     "指数错了：公式里是 2i/dim，你用的是 i/dim")),
+                 (right.flip(0), tr("reversed: pair 0 has the shortest wavelength, 2*pi",
+                                    "顺序反了：第 0 对的波长最短，为 2*pi"))]
         for wrong, hint in hints:
             if got.shape == wrong.shape and torch.allclose(got, wrong, rtol=1e-6):
-                raise ExerciseError(f"wavelengths({d}, {base}): {hint}")
-        raise ExerciseError(f"wavelengths({d}, {base}) = {got.tolist()}, expected {right.tolist()}")
-    ok("wavelengths 2*pi ... 2*pi*base**(1 - 2/dim), a geometric sequence")
+                raise ExerciseError(tr(f"wavelengths({d}, {base}): {hint}", f"wavelengths({d}, {base}) 的结果：{hint}"))
+        raise ExerciseError(tr(f"wavelengths({d}, {base}) = {got.tolist()}, expected {right.tolist()}",
+                               f"wavelengths({d}, {base}) = {got.tolist()}，应为 {right.tolist()}"))
+    ok(tr("wavelengths 2*pi ... 2*pi*base**(1 - 2/dim), a geometric sequence",
+          "波长从 2*pi 到 2*pi*base**(1 - 2/dim)，构成等比数列"))
 
 
 def check_pe_dot(pe_dot) -> None:
@@ -196,14 +244,20 @@ def check_pe_dot(pe_dot) -> None:
                 continue
             mirrored = number(pe_dot(-k, d, base), f"pe_dot({-k}, {d}, {base})")
             if not math.isclose(got, mirrored, abs_tol=1e-6):
-                raise ExerciseError(f"pe_dot({k}) = {got:.4f} but pe_dot({-k}) = {mirrored:.4f}: the dot product cannot "
-                                    f"depend on the direction -- sin a sin b + cos a cos b = cos(a - b), so it is "
-                                    f"sum_i cos(k*omega_i), even in k (did you use sin?)")
+                raise ExerciseError(tr(f"pe_dot({k}) = {got:.4f} but pe_dot({-k}) = {mirrored:.4f}: the dot product cannot "
+                                       f"depend on the direction -- sin a sin b + cos a cos b = cos(a - b), so it is "
+                                       f"sum_i cos(k*omega_i), even in k (did you use sin?)",
+                                       f"pe_dot({k}) = {got:.4f}，pe_dot({-k}) 却是 {mirrored:.4f}：点积不可能与方向有关。"
+                                       f"sin a sin b + cos a cos b = cos(a - b)，所以它等于 sum_i cos(k*omega_i)，"
+                                       f"是 k 的偶函数（你是不是用了 sin？）"))
             if math.isclose(got * (d // 2), right, abs_tol=1e-6):
-                raise ExerciseError(f"pe_dot({k}, {d}) is the mean over the pairs; the dot product is the sum "
-                                    f"(pe_dot(0) = dim/2 = {d // 2})")
-            raise ExerciseError(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}")
-    ok("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only")
+                raise ExerciseError(tr(f"pe_dot({k}, {d}) is the mean over the pairs; the dot product is the sum "
+                                       f"(pe_dot(0) = dim/2 = {d // 2})",
+                                       f"pe_dot({k}, {d}) 是各对的平均；点积应当求和（pe_dot(0) = dim/2 = {d // 2}）"))
+            raise ExerciseError(tr(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}",
+                                   f"pe_dot({k}, {d}, {base}) = {got:.6f}，应为 PE(p).PE(p+k) = {right:.6f}"))
+    ok(tr("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only",
+          "PE(p).PE(p+k) = sum_i cos(k*omega_i)：只取决于 |k|"))
 
 
 # ------------------------------------------------------------------------- 03: the linearity proof
@@ -219,28 +273,39 @@ def check_offset_matrix(make_offset_matrix) -> None:
     for k, d, base in ((1, 8, 10000.0), (3, 8, 10000.0), (-2, 8, 10000.0), (5, 6, 100.0)):
         got = tensor(make_offset_matrix(k, d, base), f"make_offset_matrix({k}, {d}, {base})").double()
         if tuple(got.shape) != (d, d):
-            raise ExerciseError(f"M_k should be ({d}, {d}), got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"M_k should be ({d}, {d}), got {tuple(got.shape)}",
+                                   f"M_k 的形状应为 ({d}, {d})，实际是 {tuple(got.shape)}"))
         right = offset_matrix(k, d, base=base)
         table = sinusoidal_table(30, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-6):
             continue
         if same(got, right.T, 1e-6):
-            raise ExerciseError(f"k={k}: your M_k is the transpose, RoPE's counter-clockwise [[cos, -sin], [sin, cos]]: "
-                                f"it moves PE(pos) to PE(pos - k). On a (sin, cos) pair the angle-sum identities give "
-                                f"sin(a+b) = sin a cos b + cos a sin b, i.e. the block [[cos b, sin b], [-sin b, cos b]]")
+            raise ExerciseError(tr(f"k={k}: your M_k is the transpose, RoPE's counter-clockwise [[cos, -sin], [sin, cos]]: "
+                                   f"it moves PE(pos) to PE(pos - k). On a (sin, cos) pair the angle-sum identities give "
+                                   f"sin(a+b) = sin a cos b + cos a sin b, i.e. the block [[cos b, sin b], [-sin b, cos b]]",
+                                   f"k={k}：你的 M_k 是转置，即 RoPE 的逆时针旋转 [[cos, -sin], [sin, cos]]，"
+                                   f"它把 PE(pos) 变成 PE(pos - k)。对一对 (sin, cos)，和角公式给出 "
+                                   f"sin(a+b) = sin a cos b + cos a sin b，对应的块是 [[cos b, sin b], [-sin b, cos b]]"))
         if same(got, offset_matrix(k, d, base=base, layout="concat"), 1e-6):
-            raise ExerciseError(f"k={k}: you built the blocks on columns (i, i + dim/2): that is M_k for the "
-                                f"concatenated layout [sin | cos]; the interleaved pairs are columns (2i, 2i+1)")
+            raise ExerciseError(tr(f"k={k}: you built the blocks on columns (i, i + dim/2): that is M_k for the "
+                                   f"concatenated layout [sin | cos]; the interleaved pairs are columns (2i, 2i+1)",
+                                   f"k={k}：你把块放在了列 (i, i + dim/2) 上，那是拼接布局 [sin | cos] 的 M_k；"
+                                   f"交错布局的一对是列 (2i, 2i+1)"))
         if same(got, _rotation_blocks(torch.full((d // 2,), float(k), dtype=torch.float64)), 1e-6):
-            raise ExerciseError(f"k={k}: every block turns by the angle k; pair i must turn by k*omega_i")
+            raise ExerciseError(tr(f"k={k}: every block turns by the angle k; pair i must turn by k*omega_i",
+                                   f"k={k}：每个块都转了角度 k；第 i 对应当转 k*omega_i"))
         if same(got, offset_matrix(k, d, base=math.sqrt(base)), 1e-6):
-            raise ExerciseError(f"k={k}: wrong exponent: you used omega_i = base**(-i/dim); it is base**(-2i/dim)")
+            raise ExerciseError(tr(f"k={k}: wrong exponent: you used omega_i = base**(-i/dim); it is base**(-2i/dim)",
+                                   f"k={k}：指数错了：你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
-        raise ExerciseError(f"k={k}: M_k @ PE(pos) misses PE(pos + k) by up to {error:.3g}; each pair i needs the block "
-                            f"[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] on columns (2i, 2i+1), zeros elsewhere")
-    ok("M_k @ PE(pos) = PE(pos + k): one 2x2 block per pair, depending on k and omega_i only")
+        raise ExerciseError(tr(f"k={k}: M_k @ PE(pos) misses PE(pos + k) by up to {error:.3g}; each pair i needs the block "
+                               f"[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] on columns (2i, 2i+1), zeros elsewhere",
+                               f"k={k}：M_k @ PE(pos) 与 PE(pos + k) 最多相差 {error:.3g}；每对 i 都要在列 (2i, 2i+1) 上放块 "
+                               f"[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]，其余位置为 0"))
+    ok(tr("M_k @ PE(pos) = PE(pos + k): one 2x2 block per pair, depending on k and omega_i only",
+          "M_k @ PE(pos) = PE(pos + k)：每对一个 2x2 块，只取决于 k 和 omega_i"))
 
 
 def _relative_projection(w: torch.Tensor) -> torch.Tensor:
@@ -262,7 +327,8 @@ def check_relative_part(relative_part) -> None:
         w = torch.randn(d, d, generator=gen, dtype=torch.float64)
         got = tensor(relative_part(w.clone()), "relative_part(W)").double()
         if tuple(got.shape) != (d, d):
-            raise ExerciseError(f"relative_part(W) should be ({d}, {d}), got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"relative_part(W) should be ({d}, {d}), got {tuple(got.shape)}",
+                                   f"relative_part(W) 的形状应为 ({d}, {d})，实际是 {tuple(got.shape)}"))
         right = _relative_projection(w)
         if same(got, right, 1e-6):
             continue
@@ -271,23 +337,36 @@ def check_relative_part(relative_part) -> None:
         block = torch.block_diag(*[torch.ones(2, 2, dtype=torch.float64)] * (d // 2)).bool()
         if spread > 1e-5:
             if got[~block].abs().max() > 1e-6:
-                raise ExerciseError(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): you kept "
-                                    f"entries outside the 2x2 diagonal blocks; they couple pairs of different "
-                                    f"frequencies (terms in m*w_i - n*w_j), set them to zero")
-            raise ExerciseError(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): inside each "
-                                f"block [[a, b], [c, d]] keep only alpha*I + beta*J with alpha = (a+d)/2 and "
-                                f"beta = (b-c)/2; the rest gives terms in m + n")
+                raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): you kept "
+                                       f"entries outside the 2x2 diagonal blocks; they couple pairs of different "
+                                       f"frequencies (terms in m*w_i - n*w_j), set them to zero",
+                                       f"PE(m) W' PE(n) 依赖的仍不只是 n - m（同一条对角线上最多相差 {spread:.3g}）："
+                                       f"你保留了 2x2 对角块以外的元素，它们把频率不同的对耦合在一起"
+                                       f"（产生 m*w_i - n*w_j 这样的项），应置为 0"))
+            raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): inside each "
+                                   f"block [[a, b], [c, d]] keep only alpha*I + beta*J with alpha = (a+d)/2 and "
+                                   f"beta = (b-c)/2; the rest gives terms in m + n",
+                                   f"PE(m) W' PE(n) 依赖的仍不只是 n - m（同一条对角线上最多相差 {spread:.3g}）："
+                                   f"每个块 [[a, b], [c, d]] 里只保留 alpha*I + beta*J，其中 alpha = (a+d)/2，"
+                                   f"beta = (b-c)/2；其余部分会产生含 m + n 的项"))
         symmetric = right.clone()
         symmetric[~torch.eye(d, dtype=torch.bool)] = 0
         if same(got, symmetric, 1e-6):
-            raise ExerciseError("relative, but you dropped beta: the antisymmetric part beta*[[0, 1], [-1, 0]] gives "
-                                "beta*sin((m-n)w) terms, the only ones that tell +k from -k; keep it")
+            raise ExerciseError(tr("relative, but you dropped beta: the antisymmetric part beta*[[0, 1], [-1, 0]] gives "
+                                   "beta*sin((m-n)w) terms, the only ones that tell +k from -k; keep it",
+                                   "已经只依赖相对位置了，但你丢掉了 beta：反对称部分 beta*[[0, 1], [-1, 0]] 产生 "
+                                   "beta*sin((m-n)w) 项，只有这些项能区分 +k 和 -k，要保留"))
         if same(got, right.T, 1e-6):
-            raise ExerciseError("relative, but beta has the wrong sign: the J = [[0, 1], [-1, 0]] component of "
-                                "[[a, b], [c, d]] is (b - c)/2")
-        raise ExerciseError("relative, but not the closest such matrix to W: per block keep alpha = (a+d)/2 on the "
-                            "diagonal and beta = (b-c)/2, -beta off it")
-    ok("W' = the part of W whose position-position score is a function of n - m alone")
+            raise ExerciseError(tr("relative, but beta has the wrong sign: the J = [[0, 1], [-1, 0]] component of "
+                                   "[[a, b], [c, d]] is (b - c)/2",
+                                   "已经只依赖相对位置了，但 beta 的符号反了：[[a, b], [c, d]] 在 "
+                                   "J = [[0, 1], [-1, 0]] 上的分量是 (b - c)/2"))
+        raise ExerciseError(tr("relative, but not the closest such matrix to W: per block keep alpha = (a+d)/2 on the "
+                               "diagonal and beta = (b-c)/2, -beta off it",
+                               "已经只依赖相对位置了，但不是这类矩阵里离 W 最近的那个：每个块的对角线上放 "
+                               "alpha = (a+d)/2，对角线外放 beta = (b-c)/2 和 -beta"))
+    ok(tr("W' = the part of W whose position-position score is a function of n - m alone",
+          "W' = W 中“位置–位置”得分只取决于 n - m 的那一部分"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions
