@@ -52,7 +52,9 @@ def tr(en: str, zh: str) -> str:
 
 class Text:
     """An English text and its Chinese twin, chosen when used (str(), an f-string, .format) rather than
-    when made: for tables of messages built at import time, before a notebook sets its language."""
+    when made: for tables of messages built at import time, before a notebook sets its language.
+    It compares equal to, and is searched like, the string it shows now (Text("a", "甲") == "a" in
+    English), so a table entry still reads like the plain string it stands for."""
 
     __slots__ = ("en", "zh")
 
@@ -67,6 +69,17 @@ class Text:
 
     def format(self, *args, **kwargs) -> str:
         return str(self).format(*args, **kwargs)
+
+    def __eq__(self, other):
+        if isinstance(other, Text):
+            return (self.en, self.zh) == (other.en, other.zh)
+        return str(self) == other if isinstance(other, str) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.en, self.zh))
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
 
     def __repr__(self) -> str:
         return f"Text({self.en!r}, {self.zh!r})"

@@ -43,9 +43,11 @@ def test_switch_and_default():
 def test_text_picks_its_language_when_shown():
     label = Text("position {m}", "位置 {m}")
     assert str(label) == "position {m}" and label.format(m=3) == "position 3"
+    assert label == "position {m}" and "position" in label and label == Text("position {m}", "位置 {m}")
     set_language("zh")
     try:
         assert f"{label}" == "位置 {m}" and label.format(m=3) == "位置 3"
+        assert label == "位置 {m}" and label != "position {m}" and "位置" in label
     finally:
         set_language("en")
 

@@ -18,6 +18,7 @@ from torch import nn
 from ..attention import PositionalEncoding
 from ..experiments import summarize
 from ..experiments.own_encoding import rule_report
+from ..i18n import tr
 from ..scaling import rope_inv_freq
 from ._common import ExerciseError, attempt, number, ok, same, tensor
 
@@ -47,23 +48,37 @@ def check_last_positions_loss(last_positions_loss) -> None:
     before = nll.clone()
     got = number(last_positions_loss(nll, L), "last_positions_loss(nll, 8)")
     if not torch.equal(nll, before):
-        raise ExerciseError("your function changed the caller's nll tensor in place; compute on a copy (or without in-place ops)")
+        raise ExerciseError(tr("your function changed the caller's nll tensor in place; compute on a copy (or without "
+                               "in-place ops)",
+                               "你的函数原地改动了调用方传进来的 nll 张量：请在副本上计算（或者不用原地操作）"))
     right = float(nll[:, -L:].mean())
     if math.isclose(got, right, rel_tol=1e-6, abs_tol=1e-6):  # float32 answers are right too
-        ok("the mean over the last L positions: the same characters are scored at every window length")
+        ok(tr("the mean over the last L positions: the same characters are scored at every window length",
+              "对最后 L 个位置取平均：无论窗口多长，打分的都是同一批字符"))
         return
     hints = [
-        (float(nll[:, :L].mean()), "you scored the FIRST L positions: in a longer window those are the positions the "
-                                   "model saw in training, so every length would give the same number"),
-        (float(nll.mean()), "you averaged over all n positions: a longer window then mixes short-context positions "
-                            "with long ones, and the lengths are no longer compared on the same characters"),
-        (float(nll[:, -L:].sum()), "that is the sum over the last L positions of all windows, not the mean"),
-        (float(nll[:, -L:].mean(0).sum()), "you summed over positions after averaging over windows: take the mean of both"),
-        (float(nll[:, -L - 1:-1].mean()), "off by one: nll[:, -L:] is the last L positions, you skipped the very last"),
-        (float(nll[0, -L:].mean()), "you used only the first window; average over every window"),
+        (float(nll[:, :L].mean()), tr("you scored the FIRST L positions: in a longer window those are the positions "
+                                      "the model saw in training, so every length would give the same number",
+                                      "你算的是最前面 L 个位置：窗口再长，这些也都是模型训练时见过的位置，"
+                                      "所以每种长度都会得到同一个数")),
+        (float(nll.mean()), tr("you averaged over all n positions: a longer window then mixes short-context positions "
+                               "with long ones, and the lengths are no longer compared on the same characters",
+                               "你对全部 n 个位置取了平均：窗口一长，短上下文的位置和长上下文的位置就混在一起，"
+                               "各长度比较的不再是同一批字符")),
+        (float(nll[:, -L:].sum()), tr("that is the sum over the last L positions of all windows, not the mean",
+                                      "这是所有窗口最后 L 个位置的总和，不是平均值")),
+        (float(nll[:, -L:].mean(0).sum()), tr("you summed over positions after averaging over windows: take the mean "
+                                              "of both",
+                                              "你先对窗口取平均，再对位置求和了：两个维度都要取平均")),
+        (float(nll[:, -L - 1:-1].mean()), tr("off by one: nll[:, -L:] is the last L positions, you skipped the very "
+                                             "last",
+                                             "差了一位：nll[:, -L:] 才是最后 L 个位置，你漏掉了最后那一个")),
+        (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
+                                       "你只用了第一个窗口；要对所有窗口取平均")),
     ]
-    _diagnose(got, hints, f"got {got:.4f}, expected {right:.4f}",
-              "nll[:, -L:].mean() is the mean over the last L positions", rel_tol=1e-6, abs_tol=1e-6)
+    _diagnose(got, hints, tr(f"got {got:.4f}, expected {right:.4f}", f"得到 {got:.4f}，应为 {right:.4f}"),
+              tr("nll[:, -L:].mean() is the mean over the last L positions", "最后 L 个位置的平均是 nll[:, -L:].mean()"),
+              rel_tol=1e-6, abs_tol=1e-6)
 
 
 def _fake_results() -> dict:
@@ -83,23 +98,31 @@ def check_rise(rise) -> None:
     for multiple in (2, 4):
         got = rise(results, multiple)
         if not isinstance(got, dict):
-            raise ExerciseError(f"rise should return a dict encoding -> number or None, got {type(got).__name__}")
+            raise ExerciseError(tr(f"rise should return a dict encoding -> number or None, got {type(got).__name__}",
+                                   f"rise 应返回一个 dict（编码 -> 数值或 None），得到的是 {type(got).__name__}"))
         missing = sorted(set(results["summary"]) - set(got))
         if missing:
-            raise ExerciseError(f"rise(results, {multiple}) has no entry for {missing}: give every encoding a key "
-                                f"(None when it has no value at that length)")
+            raise ExerciseError(tr(f"rise(results, {multiple}) has no entry for {missing}: give every encoding a key "
+                                   "(None when it has no value at that length)",
+                                   f"rise(results, {multiple}) 里缺了 {missing}：每种编码都要有一个键"
+                                   f"（在该长度下没有值就填 None）"))
         for enc, row in results["summary"].items():
             value = got[enc]
             if row[str(multiple)] is None:
                 if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                    raise ExerciseError(f"{enc} has no loss at {multiple}L (a learned table has no row past L), "
-                                        f"so its rise is None, not {value!r}")
+                    raise ExerciseError(tr(f"{enc} has no loss at {multiple}L (a learned table has no row past L), so "
+                                           f"its rise is None, not {value!r}",
+                                           f"{enc} 在 {multiple}L 处没有损失（可学习的位置表在 L 之后没有行），"
+                                           f"所以它的 rise 是 None，而不是 {value!r}"))
                 if value is not None:
-                    raise ExerciseError(f"{enc}: use None, not NaN, for 'no value' (NaN compares false with everything "
-                                        "and sorts unpredictably)")
+                    raise ExerciseError(tr(f"{enc}: use None, not NaN, for 'no value' (NaN compares false with "
+                                           "everything and sorts unpredictably)",
+                                           f"{enc}：“没有值”要用 None 表示，不要用 NaN（NaN 和谁比较都为假，"
+                                           "排序结果也没法预料）"))
                 continue
             if value is None:
-                raise ExerciseError(f"{enc} has losses at L and {multiple}L, so its rise is a number, not None")
+                raise ExerciseError(tr(f"{enc} has losses at L and {multiple}L, so its rise is a number, not None",
+                                       f"{enc} 在 L 和 {multiple}L 处都有损失，所以它的 rise 是一个数，不是 None"))
             value = number(value, f"rise(results, {multiple})[{enc!r}]")
             runs = [r["loss"] for r in results["runs"] if r["encoding"] == enc]
             mean_l = sum(r["1"] for r in runs) / len(runs)
@@ -107,13 +130,21 @@ def check_rise(rise) -> None:
             right = mean_m - mean_l
             if math.isclose(value, right, abs_tol=1e-6):
                 continue
-            hints = [(mean_l - mean_m, "the sign is flipped: rise = loss at the longer length minus loss at L"),
-                     (mean_m / mean_l, "that is a ratio; the rise is the difference of the two losses (in nats/char)"),
-                     (runs[0][str(multiple)] - runs[0]["1"], "that is seed 0 only; average over every seed first"),
-                     (mean_m, f"that is the loss at {multiple}L itself; subtract the loss at L")]
-            _diagnose(value, hints, f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}",
-                      f"the mean over seeds at {multiple}L minus the mean over seeds at L", abs_tol=1e-6)
-    ok("rise = mean loss at mL minus mean loss at L, None where an encoding has no value")
+            hints = [(mean_l - mean_m, tr("the sign is flipped: rise = loss at the longer length minus loss at L",
+                                          "符号反了：rise = 较长长度处的损失减去 L 处的损失")),
+                     (mean_m / mean_l, tr("that is a ratio; the rise is the difference of the two losses (in "
+                                          "nats/char)",
+                                          "这是比值；rise 是两个损失之差（单位 nats/char）")),
+                     (runs[0][str(multiple)] - runs[0]["1"], tr("that is seed 0 only; average over every seed first",
+                                                                "这只是种子 0 的结果；要先对所有种子取平均")),
+                     (mean_m, tr(f"that is the loss at {multiple}L itself; subtract the loss at L",
+                                 f"这是 {multiple}L 处的损失本身；还要减去 L 处的损失"))]
+            _diagnose(value, hints, tr(f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}",
+                                       f"{enc} 在 {multiple}L 处：得到 {value:.4f}，应为 {right:.4f}"),
+                      tr(f"the mean over seeds at {multiple}L minus the mean over seeds at L",
+                         f"正确值是 {multiple}L 处各种子的平均损失减去 L 处各种子的平均损失"), abs_tol=1e-6)
+    ok(tr("rise = mean loss at mL minus mean loss at L, None where an encoding has no value",
+          "rise = mL 处的平均损失减去 L 处的平均损失；某种编码没有值时为 None"))
 
 
 def check_encoding_rules(encoding) -> None:
@@ -125,10 +156,13 @@ def check_encoding_rules(encoding) -> None:
     report = rule_report(encoding)
     problems = report["problems"]
     if problems:
-        rules = "rule" if len(problems) == 1 else "rules"
-        raise ExerciseError(f"{report['name']} breaks {len(problems)} {rules}:\n  " + "\n  ".join(problems))
-    ok(f"{report['name']} ({', '.join(report['hooks'])}) keeps every rule: shapes, dtype, device (meta), inputs "
-       f"untouched, and position t sees only positions <= t, hook by hook and through a causal TinyLM")
+        rules = tr("rule", "条规则") if len(problems) == 1 else tr("rules", "条规则")
+        raise ExerciseError(tr(f"{report['name']} breaks {len(problems)} {rules}:\n  ",
+                               f"{report['name']} 违反了 {len(problems)} {rules}：\n  ") + "\n  ".join(problems))
+    ok(tr(f"{report['name']} ({', '.join(report['hooks'])}) keeps every rule: shapes, dtype, device (meta), inputs "
+          "untouched, and position t sees only positions <= t, hook by hook and through a causal TinyLM",
+          f"{report['name']}（{', '.join(report['hooks'])}）遵守了每一条规则：形状、dtype、device（meta）不变，"
+          f"输入原样未动，位置 t 只看得到 <= t 的位置，逐个钩子检查和放进因果 TinyLM 检查都成立"))
 
 
 # --------------------------------------------------------------------------- 08: context extension
@@ -141,24 +175,39 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         if same(got, right, 1e-6):
             continue
         if tuple(got.shape) == (dim,):
-            raise ExerciseError(f"shape {tuple(got.shape)}: RoPE has one frequency per PAIR, dim/2 = {dim // 2} of them")
+            raise ExerciseError(tr(f"shape {tuple(got.shape)}: RoPE has one frequency per PAIR, dim/2 = {dim // 2} of "
+                                   "them",
+                                   f"形状是 {tuple(got.shape)}：RoPE 是每一对维度一个频率，共 dim/2 = {dim // 2} 个"))
         if tuple(got.shape) != (dim // 2,):
-            raise ExerciseError(f"pi_inv_freq({dim}, {factor}) should have shape ({dim // 2},), got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}) should have shape ({dim // 2},), got "
+                                   f"{tuple(got.shape)}",
+                                   f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，得到的是 {tuple(got.shape)}"))
         hints = [
-            (_theta(dim) * factor, "you multiplied theta by the factor: positions would turn FASTER, pushing "
-                                            "angles even further out of the trained range; PI divides"),
-            (_theta(dim), "these are the plain RoPE frequencies: divide every one by the factor"),
-            (_theta(dim, 10000.0 * factor ** (dim / (dim - 2))), "you changed the base: that is NTK-aware scaling "
-                                                                 "(high frequencies kept); PI divides EVERY theta_i by the factor"),
+            (_theta(dim) * factor, tr("you multiplied theta by the factor: positions would turn FASTER, pushing "
+                                      "angles even further out of the trained range; PI divides",
+                                      "你把 theta 乘上了缩放因子：位置会转得更快，角度离训练范围更远；PI 是除以因子")),
+            (_theta(dim), tr("these are the plain RoPE frequencies: divide every one by the factor",
+                             "这是未缩放的 RoPE 频率：每一个都要除以因子")),
+            (_theta(dim, 10000.0 * factor ** (dim / (dim - 2))), tr("you changed the base: that is NTK-aware scaling "
+                                                                    "(high frequencies kept); PI divides EVERY "
+                                                                    "theta_i by the factor",
+                                                                    "你改的是底数，那是 NTK-aware 缩放（保留高频）；"
+                                                                    "PI 是把每一个 theta_i 都除以因子")),
             (10000.0 ** (-torch.arange(dim // 2, dtype=torch.float64) / dim) / factor,
-             "wrong exponent: theta_i = base ** (-2i/dim) for pair i, not base ** (-i/dim)"),
+             tr("wrong exponent: theta_i = base ** (-2i/dim) for pair i, not base ** (-i/dim)",
+                "指数错了：第 i 对的 theta_i = base ** (-2i/dim)，不是 base ** (-i/dim)")),
         ]
         for wrong, hint in hints:
             if same(got, wrong, 1e-6):
-                raise ExerciseError(f"pi_inv_freq({dim}, {factor}): {hint}")
-        raise ExerciseError(f"pi_inv_freq({dim}, {factor}) differs from base ** (-2i/dim) / factor "
-                            f"by up to {float((got - right).abs().max()):.3g}")
-    ok("PI divides every frequency by the factor: position m at the new length turns like m / factor did in training")
+                raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}): {hint}",
+                                       f"pi_inv_freq({dim}, {factor}) 有误：{hint}"))
+        raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}) differs from base ** (-2i/dim) / factor by up to "
+                               f"{float((got - right).abs().max()):.3g}",
+                               f"pi_inv_freq({dim}, {factor}) 与 base ** (-2i/dim) / factor "
+                               f"最多相差 {float((got - right).abs().max()):.3g}"))
+    ok(tr("PI divides every frequency by the factor: position m at the new length turns like m / factor did in "
+          "training",
+          "PI 把每个频率都除以因子：在新长度下，位置 m 转过的角度和训练时位置 m / factor 的一样"))
 
 
 def check_ntk_base(ntk_base) -> None:
@@ -170,16 +219,27 @@ def check_ntk_base(ntk_base) -> None:
             continue
         lowest = lambda b: b ** (-(dim - 2) / dim)  # noqa: E731  the lowest frequency theta_{dim/2-1}
         hints = [
-            (base * factor, f"base * factor divides the lowest frequency by only factor^((d-2)/d) = "
-                            f"{factor ** ((dim - 2) / dim):.3f}, not by the factor; the exponent must be d/(d-2)"),
-            (base / factor, "dividing the base makes every frequency FASTER; NTK-aware scaling makes the base larger"),
-            (base * factor ** ((dim - 2) / dim), "exponent upside down: (d-2)/d should be d/(d-2)"),
-            (base * factor ** 2, "factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for base'"),
+            (base * factor, tr("base * factor divides the lowest frequency by only factor^((d-2)/d) = "
+                               f"{factor ** ((dim - 2) / dim):.3f}, not by the factor; the exponent must be d/(d-2)",
+                               f"base * factor 只让最低频率除以 factor^((d-2)/d) = "
+                               f"{factor ** ((dim - 2) / dim):.3f}，而不是除以 factor；指数应为 d/(d-2)")),
+            (base / factor, tr("dividing the base makes every frequency FASTER; NTK-aware scaling makes the base "
+                               "larger",
+                               "底数除以因子会让每个频率都变快；NTK-aware 缩放是把底数调大")),
+            (base * factor ** ((dim - 2) / dim), tr("exponent upside down: (d-2)/d should be d/(d-2)",
+                                                    "指数上下颠倒了：(d-2)/d 应为 d/(d-2)")),
+            (base * factor ** 2, tr("factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for "
+                                    "base'",
+                                    "不是因子的平方：应从 base'^(-(d-2)/d) = base^(-(d-2)/d) / factor 解出 base'")),
         ]
         _diagnose(got, hints, f"ntk_base({base:g}, {factor:g}, {dim}) = {got:.6g}",
-                  f"expected {right:.6g}; the lowest frequency becomes {lowest(got):.3g} instead of "
-                  f"{lowest(base) / factor:.3g}", rel_tol=1e-6)
-    ok("base' = base * factor^(d/(d-2)): the lowest frequency is interpolated by the factor, the highest barely moves")
+                  tr(f"expected {right:.6g}; the lowest frequency becomes {lowest(got):.3g} instead of "
+                     f"{lowest(base) / factor:.3g}",
+                     f"应为 {right:.6g}；按你的底数，最低频率变成 {lowest(got):.3g}，而不是 "
+                     f"{lowest(base) / factor:.3g}"), rel_tol=1e-6)
+    ok(tr("base' = base * factor^(d/(d-2)): the lowest frequency is interpolated by the factor, the highest barely "
+          "moves",
+          "base' = base * factor^(d/(d-2))：最低频率按因子做了插值，最高频率几乎不动"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

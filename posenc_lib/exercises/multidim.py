@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
 from ._common import ExerciseError, as_tensor, attempt, call, ok, same
@@ -31,30 +32,44 @@ def check_patch_positions(fn) -> None:
     """fn(height, width) -> (2, height * width) integer tensor: [0] the row, [1] the column of every patch of a
     height x width grid in row-major order (0,0) (0,1) ... (0,W-1) (1,0) ..."""
     for height, width in ((2, 3), (3, 5)):
-        got = as_tensor(call(fn, height, width, what=f"your function({height}, {width})"), "your function")
+        got = as_tensor(call(fn, height, width, what=tr(f"your function({height}, {width})",
+                                                        f"你的函数({height}, {width})")),
+                        tr("your function", "你的函数"))
         want = _solution_patch_positions(height, width)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
         if tuple(got.shape) == (height * width, 2):
-            raise ExerciseError(f"shape {tuple(got.shape)}: the course (and M-RoPE's position ids) puts the axis "
-                                f"first, (2, seq); use torch.stack((rows, cols)) rather than dim=-1")
+            raise ExerciseError(tr(f"shape {tuple(got.shape)}: the course (and M-RoPE's position ids) puts the axis "
+                                   "first, (2, seq); use torch.stack((rows, cols)) rather than dim=-1",
+                                   f"形状是 {tuple(got.shape)}：本课程（以及 M-RoPE 的 position ids）把轴放在第一维，"
+                                   f"即 (2, seq)；请用 torch.stack((rows, cols))，不要用 dim=-1"))
         if tuple(got.shape) == (height * width,):
-            raise ExerciseError("you returned one number per patch (the flattened index?): 2-D RoPE needs the row "
-                                "and the column of each patch, shape (2, height * width)")
+            raise ExerciseError(tr("you returned one number per patch (the flattened index?): 2-D RoPE needs the row "
+                                   "and the column of each patch, shape (2, height * width)",
+                                   "你给每个 patch 只返回了一个数（展平后的索引？）：2-D RoPE 要的是每个 patch "
+                                   "的行和列，形状为 (2, height * width)"))
         if tuple(got.shape) != tuple(want.shape):
-            raise ExerciseError(f"expected shape {tuple(want.shape)} for a {height} x {width} grid, "
-                                f"got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"expected shape {tuple(want.shape)} for a {height} x {width} grid, got "
+                                   f"{tuple(got.shape)}",
+                                   f"{height} x {width} 网格的形状应为 {tuple(want.shape)}，"
+                                   f"你的是 {tuple(got.shape)}"))
         got = got.long()
         if torch.equal(got, want.flip(0)):
-            raise ExerciseError("rows and columns are swapped: [0] must be the row, [1] the column")
+            raise ExerciseError(tr("rows and columns are swapped: [0] must be the row, [1] the column",
+                                   "行和列弄反了：[0] 应是行，[1] 应是列"))
         if torch.equal(got, want + 1):
-            raise ExerciseError("your rows and columns start at 1; patch (0, 0) is the top-left one")
+            raise ExerciseError(tr("your rows and columns start at 1; patch (0, 0) is the top-left one",
+                                   "你的行号和列号从 1 开始了；左上角的 patch 是 (0, 0)"))
         column_major = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="xy")).flatten(1)
         if torch.equal(got, column_major):
-            raise ExerciseError("column-major order (the row changes fastest): patches are flattened row by row, "
-                                "so the column changes fastest (meshgrid(..., indexing='ij'))")
-        raise ExerciseError(f"for a {height} x {width} grid expected {want.tolist()}, got {got.tolist()}")
-    ok("(row, col) of every patch, row by row: the input of 2-D RoPE.")
+            raise ExerciseError(tr("column-major order (the row changes fastest): patches are flattened row by row, "
+                                   "so the column changes fastest (meshgrid(..., indexing='ij'))",
+                                   "这是列优先顺序（行变化最快）：patch 是逐行展平的，所以应是列变化最快"
+                                   "（meshgrid(..., indexing='ij')）"))
+        raise ExerciseError(tr(f"for a {height} x {width} grid expected {want.tolist()}, got {got.tolist()}",
+                               f"{height} x {width} 的网格应为 {want.tolist()}，得到的是 {got.tolist()}"))
+    ok(tr("(row, col) of every patch, row by row: the input of 2-D RoPE.",
+          "逐行给出每个 patch 的 (row, col)：这就是 2-D RoPE 的输入。"))
 
 
 # ------------------------------------------------------------------------------- 2-D axial RoPE
@@ -69,42 +84,59 @@ def check_axial_rope(fn) -> None:
     rows, cols = grid[0].clone(), grid[1].clone()
     x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
     before = x.clone()
-    got = as_tensor(call(fn, x, rows, cols, base, what="your axial RoPE"), "your axial RoPE")
+    got = as_tensor(call(fn, x, rows, cols, base, what=tr("your axial RoPE", "你的轴向 RoPE 函数")),
+                    tr("your axial RoPE", "你的轴向 RoPE 函数"))
     if not torch.equal(x, before):
-        raise ExerciseError("your function changed x in place: return a new tensor")
+        raise ExerciseError(tr("your function changed x in place: return a new tensor",
+                               "你的函数原地改动了 x：请返回一个新张量"))
     want = apply_axial_rope(x, grid, base=base, style="qwen2_vl")
     if tuple(got.shape) != tuple(want.shape):
-        raise ExerciseError(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}")
+        raise ExerciseError(tr(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
+                               f"形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
-        ok("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; "
-           "the score depends on (d_row, d_col) only.")
+        ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
+              "on (d_row, d_col) only.",
+              "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
         return
     if not same(got[0], x[0], atol=1e-5):
-        raise ExerciseError("patch (0, 0) must not move (all angles are 0); yours changes it")
+        raise ExerciseError(tr("patch (0, 0) must not move (all angles are 0); yours changes it",
+                               "patch (0, 0) 不应改变（所有角度都是 0）；你的结果把它改了"))
     mistakes = [
         (apply_axial_rope(x, grid.flip(0), base=base, style="qwen2_vl"),
-         "rows and columns are swapped: pairs 0 .. d/4-1 turn with the ROW, pairs d/4 .. d/2-1 with the column"),
+         tr("rows and columns are swapped: pairs 0 .. d/4-1 turn with the ROW, pairs d/4 .. d/2-1 with the column",
+            "行和列弄反了：第 0 .. d/4-1 对随行旋转，第 d/4 .. d/2-1 对随列旋转")),
         (apply_rope(x, rows * width + cols, base=base),
-         "that is 1-D RoPE on the flattened index row * W + col: the patch below is then W positions away. "
-         "Turn half of the pairs with the row and half with the column"),
+         tr("that is 1-D RoPE on the flattened index row * W + col: the patch below is then W positions away. Turn "
+            "half of the pairs with the row and half with the column",
+            "这是对展平索引 row * W + col 做的 1-D RoPE：正下方的 patch 会隔出 W 个位置。"
+            "应让一半的对随行旋转，另一半随列旋转")),
         (apply_axial_rope(x, grid, base=base, style="pixtral"),
-         "those are Pixtral's frequencies (rows on theta_0, theta_2, ..., columns on theta_1, theta_3, ... of "
-         "base ** (-2j/d)); Qwen2-VL gives rows and columns the same phi_j = base ** (-2j/(d/2))"),
+         tr("those are Pixtral's frequencies (rows on theta_0, theta_2, ..., columns on theta_1, theta_3, ... of base "
+            "** (-2j/d)); Qwen2-VL gives rows and columns the same phi_j = base ** (-2j/(d/2))",
+            "这是 Pixtral 的频率（取 base ** (-2j/d)，行用 theta_0, theta_2, ...，列用 theta_1, theta_3, ...）；"
+            "Qwen2-VL 的行和列用的是同一组 phi_j = base ** (-2j/(d/2))")),
         (apply_axial_rope(x, grid, base=base, style="qwen2_vl", layout="interleaved"),
-         "you paired neighbouring dims (2i, 2i+1); Qwen2-VL's vision tower uses the half-split pairs "
-         "(x[i], x[i + d/2]) with rotate_half"),
+         tr("you paired neighbouring dims (2i, 2i+1); Qwen2-VL's vision tower uses the half-split pairs (x[i], x[i + "
+            "d/2]) with rotate_half",
+            "你把相邻维度 (2i, 2i+1) 配成了对；Qwen2-VL 的视觉编码器是前后两半配对 "
+            "(x[i], x[i + d/2])，配合 rotate_half")),
         (apply_axial_rope(x, -grid, base=base, style="qwen2_vl"),
-         "your rotation turns clockwise (by -angle): use x * cos + rotate_half(x) * sin"),
+         tr("your rotation turns clockwise (by -angle): use x * cos + rotate_half(x) * sin",
+            "你的旋转是顺时针的（转了 -angle）：应为 x * cos + rotate_half(x) * sin")),
         (_axial(x, grid, base, exponent_over=dim),
-         "frequency exponent: phi_j = base ** (-2j/(d/2)) (computed over HALF the head dim, as transformers' "
-         "Qwen2VLVisionRotaryEmbedding does); you used base ** (-2j/d)"),
+         tr("frequency exponent: phi_j = base ** (-2j/(d/2)) (computed over HALF the head dim, as transformers' "
+            "Qwen2VLVisionRotaryEmbedding does); you used base ** (-2j/d)",
+            "频率的指数不对：phi_j = base ** (-2j/(d/2))（按头维度的一半计算，与 transformers 的 "
+            "Qwen2VLVisionRotaryEmbedding 一致）；你用的是 base ** (-2j/d)")),
         (_axial(x, torch.stack((rows, torch.zeros_like(cols))), base),
-         "the columns do nothing in your version: pairs d/4 .. d/2-1 must turn by col * phi"),
+         tr("the columns do nothing in your version: pairs d/4 .. d/2-1 must turn by col * phi",
+            "你的版本里列不起作用：第 d/4 .. d/2-1 对要转过 col * phi")),
     ]
     for wrong, message in mistakes:
         if same(got, wrong, atol=1e-5):
             raise ExerciseError(message)
-    raise ExerciseError(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}")
+    raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
+                           f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
 
 
 def _axial(x, grid, base, exponent_over=None):
@@ -128,43 +160,62 @@ def check_text_image_positions(fn) -> None:
     so far + 1)."""
     for before, height, width, after in ((3, 2, 3, 2), (1, 4, 2, 3)):
         args = (before, height, width, after)
-        got = as_tensor(call(fn, *args, what=f"your function{args}"), "your function")
+        got = as_tensor(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
         want = mrope_position_ids([("text", before), ("image", (1, height, width)), ("text", after)],
                                   spatial_merge_size=1)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
         if tuple(got.shape) == tuple(want.T.shape):
-            raise ExerciseError(f"shape {tuple(got.shape)}: put the axis first, (3, seq) (rows t, h, w)")
+            raise ExerciseError(tr(f"shape {tuple(got.shape)}: put the axis first, (3, seq) (rows t, h, w)",
+                                   f"形状是 {tuple(got.shape)}：轴要放在第一维，即 (3, seq)（三行依次是 t、h、w）"))
         if tuple(got.shape) != tuple(want.shape):
-            raise ExerciseError(f"expected shape (3, {want.shape[1]}) for {args} (text + image tokens + text), "
-                                f"got {tuple(got.shape)}")
+            raise ExerciseError(tr(f"expected shape (3, {want.shape[1]}) for {args} (text + image tokens + text), got "
+                                   f"{tuple(got.shape)}",
+                                   f"{args}（文本 + 图像 token + 文本）的形状应为 (3, {want.shape[1]})，"
+                                   f"得到的是 {tuple(got.shape)}"))
         got = got.long()
         image = slice(before, before + height * width)
         tail = slice(before + height * width, None)
         if not torch.equal(got[:, :before], want[:, :before]):
-            raise ExerciseError("the first text tokens are plain 1-D positions 0, 1, ... on all three axes")
+            raise ExerciseError(tr("the first text tokens are plain 1-D positions 0, 1, ... on all three axes",
+                                   "开头的文本 token 就是普通的 1-D 位置 0, 1, ...，三个轴上都一样"))
         if torch.equal(got[:, image], want[:, image] - before):
-            raise ExerciseError(f"the image's ids start at 0: offset them by the first free id ({before} here), "
-                                f"so the image comes after the text")
+            raise ExerciseError(tr(f"the image's ids start at 0: offset them by the first free id ({before} here), so "
+                                   "the image comes after the text",
+                                   f"图像的 id 从 0 开始了：要加上第一个空闲的 id（这里是 {before}），"
+                                   f"让图像排在文本之后"))
         if torch.equal(got[1:, image], want[1:, image].flip(0)):
-            raise ExerciseError("h and w are swapped: h is the row (changes slowest), w the column (changes fastest)")
+            raise ExerciseError(tr("h and w are swapped: h is the row (changes slowest), w the column (changes "
+                                   "fastest)",
+                                   "h 和 w 弄反了：h 是行（变化最慢），w 是列（变化最快）"))
         if not torch.equal(got[0, image], want[0, image]):
-            raise ExerciseError(f"an image is one frame: its t id is the same for every token, the start id {before}")
+            raise ExerciseError(tr("an image is one frame: its t id is the same for every token, the start id "
+                                   f"{before}",
+                                   f"一张图像只有一帧：每个 token 的 t id 都相同，都是起始 id {before}"))
         if not torch.equal(got[:, image], want[:, image]):
-            raise ExerciseError(f"image tokens: expected {want[:, image].tolist()}, got {got[:, image].tolist()}")
+            raise ExerciseError(tr(f"image tokens: expected {want[:, image].tolist()}, got {got[:, image].tolist()}",
+                                   f"图像 token：应为 {want[:, image].tolist()}，得到的是 {got[:, image].tolist()}"))
         start = int(got[0, tail][0])
         right = int(want[0, tail][0])
         if start == before + height * width:
-            raise ExerciseError(f"you counted tokens (text after the image starts at {start} = {before} + "
-                                f"{height}x{width}); M-RoPE resumes at the largest id so far + 1 = {right}: an image "
-                                f"moves the position on by max(h, w), not by h*w")
+            raise ExerciseError(tr(f"you counted tokens (text after the image starts at {start} = {before} + "
+                                   f"{height}x{width}); M-RoPE resumes at the largest id so far + 1 = {right}: an "
+                                   "image moves the position on by max(h, w), not by h*w",
+                                   f"你数的是 token 个数（图像后的文本从 {start} = {before} + {height}x{width} 开始）；"
+                                   f"M-RoPE 从目前最大的 id + 1 = {right} 接着编号：一张图像让位置前进 max(h, w)，"
+                                   f"而不是 h*w"))
         if start == right - 1:
-            raise ExerciseError(f"off by one: the largest image id is {right - 1}, so the text after it starts at "
-                                f"{right}, not {start} (two tokens would share ids)")
-        raise ExerciseError(f"the text after the image should be {want[0, tail].tolist()} on every axis, "
-                            f"got {got[:, tail].tolist()}")
-    ok("text, image, text: the image sits on a (t, h, w) grid from the first free id, the text after it "
-       "resumes at max id + 1.")
+            raise ExerciseError(tr(f"off by one: the largest image id is {right - 1}, so the text after it starts at "
+                                   f"{right}, not {start} (two tokens would share ids)",
+                                   f"差了一位：图像最大的 id 是 {right - 1}，所以其后的文本从 {right} 开始，"
+                                   f"而不是 {start}（否则会有两个 token 的 id 相同）"))
+        raise ExerciseError(tr(f"the text after the image should be {want[0, tail].tolist()} on every axis, got "
+                               f"{got[:, tail].tolist()}",
+                               f"图像后的文本在每个轴上都应为 {want[0, tail].tolist()}，"
+                               f"得到的是 {got[:, tail].tolist()}"))
+    ok(tr("text, image, text: the image sits on a (t, h, w) grid from the first free id, the text after it resumes at "
+          "max id + 1.",
+          "文本、图像、文本：图像从第一个空闲 id 起排在 (t, h, w) 网格上，其后的文本从最大 id + 1 接着编号。"))
 
 
 # ------------------------------------------------------------------------------- which pair reads which axis
@@ -174,31 +225,46 @@ def check_mrope_axes(fn) -> None:
     sum(mrope_section) ints: chunks t..t h..h w..w, or Qwen3-VL's interleaving t h w t h w ... t t."""
     for section, interleaved in (((2, 3, 3), False), ((4, 2, 2), True), ((24, 20, 20), True), ((16, 24, 24), False),
                                  ((24, 20, 20), False)):
-        got = as_tensor(call(fn, list(section), interleaved, what=f"your function({list(section)}, {interleaved})"),
-                        "your function")
+        got = as_tensor(call(fn, list(section), interleaved,
+                             what=tr(f"your function({list(section)}, {interleaved})",
+                                     f"你的函数({list(section)}, {interleaved})")),
+                        tr("your function", "你的函数"))
         want = mrope_axes(list(section), interleaved=interleaved)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
         if got.numel() == 2 * want.numel():
-            raise ExerciseError(f"{got.numel()} entries for {list(section)}: mrope_section counts PAIRS (d/2 of them, "
-                                f"{want.numel()} here), not dims; transformers doubles it only for its [c, c] tables")
+            raise ExerciseError(tr(f"{got.numel()} entries for {list(section)}: mrope_section counts PAIRS (d/2 of "
+                                   f"them, {want.numel()} here), not dims; transformers doubles it only for its [c, "
+                                   "c] tables",
+                                   f"{list(section)} 得到了 {got.numel()} 项：mrope_section 数的是对（共 d/2 对，"
+                                   f"这里是 {want.numel()}），不是维度；transformers 只在构造 [c, c] 表时才把它翻倍"))
         if tuple(got.shape) != tuple(want.shape):
-            raise ExerciseError(f"expected {want.numel()} entries (one per pair) for {list(section)}, "
-                                f"got shape {tuple(got.shape)}")
+            raise ExerciseError(tr(f"expected {want.numel()} entries (one per pair) for {list(section)}, got shape "
+                                   f"{tuple(got.shape)}",
+                                   f"{list(section)} 应有 {want.numel()} 项（每对一项），"
+                                   f"得到的形状是 {tuple(got.shape)}"))
         got = got.long()
         chunked = mrope_axes(list(section))
         if interleaved and torch.equal(got, chunked):
-            raise ExerciseError("that is the chunked layout (Qwen2-VL); interleaved=True asks for Qwen3-VL's "
-                                "t h w t h w ... with the leftover pairs going to t")
+            raise ExerciseError(tr("that is the chunked layout (Qwen2-VL); interleaved=True asks for Qwen3-VL's t h w "
+                                   "t h w ... with the leftover pairs going to t",
+                                   "这是分块布局（Qwen2-VL）；interleaved=True 要的是 Qwen3-VL 的 "
+                                   "t h w t h w ...，多出来的对归 t"))
         if not interleaved and torch.equal(got, _every_third(section)):
-            raise ExerciseError("interleaved=False is the chunked layout: s_t pairs of t, then s_h of h, then s_w of w")
+            raise ExerciseError(tr("interleaved=False is the chunked layout: s_t pairs of t, then s_h of h, then s_w "
+                                   "of w",
+                                   "interleaved=False 是分块布局：先 s_t 对 t，再 s_h 对 h，最后 s_w 对 w"))
         swapped = torch.where(want == 1, 2, torch.where(want == 2, 1, want))
         if torch.equal(got, swapped):
-            raise ExerciseError("h and w are swapped: the order is t, h, w (pair 1 reads h, pair 2 reads w when "
-                                "interleaved)")
-        raise ExerciseError(f"for {list(section)}, interleaved={interleaved}: expected {want.tolist()}, "
-                            f"got {got.tolist()}")
-    ok("chunks for Qwen2-VL, t h w t h w ... for Qwen3-VL: each axis gets its section's number of pairs.")
+            raise ExerciseError(tr("h and w are swapped: the order is t, h, w (pair 1 reads h, pair 2 reads w when "
+                                   "interleaved)",
+                                   "h 和 w 弄反了：顺序是 t、h、w（交错时第 1 对读 h，第 2 对读 w）"))
+        raise ExerciseError(tr(f"for {list(section)}, interleaved={interleaved}: expected {want.tolist()}, got "
+                               f"{got.tolist()}",
+                               f"{list(section)}、interleaved={interleaved} 时应为 {want.tolist()}，"
+                               f"得到的是 {got.tolist()}"))
+    ok(tr("chunks for Qwen2-VL, t h w t h w ... for Qwen3-VL: each axis gets its section's number of pairs.",
+          "Qwen2-VL 分块，Qwen3-VL 按 t h w t h w ... 交错：每个轴分到的对数等于它在 section 中的数目。"))
 
 
 def _every_third(section) -> torch.Tensor:

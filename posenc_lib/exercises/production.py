@@ -22,6 +22,7 @@ import torch
 
 from ..configs import from_hf_config
 from ..experiments.results import load_model_configs
+from ..i18n import tr
 from ..rope import apply_decoupled_rope, apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
 from ._common import ExerciseError, as_tensor, attempt, call, number, ok, same
@@ -47,30 +48,40 @@ def check_slow_pairs(fn) -> None:
     `context` tokens: wavelength 2 pi / theta_i > context, theta_i = base ** (-2i/head_dim)."""
     answers = []
     for base, head_dim, context in _SLOW_CASES:
-        got = number(call(fn, base, head_dim, context, what=f"your function({base:g}, {head_dim}, {context})"),
-                     "your count")
+        got = number(call(fn, base, head_dim, context, what=tr(f"your function({base:g}, {head_dim}, {context})",
+                                                               f"你的函数({base:g}, {head_dim}, {context})")),
+                     tr("your count", "你返回的个数"))
         answers.append(got)
     right = [float(_count_slow(*case)) for case in _SLOW_CASES]
     if answers == right:
-        ok(f"pairs with less than one turn: {[int(a) for a in answers]} (Llama 2, Llama 3 at 8k, Qwen2.5 at 128k, "
-           f"a 64-dim head at 2k).")
+        ok(tr(f"pairs with less than one turn: {[int(a) for a in answers]} (Llama 2, Llama 3 at 8k, Qwen2.5 at 128k, "
+              "a 64-dim head at 2k).",
+              f"转不满一圈的对数：{[int(a) for a in answers]}（依次是 Llama 2、8k 上下文的 Llama 3、128k 上下文的 "
+              f"Qwen2.5、2k 上下文下 64 维的注意力头）。"))
         return
 
     def matches(**kw):
         return answers == [float(_count_slow(*case, **kw)) for case in _SLOW_CASES]
 
     if matches(slower=False):
-        raise ExerciseError("you counted the pairs that DO complete a turn (wavelength <= context); the question is "
-                            "the slow ones, wavelength > context")
+        raise ExerciseError(tr("you counted the pairs that DO complete a turn (wavelength <= context); the question "
+                               "is the slow ones, wavelength > context",
+                               "你数的是能转满一圈的对（波长 <= 上下文）；题目问的是慢的那些，即波长 > 上下文"))
     if matches(exponent=1.0):
-        raise ExerciseError("frequency exponent: theta_i = base ** (-2i / head_dim) for pair i = 0 .. head_dim/2 - 1; "
-                            "you used i / head_dim, which spans only the square root of the base")
+        raise ExerciseError(tr("frequency exponent: theta_i = base ** (-2i / head_dim) for pair i = 0 .. head_dim/2 - "
+                               "1; you used i / head_dim, which spans only the square root of the base",
+                               "频率的指数不对：第 i 对（i = 0 .. head_dim/2 - 1）的 theta_i = base ** (-2i / head_dim)；"
+                               "你用的是 i / head_dim，只覆盖到底数的平方根"))
     if matches(turn=1.0):
-        raise ExerciseError("a full turn is 2 pi radians: the wavelength is 2 pi / theta_i tokens, not 1 / theta_i")
+        raise ExerciseError(tr("a full turn is 2 pi radians: the wavelength is 2 pi / theta_i tokens, not 1 / theta_i",
+                               "转一整圈是 2 pi 弧度：波长是 2 pi / theta_i 个 token，不是 1 / theta_i"))
     if answers == [2 * r for r in right]:
-        raise ExerciseError("you counted dims, not pairs: each pair is two dims that turn together")
-    raise ExerciseError(f"for (base, head_dim, context) = {list(_SLOW_CASES)} expected {[int(r) for r in right]}, "
-                        f"got {answers}")
+        raise ExerciseError(tr("you counted dims, not pairs: each pair is two dims that turn together",
+                               "你数的是维度，不是对：一对是一起旋转的两个维度"))
+    raise ExerciseError(tr(f"for (base, head_dim, context) = {list(_SLOW_CASES)} expected {[int(r) for r in right]}, "
+                           f"got {answers}",
+                           f"(base, head_dim, context) = {list(_SLOW_CASES)} 时应为 {[int(r) for r in right]}，"
+                           f"得到的是 {answers}"))
 
 
 # ------------------------------------------------------------------------------- partial rotary
@@ -92,46 +103,66 @@ def check_partial_rope(fn) -> None:
     for d, fraction, base in ((24, 0.5, 100.0), (20, 0.4, 10000.0)):
         x = torch.randn(6, d, generator=gen, dtype=torch.float64)
         before = x.clone()
-        got = as_tensor(call(fn, x, positions, fraction, base, what="your partial RoPE"), "your partial RoPE")
+        got = as_tensor(call(fn, x, positions, fraction, base, what=tr("your partial RoPE", "你的部分 RoPE 函数")),
+                        tr("your partial RoPE", "你的部分 RoPE 函数"))
         if not torch.equal(x, before):
-            raise ExerciseError("your function changed x in place: return a new tensor")
+            raise ExerciseError(tr("your function changed x in place: return a new tensor",
+                                   "你的函数原地改动了 x：请返回一个新张量"))
         want = apply_rope(x, positions, base=base, partial_rotary_factor=fraction)
         if tuple(got.shape) != tuple(want.shape):
-            raise ExerciseError(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}: the unrotated "
-                                f"dims stay in the output")
+            raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}: the unrotated "
+                                   "dims stay in the output",
+                                   f"输出的形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}："
+                                   f"不旋转的维度也要留在输出里"))
         if same(got, want, atol=1e-5):
             continue
         r = rotary_dim(d, fraction)
         theta_head = rope_inv_freq(d, base=base)[0][: r // 2]
         known_mistakes = (  # (what that mistake returns, what to tell the learner)
             (apply_rope(x, positions, base=base),
-             f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi partial_rotary_factor) "
-             f"turns only the first r = int(d * factor) = {r}; the other {d - r} carry no position and must pass "
-             f"through unchanged"),
+             tr(f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi partial_rotary_factor) "
+                f"turns only the first r = int(d * factor) = {r}; the other {d - r} carry no position and must pass "
+                "through unchanged",
+                f"你把全部 {d} 维都转了：部分旋转的模型（GPT-NeoX 的 rotary_pct、Phi 的 partial_rotary_factor）"
+                f"只转前 r = int(d * factor) = {r} 维；其余 {d - r} 维不带位置信息，必须原样输出")),
             (apply_decoupled_rope(x, positions, rope_dim=r, base=base, layout="half"),
-             "you rotated the LAST r dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate the FIRST "
-             "r = int(d * factor) dims and copy the rest"),
+             tr("you rotated the LAST r dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate the FIRST r = "
+                "int(d * factor) dims and copy the rest",
+                "你转的是最后 r 维（DeepSeek 的解耦布局）；GPT-NeoX 和 Phi 转的是前 r = int(d * factor) 维，"
+                "其余照抄")),
             (apply_rope(x, positions, inv_freq=theta_head, partial_rotary_factor=fraction),
-             "your frequencies are the whole head's, base ** (-2i/d); the exponent runs over the rotated dims, "
-             "theta_i = base ** (-2i/r), as in transformers (rope_inv_freq of r)"),
+             tr("your frequencies are the whole head's, base ** (-2i/d); the exponent runs over the rotated dims, "
+                "theta_i = base ** (-2i/r), as in transformers (rope_inv_freq of r)",
+                "你的频率是按整个头算的 base ** (-2i/d)；指数只在旋转的维度上取，theta_i = base ** (-2i/r)，"
+                "与 transformers 一致（即对 r 调用 rope_inv_freq）")),
             (_wrong_pairs_across_the_head(x, positions, fraction, base),
-             "you paired dim i with dim i + d/2 of the whole head; the pairs live inside the rotated dims: "
-             "(i, i + r/2) for i < r/2 (rotate_half on x[..., :r])"),
+             tr("you paired dim i with dim i + d/2 of the whole head; the pairs live inside the rotated dims: (i, i + "
+                "r/2) for i < r/2 (rotate_half on x[..., :r])",
+                "你把第 i 维和整个头的第 i + d/2 维配成了一对；配对应在旋转的维度内部进行："
+                "(i, i + r/2)，i < r/2（对 x[..., :r] 做 rotate_half）")),
             (apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
-             "you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers "
-             "pair (i, i + r/2) within the rotated dims"),
+             tr("you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers pair "
+                "(i, i + r/2) within the rotated dims",
+                "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的 interleaved 布局；transformers 里的 GPT-NeoX "
+                "和 Phi 在旋转的维度内按 (i, i + r/2) 配对")),
         )
         for mistaken, message in known_mistakes:
             if same(got, mistaken, atol=1e-5):
                 raise ExerciseError(message)
         if not torch.equal(got[..., r:].to(x.dtype), x[..., r:]):
-            raise ExerciseError(f"dims {r} .. {d - 1} must be copied unchanged (bit for bit); yours differ")
+            raise ExerciseError(tr(f"dims {r} .. {d - 1} must be copied unchanged (bit for bit); yours differ",
+                                   f"第 {r} .. {d - 1} 维必须原样照抄（逐位相同）；你的结果不一样"))
         if not same(got[0], x[0], atol=1e-5):
-            raise ExerciseError("position 0 must not move (angle 0); yours changes it")
-        raise ExerciseError(f"wrong values in the rotated dims: max |difference| "
-                            f"{float((got.double() - want).abs().max()):.3g}")
-    ok("RoPE on the first int(d * factor) dims, pairs (i, i + r/2), theta over r, the rest copied: "
-       "partial rotary as GPT-NeoX and Phi do it.")
+            raise ExerciseError(tr("position 0 must not move (angle 0); yours changes it",
+                                   "位置 0 不应改变（角度为 0）；你的结果把它改了"))
+        raise ExerciseError(tr("wrong values in the rotated dims: max |difference| "
+                               f"{float((got.double() - want).abs().max()):.3g}",
+                               f"旋转维度上的值不对：最大 |差值| 为 "
+                               f"{float((got.double() - want).abs().max()):.3g}"))
+    ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + r/2), theta over r, the rest copied: partial rotary "
+          "as GPT-NeoX and Phi do it.",
+          "只对前 int(d * factor) 维做 RoPE，按 (i, i + r/2) 配对，theta 在 r 维上计算，其余照抄："
+          "这正是 GPT-NeoX 和 Phi 的部分旋转。"))
 
 
 # ------------------------------------------------------------------------------- Gemma 3: local and global bases
@@ -157,33 +188,50 @@ def check_layer_base(fn) -> None:
         got = []
         for i in range(n):
             given = copy.deepcopy(config)
-            got.append(number(call(fn, given, i, what=f"your function(config, {i})"), "your base"))
+            got.append(number(call(fn, given, i, what=tr(f"your function(config, {i})", f"你的函数(config, {i})")),
+                              tr("your base", "你返回的底数")))
             if given != config:
-                raise ExerciseError("your function changed the config dict; read it, do not modify it")
+                raise ExerciseError(tr("your function changed the config dict; read it, do not modify it",
+                                       "你的函数改动了 config 字典：只能读，不要改"))
         want = [layer.base for layer in layers]
         if got == want:
             continue
         is_global = [(i + 1) % pattern == 0 for i in range(n)]
         if got == [glob] * n:
-            raise ExerciseError(f"every layer got rope_theta = {glob:g}: that is the GLOBAL layers' base; the local "
-                                f"(sliding-window) layers use rope_local_base_freq = {local:g}")
+            raise ExerciseError(tr(f"every layer got rope_theta = {glob:g}: that is the GLOBAL layers' base; the "
+                                   f"local (sliding-window) layers use rope_local_base_freq = {local:g}",
+                                   f"每一层都用了 rope_theta = {glob:g}：这是全局层的底数；局部（滑动窗口）层"
+                                   f"用的是 rope_local_base_freq = {local:g}"))
         if got == [local] * n:
-            raise ExerciseError(f"every layer got rope_local_base_freq = {local:g}; every {pattern}th layer is global "
-                                f"and uses rope_theta = {glob:g}")
+            raise ExerciseError(tr(f"every layer got rope_local_base_freq = {local:g}; every {pattern}th layer is "
+                                   f"global and uses rope_theta = {glob:g}",
+                                   f"每一层都用了 rope_local_base_freq = {local:g}；每 {pattern} 层中的最后一层是全局层，"
+                                   f"用的是 rope_theta = {glob:g}"))
         if got == [local if g else glob for g in is_global]:
-            raise ExerciseError("local and global swapped: rope_theta belongs to the global layers (every "
-                                "sliding_window_pattern-th), rope_local_base_freq to the sliding-window ones")
+            raise ExerciseError(tr("local and global swapped: rope_theta belongs to the global layers (every "
+                                   "sliding_window_pattern-th), rope_local_base_freq to the sliding-window ones",
+                                   "局部层和全局层弄反了：rope_theta 属于全局层（每 sliding_window_pattern 层中的"
+                                   "最后一层），rope_local_base_freq 属于滑动窗口层"))
         if got == [glob if i % pattern == 0 else local for i in range(n)]:
-            raise ExerciseError(f"off by one: the global layers are {pattern - 1}, {2 * pattern - 1}, ... "
-                                f"((i + 1) % sliding_window_pattern == 0), not 0, {pattern}, ... (i % pattern == 0)")
+            raise ExerciseError(tr(f"off by one: the global layers are {pattern - 1}, {2 * pattern - 1}, ... ((i + 1) "
+                                   f"% sliding_window_pattern == 0), not 0, {pattern}, ... (i % pattern == 0)",
+                                   f"差了一位：全局层是第 {pattern - 1}、{2 * pattern - 1}……层"
+                                   f"（(i + 1) % sliding_window_pattern == 0），不是第 0、{pattern}……层"
+                                   f"（i % pattern == 0）"))
         if pattern != 6 and got == [glob if (i + 1) % 6 == 0 else local for i in range(n)]:
-            raise ExerciseError(f"right for Gemma 3's own pattern of 6, wrong for a config with "
-                                f"sliding_window_pattern = {pattern}: read the pattern from the config")
+            raise ExerciseError(tr("right for Gemma 3's own pattern of 6, wrong for a config with "
+                                   f"sliding_window_pattern = {pattern}: read the pattern from the config",
+                                   f"这只对 Gemma 3 自己的间隔 6 成立，换成 sliding_window_pattern = {pattern} "
+                                   f"的配置就错了：间隔要从 config 里读"))
         wrong = [i for i in range(n) if got[i] != want[i]]
-        raise ExerciseError(f"layers {wrong[:6]} get the wrong base (e.g. layer {wrong[0]}: {got[wrong[0]]:g}, "
-                            f"expected {want[wrong[0]]:g})")
-    ok("local layers rope_local_base_freq, every sliding_window_pattern-th layer rope_theta: Gemma 3's bases, "
-       "layer by layer.")
+        raise ExerciseError(tr(f"layers {wrong[:6]} get the wrong base (e.g. layer {wrong[0]}: {got[wrong[0]]:g}, "
+                               f"expected {want[wrong[0]]:g})",
+                               f"这些层的底数不对：{wrong[:6]}（例如第 {wrong[0]} 层：得到 {got[wrong[0]]:g}，"
+                               f"应为 {want[wrong[0]]:g}）"))
+    ok(tr("local layers rope_local_base_freq, every sliding_window_pattern-th layer rope_theta: Gemma 3's bases, "
+          "layer by layer.",
+          "局部层用 rope_local_base_freq，每 sliding_window_pattern 层中的最后一层用 rope_theta："
+          "这就是 Gemma 3 逐层的底数。"))
 
 
 # ------------------------------------------------------------------------------- NoPE layers
@@ -206,13 +254,15 @@ def check_nope_layers(fn) -> None:
     NoPE; without it, every no_rope_layer_interval-th layer (layers k-1, 2k-1, ...; default 4) is NoPE."""
     for config in _nope_configs():
         given = copy.deepcopy(config)
-        result = call(fn, given, what="your function(config)")
+        result = call(fn, given, what=tr("your function(config)", "你的函数(config)"))
         if given != config:
-            raise ExerciseError("your function changed the config dict; read it, do not modify it")
+            raise ExerciseError(tr("your function changed the config dict; read it, do not modify it",
+                                   "你的函数改动了 config 字典：只能读，不要改"))
         try:
             got = sorted(int(i) for i in (result.tolist() if isinstance(result, torch.Tensor) else result))
         except (TypeError, ValueError) as error:
-            raise ExerciseError(f"return a list of layer indices, got {type(result).__name__}") from error
+            raise ExerciseError(tr(f"return a list of layer indices, got {type(result).__name__}",
+                                   f"应返回层索引的列表，得到的是 {type(result).__name__}")) from error
         want = from_hf_config(config).nope_layers
         if got == want:
             continue
@@ -220,19 +270,31 @@ def check_nope_layers(fn) -> None:
         flags = config.get("no_rope_layers")
         interval = config.get("no_rope_layer_interval", 4)
         if flags and got == [i for i in range(n) if flags[i]]:
-            raise ExerciseError("no_rope_layers read backwards: despite its name, a 1 at index i means layer i USES "
-                                "RoPE (transformers: use_rope = no_rope_layers[i]); the NoPE layers are the 0s")
+            raise ExerciseError(tr("no_rope_layers read backwards: despite its name, a 1 at index i means layer i "
+                                   "USES RoPE (transformers: use_rope = no_rope_layers[i]); the NoPE layers are the 0s",
+                                   "no_rope_layers 读反了：别看名字，索引 i 处为 1 表示第 i 层使用 RoPE"
+                                   "（transformers：use_rope = no_rope_layers[i]）；NoPE 层是那些 0"))
         if got == list(range(0, n, interval)):
-            raise ExerciseError(f"off by one: with an interval of {interval} the NoPE layers are {interval - 1}, "
-                                f"{2 * interval - 1}, ... ((i + 1) % interval == 0), not 0, {interval}, ...")
+            raise ExerciseError(tr(f"off by one: with an interval of {interval} the NoPE layers are {interval - 1}, "
+                                   f"{2 * interval - 1}, ... ((i + 1) % interval == 0), not 0, {interval}, ...",
+                                   f"差了一位：间隔为 {interval} 时，NoPE 层是第 {interval - 1}、"
+                                   f"{2 * interval - 1}……层（(i + 1) % interval == 0），不是第 0、{interval}……层"))
         if flags and got == [i for i in range(n) if (i + 1) % interval == 0]:
-            raise ExerciseError("this config lists its layers in no_rope_layers: when the list is given, it decides "
-                                "(the interval is only the default)")
+            raise ExerciseError(tr("this config lists its layers in no_rope_layers: when the list is given, it "
+                                   "decides (the interval is only the default)",
+                                   "这份 config 在 no_rope_layers 里逐层列了出来：有这个列表就以它为准"
+                                   "（间隔只是默认规则）"))
         if interval != 4 and got == [i for i in range(n) if (i + 1) % 4 == 0]:
-            raise ExerciseError(f"right for an interval of 4, wrong for no_rope_layer_interval = {interval}: read it "
-                                f"from the config (4 is only the default)")
-        raise ExerciseError(f"for a {config['model_type']} config of {n} layers expected NoPE layers {want}, got {got}")
-    ok("NoPE layers: the 0s of no_rope_layers (1 = uses RoPE), else every interval-th layer: Llama 4 and SmolLM3.")
+            raise ExerciseError(tr(f"right for an interval of 4, wrong for no_rope_layer_interval = {interval}: read "
+                                   "it from the config (4 is only the default)",
+                                   f"间隔为 4 时没错，但 no_rope_layer_interval = {interval} 时就错了：要从 config "
+                                   f"里读（4 只是默认值）"))
+        raise ExerciseError(tr(f"for a {config['model_type']} config of {n} layers expected NoPE layers {want}, got "
+                               f"{got}",
+                               f"{n} 层的 {config['model_type']} 配置，NoPE 层应为 {want}，得到的是 {got}"))
+    ok(tr("NoPE layers: the 0s of no_rope_layers (1 = uses RoPE), else every interval-th layer: Llama 4 and SmolLM3.",
+          "NoPE 层：no_rope_layers 中为 0 的那些层（1 = 使用 RoPE），没有这个列表时取每 interval 层中的最后一层："
+          "Llama 4 和 SmolLM3 都是这样。"))
 
 
 # ------------------------------------------------------------------------------- YaRN's factor on q.k
@@ -243,29 +305,39 @@ def check_yarn_score_scale(fn) -> None:
     """fn(factor) -> the number YaRN multiplies every score q.k by when it stretches a model by `factor` >= 1
     (default mscale): its attention factor 0.1 ln(factor) + 1 (1 for factor 1) multiplies cos and sin, and
     so both the rotated q and the rotated k."""
-    got = [number(call(fn, s, what=f"your function({s:g})"), "your factor") for s in _FACTORS]
+    got = [number(call(fn, s, what=tr(f"your function({s:g})", f"你的函数({s:g})")), tr("your factor", "你返回的系数"))
+           for s in _FACTORS]
     right = []
     for s in _FACTORS:
         scaling = {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": 4096}
         right.append(rope_inv_freq(64, scaling=scaling)[1] ** 2)
     if all(math.isclose(g, r, rel_tol=1e-6) for g, r in zip(got, right)):  # float32 answers pass
-        ok("q.k x (0.1 ln s + 1)^2: the attention factor is on cos and sin, so the score gets it twice "
-           f"(x{got[-1]:.3f} at s = {_FACTORS[-1]:g}, DeepSeek-V3's factor).")
+        ok(tr("q.k x (0.1 ln s + 1)^2: the attention factor is on cos and sin, so the score gets it twice "
+              f"(x{got[-1]:.3f} at s = {_FACTORS[-1]:g}, DeepSeek-V3's factor).",
+              "q.k 乘以 (0.1 ln s + 1)^2：attention factor 乘在 cos 和 sin 上，所以分数乘了它两次"
+              f"（DeepSeek-V3 用的因子 s = {_FACTORS[-1]:g} 时为 x{got[-1]:.3f}）。"))
         return
 
     def close(values):
         return all(math.isclose(g, v, rel_tol=1e-6) for g, v in zip(got, values))
 
     if close([math.sqrt(r) for r in right]):
-        raise ExerciseError("that is the attention factor itself, 0.1 ln s + 1; it multiplies cos and sin, so the "
-                            "rotated q AND the rotated k carry it: q.k is multiplied by its square")
+        raise ExerciseError(tr("that is the attention factor itself, 0.1 ln s + 1; it multiplies cos and sin, so the "
+                               "rotated q AND the rotated k carry it: q.k is multiplied by its square",
+                               "这是 attention factor 本身，0.1 ln s + 1；它乘在 cos 和 sin 上，旋转后的 q 和 k "
+                               "各带一份：q.k 乘的是它的平方"))
     if close([(0.1 * math.log10(s) + 1) ** 2 for s in _FACTORS]):
-        raise ExerciseError("ln is the natural logarithm (math.log), not log10")
+        raise ExerciseError(tr("ln is the natural logarithm (math.log), not log10",
+                               "ln 是自然对数（math.log），不是 log10"))
     if close([1 / r for r in right]):
-        raise ExerciseError("inverted: the factor is >= 1 and sharpens the softmax (a larger q.k), it does not divide")
+        raise ExerciseError(tr("inverted: the factor is >= 1 and sharpens the softmax (a larger q.k), it does not "
+                               "divide",
+                               "倒过来了：这个系数 >= 1，是让 softmax 更尖锐（q.k 更大），不是拿来除的"))
     if close([(math.log(s) + 1) ** 2 for s in _FACTORS]):
-        raise ExerciseError("the coefficient of ln s is 0.1: (0.1 ln s + 1)^2")
-    raise ExerciseError(f"for factors {list(_FACTORS)} expected {[round(r, 6) for r in right]}, got {got}")
+        raise ExerciseError(tr("the coefficient of ln s is 0.1: (0.1 ln s + 1)^2",
+                               "ln s 前的系数是 0.1：(0.1 ln s + 1)^2"))
+    raise ExerciseError(tr(f"for factors {list(_FACTORS)} expected {[round(r, 6) for r in right]}, got {got}",
+                           f"因子为 {list(_FACTORS)} 时应为 {[round(r, 6) for r in right]}，得到的是 {got}"))
 
 
 # ------------------------------------------------------------------------------- reference solutions

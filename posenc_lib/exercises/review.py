@@ -14,11 +14,13 @@ import math
 import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
+from ..i18n import Text, tr
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok
 
 __all__ = ["QUIZ", "quiz_answers", "show_quiz", "check_quiz"]
+
 
 # The setting of notebooks 07-08's RoPE model: head dim 16, base 10000, trained at L0 = 64.
 _DIM, _L0 = 16, 64
@@ -101,205 +103,320 @@ def _worst_with_position_at_l(results) -> str:
 # (results -> a sentence with the computed numbers, shown for a wrong answer).
 QUIZ: dict = {
     "equivariance": {
-        "question": "Self-attention with no positional encoding and no mask; you permute the input tokens. "
-                    "The outputs ...",
-        "options": {"a": "are unchanged", "b": "change in a way that depends on the permutation",
-                    "c": "are permuted the same way", "d": "are all equal"},
+        "question": Text("Self-attention with no positional encoding and no mask; you permute the input tokens. The "
+                         "outputs ...",
+                         "自注意力既不加位置编码，也不加掩码；把输入 token 的顺序打乱（做一次置换），输出会……"),
+        "options": {"a": Text("are unchanged", "保持不变"),
+                    "b": Text("change in a way that depends on the permutation", "以取决于这个置换的方式变化"),
+                    "c": Text("are permuted the same way", "按同样的方式被置换"),
+                    "d": Text("are all equal", "全都相等")},
         "answer": "c",
-        "why": {"a": "that is invariance, which needs a pooled readout (a sum or mean over tokens) on top "
-                     "(notebook 01)",
-                "b": "each output depends on its own token and on the SET of the others, so it simply moves with "
-                     "its token (notebook 01)",
-                "d": "outputs differ whenever the tokens differ; attention only mixes them with order-blind weights"},
+        "why": {"a": Text("that is invariance, which needs a pooled readout (a sum or mean over tokens) on top "
+                          "(notebook 01)",
+                          "那是置换不变，要在上面再加一层池化读出（对所有 token 求和或取平均）才有（notebook 01）"),
+                "b": Text("each output depends on its own token and on the SET of the others, so it simply moves with "
+                          "its token (notebook 01)",
+                          "每个输出只取决于它自己的 token 和其余 token 组成的集合，所以它只是跟着自己的 token "
+                          "换了位置（notebook 01）"),
+                "d": Text("outputs differ whenever the tokens differ; attention only mixes them with order-blind "
+                          "weights",
+                          "只要 token 不同，输出就不同；注意力只是用与顺序无关的权重把它们混合起来")},
     },
     "rope_relative": {
-        "question": "With RoPE, the score of a query at position m and a key at position n depends on the positions "
-                    "through ...",
-        "options": {"a": "m - n, with its sign", "b": "|m - n| only", "c": "m and n separately", "d": "m + n"},
+        "question": Text("With RoPE, the score of a query at position m and a key at position n depends on the "
+                         "positions through ...",
+                         "用 RoPE 时，位置 m 的查询和位置 n 的键之间的分数，对位置的依赖只通过……"),
+        "options": {"a": Text("m - n, with its sign", "m - n（带符号）"), "b": Text("|m - n| only", "只有 |m - n|"),
+                    "c": Text("m and n separately", "m 和 n 各自的值"), "d": "m + n"},
         "answer": "a",
-        "why": {"b": "RoPE keeps the sign: +k and -k give different scores (unlike PE.PE of notebook 03; 09 sec. 2)",
-                "c": "R_m^T R_n = R_{n-m}: only the difference survives the dot product (notebook 06)",
-                "d": "the rotations compose to a turn by the DIFFERENCE of the angles (notebook 06)"},
+        "why": {"b": Text("RoPE keeps the sign: +k and -k give different scores (unlike PE.PE of notebook 03; 09 sec. "
+                          "2)",
+                          "RoPE 保留符号：+k 和 -k 给出的分数不同（这点不同于 notebook 03 的 PE.PE；见 09 第 2 节）"),
+                "c": Text("R_m^T R_n = R_{n-m}: only the difference survives the dot product (notebook 06)",
+                          "R_m^T R_n = R_{n-m}：点积之后只剩下位置之差（notebook 06）"),
+                "d": Text("the rotations compose to a turn by the DIFFERENCE of the angles (notebook 06)",
+                          "两次旋转复合起来，转过的是两个角度之差（notebook 06）")},
     },
     "alibi_sign": {
-        "question": "ALiBi adds to the score of query i and key j (slope m_h > 0 for head h) ...",
+        "question": Text("ALiBi adds to the score of query i and key j (slope m_h > 0 for head h) ...",
+                         "ALiBi 给查询 i 和键 j 的分数加上（头 h 的斜率 m_h > 0）……"),
         "options": {"a": "+m_h |i - j|", "b": "-m_h (i - j)^2", "c": "+m_h (i - j)", "d": "-m_h |i - j|"},
         "answer": "d",
-        "why": {"a": "a positive bias would favour FAR keys; ALiBi penalises distance",
-                "b": "the penalty is linear in the distance (hence 'linear biases')",
-                "c": "under a causal mask i - j >= 0, so this too would favour far keys"},
+        "why": {"a": Text("a positive bias would favour FAR keys; ALiBi penalises distance",
+                          "正的偏置会偏向远处的键；ALiBi 惩罚的是距离"),
+                "b": Text("the penalty is linear in the distance (hence 'linear biases')",
+                          "惩罚与距离成线性关系（“线性偏置”由此得名）"),
+                "c": Text("under a causal mask i - j >= 0, so this too would favour far keys",
+                          "在因果掩码下 i - j >= 0，所以这样同样会偏向远处的键")},
     },
     "learned_past_max_len": {
-        "question": "Plain PyTorch: a position table `torch.nn.Embedding(64, d)` (rows 0..63) is indexed with "
-                    "position 100 on the CPU. What happens?",
-        "options": {"a": "it returns row 63 (the index is clamped)", "b": "IndexError: index out of range in self",
-                    "c": "it returns a row of zeros", "d": "it returns row 100 - 64 = 36 (the index wraps around)"},
+        "question": Text("Plain PyTorch: a position table `torch.nn.Embedding(64, d)` (rows 0..63) is indexed with "
+                         "position 100 on the CPU. What happens?",
+                         "纯 PyTorch：在 CPU 上用位置 100 去索引位置表 `torch.nn.Embedding(64, d)`（第 0..63 行），"
+                         "会发生什么？"),
+        "options": {"a": Text("it returns row 63 (the index is clamped)", "返回第 63 行（索引被截到边界）"),
+                    "b": "IndexError: index out of range in self",
+                    "c": Text("it returns a row of zeros", "返回一行全零"),
+                    "d": Text("it returns row 100 - 64 = 36 (the index wraps around)",
+                              "返回第 100 - 64 = 36 行（索引绕回开头）")},
         "values": {"a": "row 63", "b": "IndexError", "c": "zeros", "d": "row 36"},
         "solve": _embedding_past_its_rows,
-        "explain": lambda r: (f"torch.nn.Embedding(64, 4)(torch.tensor([100])) gives: {_embedding_past_its_rows(r)}; "
-                              "nothing clamps or wraps the index (notebook 04; posenc_lib's LearnedEncoding "
-                              "raises a ValueError naming max_len first)"),
+        "explain": lambda r: tr("torch.nn.Embedding(64, 4)(torch.tensor([100])) gives: "
+                                f"{_embedding_past_its_rows(r)}; nothing clamps or wraps the index (notebook 04; "
+                                "posenc_lib's LearnedEncoding raises a ValueError naming max_len first)",
+                                f"torch.nn.Embedding(64, 4)(torch.tensor([100])) 的结果是：{_embedding_past_its_rows(r)}；"
+                                "索引既不会被截断，也不会绕回（notebook 04；posenc_lib 的 LearnedEncoding "
+                                "会先抛出一个点名 max_len 的 ValueError）"),
     },
     "sinusoidal_at_once": {
-        "question": "In notebook 07 the sinusoidal model is worse than a unigram guess already at 2L. Why at once?",
-        "options": {"a": "past L its slow dimensions take values never seen in training, and they are added to "
-                         "every token's input, so every layer is off-distribution at every new position",
-                    "b": "its table has no rows past L",
-                    "c": "sin and cos repeat, so positions past L collide with trained ones",
-                    "d": "a longer window has more keys, so the softmax gets flatter"},
+        "question": Text("In notebook 07 the sinusoidal model is worse than a unigram guess already at 2L. Why at "
+                         "once?",
+                         "notebook 07 里，正弦位置编码的模型到 2L 就已经不如一元（unigram）猜测了。为什么坏得这么快？"),
+        "options": {"a": Text("past L its slow dimensions take values never seen in training, and they are added to "
+                              "every token's input, so every layer is off-distribution at every new position",
+                              "过了 L，它的慢维度取到训练时从没见过的值，而这些值加在每个 token 的输入上，"
+                              "于是在每个新位置上，每一层的输入都偏离了训练分布"),
+                    "b": Text("its table has no rows past L", "它的表在 L 之后没有行"),
+                    "c": Text("sin and cos repeat, so positions past L collide with trained ones",
+                              "sin 和 cos 会周期重复，L 之后的位置与训练过的位置撞在了一起"),
+                    "d": Text("a longer window has more keys, so the softmax gets flatter",
+                              "窗口越长，键越多，softmax 就越平")},
         "answer": "a",
-        "why": {"b": "that is the learned table; the sinusoidal formula gives a vector for any position (notebook 02)",
-                "c": "the slow dimensions' wavelengths reach 2 pi * 10000 positions: within 8L nothing repeats; the "
-                     "values are new, not collisions (notebook 02)",
-                "d": "every encoding gets more keys, yet ALiBi and T5 hold at 2L (notebook 07)"},
+        "why": {"b": Text("that is the learned table; the sinusoidal formula gives a vector for any position "
+                          "(notebook 02)",
+                          "那是可学习的位置表；正弦公式对任何位置都能给出向量（notebook 02）"),
+                "c": Text("the slow dimensions' wavelengths reach 2 pi * 10000 positions: within 8L nothing repeats; "
+                          "the values are new, not collisions (notebook 02)",
+                          "慢维度的波长长达 2 pi * 10000 个位置：8L 以内什么都不会重复；这些值是新的，"
+                          "而不是撞上了旧的（notebook 02）"),
+                "d": Text("every encoding gets more keys, yet ALiBi and T5 hold at 2L (notebook 07)",
+                          "每种编码的键都变多了，可 ALiBi 和 T5 在 2L 处照样稳得住（notebook 07）")},
     },
     "t5_last_bucket": {
-        "question": "Notebook 07's T5 bias (causal, 32 buckets, max_distance 64). A key 400 characters back gets "
-                    "the bias of one bucket. From which distance on do keys share that bucket?",
-        "options": {"a": "from 400 on (each far distance has its own bucket)", "b": "from 128 on",
-                    "c": "from 59 on: every key further back, trained only on distances 59-63",
-                    "d": "from 16 on (all distances past the exact buckets)"},
+        "question": Text("Notebook 07's T5 bias (causal, 32 buckets, max_distance 64). A key 400 characters back gets "
+                         "the bias of one bucket. From which distance on do keys share that bucket?",
+                         "notebook 07 的 T5 偏置（因果，32 个桶，max_distance 64）。往前 400 个字符处的键，"
+                         "用的是某一个桶的偏置。从多远的距离起，所有键都共用这个桶？"),
+        "options": {"a": Text("from 400 on (each far distance has its own bucket)", "从 400 起（每个远距离都有自己的桶）"),
+                    "b": Text("from 128 on", "从 128 起"),
+                    "c": Text("from 59 on: every key further back, trained only on distances 59-63",
+                              "从 59 起：再往前的所有键都落在这个桶里，而它只在距离 59-63 上训练过"),
+                    "d": Text("from 16 on (all distances past the exact buckets)", "从 16 起（精确桶之后的所有距离）")},
         "values": {"a": 400, "b": 128, "c": 59, "d": 16},
         "solve": _t5_last_bucket_starts,
-        "explain": lambda r: (f"t5_relative_bucket(-n, bidirectional=False, num_buckets=32, max_distance=64) gives "
-                              f"the last bucket to every n >= {_t5_last_bucket_starts(r)}: at 8L hundreds of keys "
-                              "share one bias learned from a handful of distances (notebooks 05, 07)"),
+        "explain": lambda r: tr("t5_relative_bucket(-n, bidirectional=False, num_buckets=32, max_distance=64) gives "
+                                f"the last bucket to every n >= {_t5_last_bucket_starts(r)}: at 8L hundreds of keys "
+                                "share one bias learned from a handful of distances (notebooks 05, 07)",
+                                f"t5_relative_bucket(-n, bidirectional=False, num_buckets=32, max_distance=64) 把所有 "
+                                f"n >= {_t5_last_bucket_starts(r)} 都分进最后一个桶：到了 8L，几百个键共用同一个偏置，"
+                                "而它只从寥寥几个距离上学来（notebook 05、07）"),
     },
     "pairs_under_one_turn": {
-        "question": "RoPE with head dim 16, base 10000, trained at L0 = 64 (notebooks 07-08): how many of its 8 "
-                    "pairs make less than one full turn over L0?",
+        "question": Text("RoPE with head dim 16, base 10000, trained at L0 = 64 (notebooks 07-08): how many of its 8 "
+                         "pairs make less than one full turn over L0?",
+                         "RoPE，头维度 16，底数 10000，训练长度 L0 = 64（notebook 07-08）：8 对里有几对在 L0 内"
+                         "转不满一整圈？"),
         "options": {"a": "2", "b": "5", "c": "8", "d": "3"},
         "values": {"a": 2, "b": 5, "c": 8, "d": 3},
         "solve": _pairs_under_one_turn,
-        "explain": lambda r: ("turns L0 * theta_i / 2 pi = "
+        "explain": lambda r: (tr("turns L0 * theta_i / 2 pi = ", "各对在 L0 内转的圈数 L0 * theta_i / 2 pi = ")
                               + ", ".join(f"{t:.3g}" for t in _turns_in_l0().tolist())
-                              + f": {_pairs_under_one_turn(r)} are below 1 (notebook 08, sec. 1)"),
+                              + tr(f": {_pairs_under_one_turn(r)} are below 1 (notebook 08, sec. 1)",
+                                   f"：其中 {_pairs_under_one_turn(r)} 对不到 1 圈（notebook 08 第 1 节）")),
     },
     "yarn_kept_pairs": {
-        "question": "YaRN at factor 4 on that model (L0 = 64, d = 16, beta_fast 32, beta_slow 1): which pairs "
-                    "keep their frequency untouched?",
-        "options": {"a": "none", "b": "pairs 0-2 (those with more than one turn in L0)", "c": "every pair",
-                    "d": "pair 0 only"},
+        "question": Text("YaRN at factor 4 on that model (L0 = 64, d = 16, beta_fast 32, beta_slow 1): which pairs "
+                         "keep their frequency untouched?",
+                         "在这个模型上用因子为 4 的 YaRN（L0 = 64，d = 16，beta_fast 32，beta_slow 1）："
+                         "哪些对的频率原封不动？"),
+        "options": {"a": Text("none", "一对也没有"),
+                    "b": Text("pairs 0-2 (those with more than one turn in L0)", "第 0-2 对（在 L0 内转了不止一圈的那些）"),
+                    "c": Text("every pair", "所有对"),
+                    "d": Text("pair 0 only", "只有第 0 对")},
         "values": {"a": (), "b": (0, 1, 2), "c": tuple(range(_DIM // 2)), "d": (0,)},
         "solve": _yarn_kept_pairs,
-        "explain": lambda r: (f"rope_inv_freq with YaRN's scaling leaves only pairs {list(_yarn_kept_pairs(r))} "
-                              f"untouched: no pair makes beta_fast = 32 turns in {_L0} tokens (pair 0 makes "
-                              f"{float(_turns_in_l0()[0]):.1f}), so the ramp starts at pair 0 (notebook 08, sec. 2)"),
+        "explain": lambda r: tr(f"rope_inv_freq with YaRN's scaling leaves only pairs {list(_yarn_kept_pairs(r))} "
+                                f"untouched: no pair makes beta_fast = 32 turns in {_L0} tokens (pair 0 makes "
+                                f"{float(_turns_in_l0()[0]):.1f}), so the ramp starts at pair 0 (notebook 08, sec. 2)",
+                                f"按 YaRN 缩放的 rope_inv_freq 中，频率原封不动的只有这些对：{list(_yarn_kept_pairs(r))}；"
+                                f"没有哪一对能在 {_L0} 个 token 内转满 beta_fast = 32 圈（第 0 对只转了 "
+                                f"{float(_turns_in_l0()[0]):.1f} 圈），所以斜坡从第 0 对就开始了（notebook 08 第 2 节）"),
     },
     "ntk_overshoot": {
-        "question": "NTK-aware at factor 4 on that model, on a window of 4 * L0: the slow pairs turn past the "
-                    "angles they saw in training. By how much at most (turns over 4 L0 / turns over L0)?",
-        "options": {"a": "1.00 (they stay within their trained angles)", "b": "4.00", "c": "2.21", "d": "1.45"},
+        "question": Text("NTK-aware at factor 4 on that model, on a window of 4 * L0: the slow pairs turn past the "
+                         "angles they saw in training. By how much at most (turns over 4 L0 / turns over L0)?",
+                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢对会转过训练时见过的角度。"
+                         "最多超出多少（4 L0 内的圈数 / L0 内的圈数）？"),
+        "options": {"a": Text("1.00 (they stay within their trained angles)", "1.00（仍在训练过的角度范围内）"),
+                    "b": "4.00", "c": "2.21", "d": "1.45"},
         "values": {"a": 1.0, "b": 4.0, "c": 2.21, "d": 1.45},
         "solve": _ntk_overshoot,
-        "explain": lambda r: (f"factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2)), largest at the first slow "
-                              f"pair: {_ntk_overshoot(r):.2f} (notebook 08, sec. 4)"),
+        "explain": lambda r: tr("factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2)), largest at the first slow "
+                                f"pair: {_ntk_overshoot(r):.2f} (notebook 08, sec. 4)",
+                                f"factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2))，在第一个慢对处最大："
+                                f"{_ntk_overshoot(r):.2f}（notebook 08 第 4 节）"),
     },
     "ntk_overshoot_cause": {
-        "question": "At a fixed factor, what sets how far NTK-aware's slow pairs overshoot their trained angles?",
-        "options": {"a": "where the slow pairs start in the head, i.e. L0 against the base",
-                    "b": "the number of pairs: more pairs make the geometric steps finer",
-                    "c": "the attention factor", "d": "nothing: NTK-aware keeps every pair within its trained angles"},
+        "question": Text("At a fixed factor, what sets how far NTK-aware's slow pairs overshoot their trained angles?",
+                         "因子固定时，NTK-aware 的慢对超出训练角度多少，是由什么决定的？"),
+        "options": {"a": Text("where the slow pairs start in the head, i.e. L0 against the base",
+                              "慢对从头里的哪一对开始，也就是 L0 相对于底数的大小"),
+                    "b": Text("the number of pairs: more pairs make the geometric steps finer",
+                              "对的数量：对越多，几何级数的步子越细"),
+                    "c": Text("the attention factor", "attention factor（注意力系数）"),
+                    "d": Text("nothing: NTK-aware keeps every pair within its trained angles",
+                              "什么都不决定：NTK-aware 让每一对都留在训练过的角度以内")},
         "answer": "a",
-        "why": {"b": "the overshoot is factor ** (1 - 2 i0 / (d - 2)) at the first slow pair i0; 2 i0 / (d - 2) tends "
-                     "to ln(L0 / 2 pi) / ln(base) as d grows. At L0 = 64 it is 2.21 at d = 16 and 2.75 at d = 128: "
-                     "more pairs, MORE overshoot (notebook 08, sec. 4)",
-                "c": "NTK-aware has none (attention factor 1); only YaRN rescales the scores",
-                "d": "only its slowest pair is slowed by the full factor; the others overshoot. YaRN's authors make "
-                     "this point about NTK-aware themselves (notebook 08)"},
+        "why": {"b": Text("the overshoot is factor ** (1 - 2 i0 / (d - 2)) at the first slow pair i0; 2 i0 / (d - 2) "
+                          "tends to ln(L0 / 2 pi) / ln(base) as d grows. At L0 = 64 it is 2.21 at d = 16 and 2.75 at "
+                          "d = 128: more pairs, MORE overshoot (notebook 08, sec. 4)",
+                          "超出量在第一个慢对 i0 处为 factor ** (1 - 2 i0 / (d - 2))；d 增大时，2 i0 / (d - 2) 趋于 "
+                          "ln(L0 / 2 pi) / ln(base)。L0 = 64 时，d = 16 为 2.21，d = 128 为 2.75："
+                          "对越多，超出反而越多（notebook 08 第 4 节）"),
+                "c": Text("NTK-aware has none (attention factor 1); only YaRN rescales the scores",
+                          "NTK-aware 根本没有这一项（attention factor 为 1）；只有 YaRN 会重新缩放分数"),
+                "d": Text("only its slowest pair is slowed by the full factor; the others overshoot. YaRN's authors "
+                          "make this point about NTK-aware themselves (notebook 08)",
+                          "只有最慢的那一对被放慢了整整一个因子，其余的都会超出。YaRN 的作者自己就指出过 NTK-aware "
+                          "的这个问题（notebook 08）")},
     },
     "dynamic_ntk_factor": {
-        "question": "Dynamic NTK configured with factor 2 on that model reads a window of 4 * L0 = 256 tokens in "
-                    "one pass. Its frequencies are those of static NTK-aware with factor ...",
+        "question": Text("Dynamic NTK configured with factor 2 on that model reads a window of 4 * L0 = 256 tokens in "
+                         "one pass. Its frequencies are those of static NTK-aware with factor ...",
+                         "在这个模型上配置因子为 2 的动态 NTK，一次读入 4 * L0 = 256 个 token 的窗口。"
+                         "它的频率等于静态 NTK-aware 取因子为多少时的频率？"),
         "options": {"a": "2", "b": "4", "c": "8", "d": "7"},
         "values": {"a": 2.0, "b": 4.0, "c": 8.0, "d": 7.0},
         "solve": _dynamic_as_ntk,
-        "explain": lambda r: ("factor' = factor * length / L0 - (factor - 1) with factor 2, length 256, L0 64: "
-                              f"{_dynamic_as_ntk(r):g}; rope_inv_freq gives the same frequencies "
-                              "(notebook 08, sec. 2)"),
+        "explain": lambda r: tr("factor' = factor * length / L0 - (factor - 1) with factor 2, length 256, L0 64: "
+                                f"{_dynamic_as_ntk(r):g}; rope_inv_freq gives the same frequencies (notebook 08, sec. "
+                                "2)",
+                                "factor' = factor * length / L0 - (factor - 1)，代入 factor 2、length 256、L0 64："
+                                f"{_dynamic_as_ntk(r):g}；rope_inv_freq 算出的频率也相同"
+                                "（notebook 08 第 2 节）"),
     },
     "length_dependent": {
-        "question": "Of dynamic NTK, YaRN and Llama 3.1, which gives the same position a different rotation "
-                    "depending on how long the whole sequence is?",
-        "options": {"a": "YaRN", "b": "dynamic NTK", "c": "Llama 3.1", "d": "all three"},
+        "question": Text("Of dynamic NTK, YaRN and Llama 3.1, which gives the same position a different rotation "
+                         "depending on how long the whole sequence is?",
+                         "动态 NTK、YaRN 和 Llama 3.1 中，哪一种会让同一个位置的旋转随整个序列的长度而变？"),
+        "options": {"a": "YaRN", "b": Text("dynamic NTK", "动态 NTK"), "c": "Llama 3.1",
+                    "d": Text("all three", "三种都会")},
         "answer": "b",
-        "why": {"a": "YaRN's frequencies are fixed by its factor and L0; the sequence length does not enter",
-                "c": "Llama 3.1's frequencies are fixed by its factor, L0 and the two wavelength thresholds",
-                "d": "only dynamic NTK recomputes its base from the current length (so cached keys rotated "
-                     "under an earlier length no longer match: YaRN's authors cache keys before RoPE for it)"},
+        "why": {"a": Text("YaRN's frequencies are fixed by its factor and L0; the sequence length does not enter",
+                          "YaRN 的频率由它的因子和 L0 确定，序列长度不参与"),
+                "c": Text("Llama 3.1's frequencies are fixed by its factor, L0 and the two wavelength thresholds",
+                          "Llama 3.1 的频率由它的因子、L0 和两个波长阈值确定"),
+                "d": Text("only dynamic NTK recomputes its base from the current length (so cached keys rotated under "
+                          "an earlier length no longer match: YaRN's authors cache keys before RoPE for it)",
+                          "只有动态 NTK 会按当前长度重新计算底数（所以按先前长度旋转后缓存的键就对不上了："
+                          "YaRN 的作者为此改在 RoPE 之前缓存键）")},
     },
     "yarn_temperature": {
-        "question": "YaRN and Llama 3.1 both keep the fast pairs and fully interpolate the slow ones. What does "
-                    "YaRN do that Llama 3.1 does not?",
-        "options": {"a": "it divides every frequency by the factor", "b": "it raises the base",
-                    "c": "it scales the attention logits, by (0.1 ln s + 1)^2",
-                    "d": "it recomputes its factor from the sequence length"},
+        "question": Text("YaRN and Llama 3.1 both keep the fast pairs and fully interpolate the slow ones. What does "
+                         "YaRN do that Llama 3.1 does not?",
+                         "YaRN 和 Llama 3.1 都保留快对、对慢对做完全插值。YaRN 还多做了什么，是 Llama 3.1 没做的？"),
+        "options": {"a": Text("it divides every frequency by the factor", "把每个频率都除以因子"),
+                    "b": Text("it raises the base", "调大底数"),
+                    "c": Text("it scales the attention logits, by (0.1 ln s + 1)^2",
+                              "缩放注意力 logits，乘以 (0.1 ln s + 1)^2"),
+                    "d": Text("it recomputes its factor from the sequence length", "按序列长度重新计算因子")},
         "answer": "c",
-        "why": {"a": "that is PI; both keep the fast pairs",
-                "b": "that is NTK-aware (and ABF, raising the base before training)",
-                "d": "that is dynamic scaling (dynamic NTK, or YaRN's optional dynamic variant), not YaRN as used "
-                     "here"},
+        "why": {"a": Text("that is PI; both keep the fast pairs", "那是 PI；两者都保留快对"),
+                "b": Text("that is NTK-aware (and ABF, raising the base before training)",
+                          "那是 NTK-aware（还有 ABF，在训练前就调大底数）"),
+                "d": Text("that is dynamic scaling (dynamic NTK, or YaRN's optional dynamic variant), not YaRN as "
+                          "used here",
+                          "那是动态缩放（动态 NTK，或 YaRN 可选的动态变体），不是这里用的 YaRN")},
     },
     "pi_justification": {
-        "question": "How do Chen et al. (2023) justify position interpolation?",
-        "options": {"a": "interpolation keeps the fast pairs' speed",
-                    "b": "it needs no fine-tuning",
-                    "c": "NTK theory: networks need high frequencies",
-                    "d": "a bound: attention scores at interpolated positions are bounded far more tightly "
-                         "(~600x) than at extrapolated ones"},
+        "question": Text("How do Chen et al. (2023) justify position interpolation?",
+                         "Chen et al.（2023）用什么来论证位置插值的合理性？"),
+        "options": {"a": Text("interpolation keeps the fast pairs' speed", "插值保留了快对的转速"),
+                    "b": Text("it needs no fine-tuning", "它不需要微调"),
+                    "c": Text("NTK theory: networks need high frequencies", "NTK 理论：网络需要高频"),
+                    "d": Text("a bound: attention scores at interpolated positions are bounded far more tightly "
+                              "(~600x) than at extrapolated ones",
+                              "一个上界：插值位置上注意力分数的上界，比外推位置上的紧得多（约 600 倍）")},
         "answer": "d",
-        "why": {"a": "PI slows EVERY pair, the fast ones included; that it loses fast-pair resolution is bloc97's and "
-                     "YaRN's critique of PI, which led to NTK-aware and YaRN",
-                "b": "the paper fine-tunes (about 1,000 steps); notebook 08 shows PI without it is poor",
-                "c": "that is the argument behind NTK-aware scaling (bloc97), against PI"},
+        "why": {"a": Text("PI slows EVERY pair, the fast ones included; that it loses fast-pair resolution is "
+                          "bloc97's and YaRN's critique of PI, which led to NTK-aware and YaRN",
+                          "PI 把每一对都放慢了，快对也不例外；快对因此丢了分辨率，这正是 bloc97 和 YaRN 对 PI 的"
+                          "批评，NTK-aware 和 YaRN 也由此而来"),
+                "b": Text("the paper fine-tunes (about 1,000 steps); notebook 08 shows PI without it is poor",
+                          "论文做了微调（约 1,000 步）；notebook 08 表明不微调的 PI 效果很差"),
+                "c": Text("that is the argument behind NTK-aware scaling (bloc97), against PI",
+                          "那是 NTK-aware 缩放（bloc97）背后的论点，恰恰是用来反驳 PI 的")},
     },
     "uniform": {
-        "question": "Which method slows every RoPE pair by the same factor?",
-        "options": {"a": "NTK-aware", "b": "position interpolation (PI)", "c": "YaRN", "d": "Llama 3.1"},
+        "question": Text("Which method slows every RoPE pair by the same factor?",
+                         "哪种方法把 RoPE 的每一对都放慢同样的倍数？"),
+        "options": {"a": "NTK-aware", "b": Text("position interpolation (PI)", "位置插值（PI）"), "c": "YaRN",
+                    "d": "Llama 3.1"},
         "answer": "b",
-        "why": {"a": "NTK-aware is non-uniform too: base * s^(d/(d-2)) keeps the fastest pair and slows the slowest by "
-                     "s, geometrically in between",
-                "c": "YaRN ramps from untouched (fast pairs) to theta / s (slow pairs)",
-                "d": "Llama 3.1 keeps short wavelengths, divides long ones by s, and blends in between"},
+        "why": {"a": Text("NTK-aware is non-uniform too: base * s^(d/(d-2)) keeps the fastest pair and slows the "
+                          "slowest by s, geometrically in between",
+                          "NTK-aware 也不均匀：base * s^(d/(d-2)) 让最快的一对不变，最慢的一对放慢 s 倍，"
+                          "中间按几何级数过渡"),
+                "c": Text("YaRN ramps from untouched (fast pairs) to theta / s (slow pairs)",
+                          "YaRN 从原封不动（快对）渐变到 theta / s（慢对）"),
+                "d": Text("Llama 3.1 keeps short wavelengths, divides long ones by s, and blends in between",
+                          "Llama 3.1 保留短波长，长波长除以 s，两者之间平滑过渡")},
     },
     "angles_dtype": {
-        "question": "Why are RoPE angles m * theta computed in float32 or better, even for a bf16 model?",
-        "options": {"a": "bf16 cannot tell positions like 256 and 257 apart", "b": "sin and cos do not exist in bf16",
-                    "c": "it is faster", "d": "bf16 cannot hold numbers above 65504"},
+        "question": Text("Why are RoPE angles m * theta computed in float32 or better, even for a bf16 model?",
+                         "为什么即使是 bf16 模型，RoPE 的角度 m * theta 也要用 float32 或更高的精度来算？"),
+        "options": {"a": Text("bf16 cannot tell positions like 256 and 257 apart", "bf16 分不清 256 和 257 这样的位置"),
+                    "b": Text("sin and cos do not exist in bf16", "bf16 里没有 sin 和 cos"),
+                    "c": Text("it is faster", "这样更快"),
+                    "d": Text("bf16 cannot hold numbers above 65504", "bf16 存不下大于 65504 的数")},
         "answer": "a",
-        "why": {"b": "they exist; the problem is the INPUT m: bf16 has 8 significant bits (notebook 06)",
-                "c": "it is slower, if anything; it is about precision (notebook 06)",
-                "d": "bf16 has float32's exponent range (fp16 is the one that stops at 65504); its problem is "
-                     "precision, not range"},
+        "why": {"b": Text("they exist; the problem is the INPUT m: bf16 has 8 significant bits (notebook 06)",
+                          "它们是有的；问题出在输入 m 上：bf16 只有 8 位有效位（notebook 06）"),
+                "c": Text("it is slower, if anything; it is about precision (notebook 06)",
+                          "真要说的话反而更慢；这关乎精度（notebook 06）"),
+                "d": Text("bf16 has float32's exponent range (fp16 is the one that stops at 65504); its problem is "
+                          "precision, not range",
+                          "bf16 的指数范围与 float32 相同（上限为 65504 的是 fp16）；它的问题在精度，不在范围")},
     },
     "glossary_length_extrapolation": {
-        "question": "长度外推 (chángdù wàituī) is ...",
-        "options": {"a": "position interpolation (PI)", "b": "context extension by fine-tuning",
-                    "c": "length extrapolation: using a model on inputs longer than it was trained on",
-                    "d": "the rotary base"},
+        "question": Text("长度外推 (chángdù wàituī) is ...", "“长度外推”指的是……"),
+        "options": {"a": Text("position interpolation (PI)", "位置插值（PI）"),
+                    "b": Text("context extension by fine-tuning", "通过微调做上下文扩展"),
+                    "c": Text("length extrapolation: using a model on inputs longer than it was trained on",
+                              "length extrapolation：把模型用在比训练时更长的输入上"),
+                    "d": Text("the rotary base", "旋转底数")},
         "answer": "c",
-        "why": {"a": "position interpolation is 位置插值 (also 位置内插)",
-                "b": "that is 上下文扩展 with 微调 (fine-tuning); 外推 means going beyond the trained range",
-                "d": "the rotary base is 旋转底数"},
+        "why": {"a": Text("position interpolation is 位置插值 (also 位置内插)",
+                          "那是位置插值（也叫位置内插），英文 position interpolation"),
+                "b": Text("that is 上下文扩展 with 微调 (fine-tuning); 外推 means going beyond the trained range",
+                          "那是靠微调（fine-tuning）做上下文扩展（context extension）；外推指的是超出训练时的范围"),
+                "d": Text("the rotary base is 旋转底数", "那是旋转底数，英文 rotary base")},
     },
     "measured_flattest": {
-        "question": "In notebook 07's cached run, whose mean loss rose LEAST from L to 8L?",
+        "question": Text("In notebook 07's cached run, whose mean loss rose LEAST from L to 8L?",
+                         "在 notebook 07 缓存的那次运行里，从 L 到 8L，谁的平均损失上升得最少？"),
         "options": {"a": "t5", "b": "alibi", "c": "nope", "d": "rope", "e": "sinusoidal"},
         "values": {"a": "t5", "b": "alibi", "c": "nope", "d": "rope", "e": "sinusoidal"},
         "solve": lambda r: _measured_flattest(r)[0],
-        "explain": lambda r: ("rise from L to 8L: " + ", ".join(f"{e} {v:+.3f}" for e, v in _rises(r).items())
-                              + f" nats/char (read data/{EXTRAPOLATION_FILE}, summary)"),
+        "explain": lambda r: (tr("rise from L to 8L: ", "从 L 到 8L 的上升：")
+                              + ", ".join(f"{e} {v:+.3f}" for e, v in _rises(r).items())
+                              + tr(f" nats/char (read data/{EXTRAPOLATION_FILE}, summary)",
+                                   f" nats/char（读自 data/{EXTRAPOLATION_FILE} 的 summary）")),
     },
     "worst_at_l": {
-        "question": "In notebook 07's cached run, which encoding WITH position information had the highest loss at "
-                    "the training length L itself?",
+        "question": Text("In notebook 07's cached run, which encoding WITH position information had the highest loss "
+                         "at the training length L itself?",
+                         "在 notebook 07 缓存的那次运行里，在带位置信息的编码中，哪一种在训练长度 L 本身上的损失最高？"),
         "options": {"a": "t5", "b": "sinusoidal", "c": "learned", "d": "alibi", "e": "rope"},
         "values": {"a": "t5", "b": "sinusoidal", "c": "learned", "d": "alibi", "e": "rope"},
         "solve": _worst_with_position_at_l,
-        "explain": lambda r: ("loss at L: " + ", ".join(f"{e} {row['1']['mean']:.3f}" for e, row in
-                                                        r["summary"].items() if e != "nope")
-                              + f" nats/char (data/{EXTRAPOLATION_FILE}); notebook 07 sec. 7 compares this with "
-                                "the ALiBi paper"),
+        "explain": lambda r: (tr("loss at L: ", "L 处的损失：")
+                              + ", ".join(f"{e} {row['1']['mean']:.3f}" for e, row in
+                                          r["summary"].items() if e != "nope")
+                              + tr(f" nats/char (data/{EXTRAPOLATION_FILE}); notebook 07 sec. 7 compares this with "
+                                   "the ALiBi paper",
+                                   f" nats/char（data/{EXTRAPOLATION_FILE}）；notebook 07 第 7 节拿它和 ALiBi 论文"
+                                   "做了对比")),
     },
 }
 
@@ -337,27 +454,33 @@ def show_quiz() -> None:
 def check_quiz(answers: dict, results: dict | None = None) -> None:
     """answers: {question id: letter}. Raises ExerciseError explaining every wrong or missing answer."""
     if not isinstance(answers, dict):
-        raise ExerciseError(f"answers should be a dict like {{'equivariance': 'c', ...}}, got {type(answers).__name__}")
+        raise ExerciseError(tr(f"answers should be a dict like {{'equivariance': 'c', ...}}, got "
+                               f"{type(answers).__name__}",
+                               f"answers 应是一个 dict，形如 {{'equivariance': 'c', ...}}，"
+                               f"得到的是 {type(answers).__name__}"))
     unknown = sorted(set(answers) - set(QUIZ))
     if unknown:
-        raise ExerciseError(f"unknown question ids {unknown}; the ids are {list(QUIZ)}")
+        raise ExerciseError(tr(f"unknown question ids {unknown}; the ids are {list(QUIZ)}",
+                               f"没有这些题目 id：{unknown}；题目 id 是 {list(QUIZ)}"))
     results = load_results("extrapolation") if results is None else results
     right = quiz_answers(results)
     problems = []
     for qid, item in QUIZ.items():
         given = answers.get(qid)
         if given is None:
-            problems.append(f"[{qid}] not answered yet")
+            problems.append(tr(f"[{qid}] not answered yet", f"[{qid}] 还没作答"))
             continue
         given = str(given).strip().lower()
         if given not in item["options"]:
-            problems.append(f"[{qid}] {given!r} is not one of the options {list(item['options'])}")
+            problems.append(tr(f"[{qid}] {given!r} is not one of the options {list(item['options'])}",
+                               f"[{qid}] {given!r} 不在选项 {list(item['options'])} 之中"))
         elif given != right[qid]:
             why = item["explain"](results) if "solve" in item else item["why"][given]
-            problems.append(f"[{qid}] not {given}: {why}")
+            problems.append(tr(f"[{qid}] not {given}: {why}", f"[{qid}] 不是 {given}：{why}"))
     if problems:
-        raise ExerciseError(f"{len(QUIZ) - len(problems)}/{len(QUIZ)} right.\n  " + "\n  ".join(problems))
-    ok(f"all {len(QUIZ)} answers right")
+        raise ExerciseError(tr(f"{len(QUIZ) - len(problems)}/{len(QUIZ)} right.\n  ",
+                               f"答对 {len(QUIZ) - len(problems)}/{len(QUIZ)} 题。\n  ") + "\n  ".join(problems))
+    ok(tr(f"all {len(QUIZ)} answers right", f"{len(QUIZ)} 道题全部答对"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions
