@@ -69,7 +69,12 @@ def _text(node) -> str | None:
 
 
 def _fields(node) -> list[str]:
-    return sorted(ast.unparse(v.value) for v in ast.walk(node) if isinstance(v, ast.FormattedValue))
+    """The values an f-string shows; spaced(x) (a label followed by Chinese) shows x."""
+    def shown(value):
+        if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "spaced" and len(value.args) == 1:
+            return value.args[0]
+        return value
+    return sorted(ast.unparse(shown(v.value)) for v in ast.walk(node) if isinstance(v, ast.FormattedValue))
 
 
 def _tr_calls(tree):

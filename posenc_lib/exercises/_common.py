@@ -29,6 +29,12 @@ def attempt(check, answer) -> bool:
     return False
 
 
+def spaced(what: str) -> str:
+    """A label followed by Chinese text: a space after Latin letters, digits or code ("rope(x) 应当是"),
+    none after Chinese or full-width punctuation ("你的函数应当是"), as Chinese typesetting has it."""
+    return f"{what} " if what[-1:].isascii() else what
+
+
 def ok(message: str) -> None:
     """The one success line of every checker."""
     print(f"✓ {message}")
@@ -43,14 +49,14 @@ def call(fn, *args, what: str):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
         raise ExerciseError(tr(f"{what} raised {type(error).__name__}: {error}",
-                                f"{what}抛出了 {type(error).__name__}：{error}")) from error
+                                f"{spaced(what)}抛出了 {type(error).__name__}：{error}")) from error
 
 
 def tensor(value, what: str) -> torch.Tensor:
     """The answer itself, which must be a torch.Tensor."""
     if not isinstance(value, torch.Tensor):
         raise ExerciseError(tr(f"{what} should be a torch.Tensor, got {type(value).__name__}",
-                                f"{what} 应当是 torch.Tensor，实际是 {type(value).__name__}"))
+                                f"{spaced(what)}应当是 torch.Tensor，实际是 {type(value).__name__}"))
     return value
 
 
@@ -62,7 +68,7 @@ def as_tensor(value, what: str) -> torch.Tensor:
         return torch.as_tensor(value)
     except Exception as error:  # noqa: BLE001
         raise ExerciseError(tr(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}",
-                                f"{what}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
+                                f"{spaced(what)}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
 
 
 def number(value, what: str) -> float:
@@ -72,7 +78,7 @@ def number(value, what: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise ExerciseError(tr(f"{what} should be a number (or a one-element tensor), got {type(value).__name__}",
-                            f"{what} 应当是一个数（或只含一个元素的张量），实际是 {type(value).__name__}"))
+                            f"{spaced(what)}应当是一个数（或只含一个元素的张量），实际是 {type(value).__name__}"))
 
 
 def same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
