@@ -22,6 +22,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.patches import Polygon
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
+from ..i18n import Text, tr
 from ..scaling import extension_scaling, rope_inv_freq
 from ._style import ENCODING_COLORS, tidy
 
@@ -34,8 +35,9 @@ __all__ = [
 
 METHOD_COLORS = {"none": "#7f7f7f", "linear": "#1f77b4", "ntk": "#2ca02c", "dynamic": "#17becf",
                  "yarn": "#d62728", "llama3": "#9467bd", "abf": "#ff7f0e"}
-METHOD_LABELS = {"none": "plain RoPE", "linear": "linear (PI)", "ntk": "NTK-aware", "dynamic": "dynamic NTK",
-                 "yarn": "YaRN", "llama3": "Llama 3.1", "abf": "ABF (base raised)"}
+METHOD_LABELS = {"none": Text("plain RoPE", "原始 RoPE"), "linear": Text("linear (PI)", "线性插值（PI）"),
+                 "ntk": "NTK-aware", "dynamic": Text("dynamic NTK", "动态 NTK"), "yarn": "YaRN", "llama3": "Llama 3.1",
+                 "abf": Text("ABF (base raised)", "ABF（调大底数）")}  # Text: shown in the language set (str() it)
 ABF_BASE = 500000.0  # the experiments' default (ExperimentConfig.abf_base): Llama 3's base
 
 
@@ -100,16 +102,19 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         i = multiples.index(int(multiple))
         out["rise"][enc] = None if np.isnan(mean[i]) else float(mean[i] - mean[0])
     ax_curve.axvline(L, color="k", lw=0.8, ls="--")
-    ax_curve.text(L * 0.97, 0.03, "train length L", fontsize=7, rotation=90, ha="right", va="bottom",
+    ax_curve.text(L * 0.97, 0.03, tr("train length L", "训练长度 L"), fontsize=7, rotation=90, ha="right", va="bottom",
                   transform=ax_curve.get_xaxis_transform())
     ax_curve.axvline(int(multiple) * L, color="k", lw=0.8, ls=":")
     ax_curve.set_xscale("log", base=2)
     ax_curve.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
-    ax_curve.set_xlabel("evaluation window (characters)", fontsize=8)
-    ax_curve.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
+    ax_curve.set_xlabel(tr("evaluation window (characters)", "评估窗口（字符数）"), fontsize=8)
+    ax_curve.set_ylabel(tr("loss on the last L chars (nats/char)", "最后 L 个字符的损失（nats/字符）"), fontsize=8)
     seeds = len(results["provenance"]["config"]["seeds"])
-    ax_curve.set_title(f"train at L={L}, test longer ({seeds} seed{'s' if seeds > 1 else ''}, band = min..max; "
-                       "colours as on the right)", fontsize=9, y=1.0)
+    seeds_text = tr(f"{seeds} seeds", f"{seeds} 个种子") if seeds > 1 else tr(f"{seeds} seed", f"{seeds} 个种子")
+    ax_curve.set_title(tr(f"train at L={L}, test longer ({seeds_text}, band = min..max; "
+                          "colours as on the right)",
+                          f"L={L} 上训练，更长处测试（{seeds_text}，色带 = min..max；"
+                          "颜色同右图）"), fontsize=9, y=1.0)
     _tidy(ax_curve)
     order = sorted(encodings, key=lambda e: (out["rise"][e] is None, out["rise"][e] or 0.0))
     rises = [out["rise"][enc] or 0.0 for enc in order]  # a learned table (None) gets an empty bar
@@ -118,7 +123,8 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
     for y, enc in enumerate(order):
         rise = out["rise"][enc]
         if rise is None:
-            ax_bar.text(0, y, " n/a (no value past L)", va="center", fontsize=7, color=ENCODING_COLORS.get(enc, "k"))
+            ax_bar.text(0, y, tr(" n/a (no value past L)", " n/a（超过 L 没有值）"), va="center", fontsize=7,
+                        color=ENCODING_COLORS.get(enc, "k"))
         else:
             ax_bar.text(rise, y, f" {rise:+.2f}", va="center", fontsize=7)
     _tidy(ax_bar)
@@ -126,8 +132,8 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
     for label, enc in zip(ax_bar.get_yticklabels(), order):  # the colour key of both panels
         label.set_color(ENCODING_COLORS.get(enc, "k"))
     ax_bar.axvline(0, color="k", lw=0.6)
-    ax_bar.set_xlabel(f"loss at {multiple}L minus loss at L", fontsize=8)
-    ax_bar.set_title(f"rise at {int(multiple) * L} chars", fontsize=9, y=1.0)
+    ax_bar.set_xlabel(tr(f"loss at {multiple}L minus loss at L", f"{multiple}L 处的损失减去 L 处的损失"), fontsize=8)
+    ax_bar.set_title(tr(f"rise at {int(multiple) * L} chars", f"{int(multiple) * L} 个字符处的上升"), fontsize=9, y=1.0)
     ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.3, bottom=0.16)
     return out
 
@@ -150,9 +156,10 @@ def render_position_loss(ax, results: dict, encodings=None, bin_size: int = 8):
         out[enc] = (centers, binned)
     ax.axvline(L, color="k", lw=0.8, ls="--")
     ax.text(L, ax.get_ylim()[1], " L", fontsize=7, va="top")
-    ax.set_xlabel("position in the window", fontsize=8)
-    ax.set_ylabel("loss (nats/char)", fontsize=8)
-    ax.set_title(f"loss at each position of a {len(mean)}-char window (bins of {bin_size})", fontsize=9, y=1.0)
+    ax.set_xlabel(tr("position in the window", "窗口内的位置"), fontsize=8)
+    ax.set_ylabel(tr("loss (nats/char)", "损失（nats/字符）"), fontsize=8)
+    ax.set_title(tr(f"loss at each position of a {len(mean)}-char window (bins of {bin_size})",
+                 f"{len(mean)} 字符窗口中各位置的损失（每 {bin_size} 个位置一组）"), fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=3)
     _tidy(ax)
     return out
@@ -167,9 +174,10 @@ def render_training_curves(ax, results: dict):
         loss = np.array([[v for _, v in c] for c in curves]).mean(0)
         ax.plot(steps, loss, color=ENCODING_COLORS.get(enc, "k"), lw=1.2, label=enc)
         out[enc] = (steps, loss)
-    ax.set_xlabel("step", fontsize=8)
-    ax.set_ylabel("training loss (nats/char)", fontsize=8)
-    ax.set_title("training at L (windows the same for every encoding)", fontsize=9, y=1.0)
+    ax.set_xlabel(tr("step", "训练步"), fontsize=8)
+    ax.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
+    ax.set_title(tr("training at L (windows the same for every encoding)", "在 L 上训练（每种编码的窗口都相同）"),
+                 fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=3)
     _tidy(ax)
     return out
@@ -197,18 +205,22 @@ def render_own_encoding(axes, results: dict, run: dict):
             _band(ax_curve, lengths, low, high, color=color, alpha=0.08)
         out["mean"][enc] = mean
     own = np.array([np.nan if run["loss"][str(m)] is None else run["loss"][str(m)] for m in multiples])
-    label = f"{run['encoding']} (seed {run['seed']}, {run['steps']} steps)"
+    label = tr(f"{run['encoding']} (seed {run['seed']}, {run['steps']} steps)",
+               f"{run['encoding']}（种子 {run['seed']}，{run['steps']} 步）")
     ax_curve.plot(lengths, own, "o-" if comparable else "o--", color="k", lw=2.2, ms=5, label=label)
     out["own"] = own
     ax_curve.axvline(L, color="k", lw=0.8, ls="--")
     ax_curve.set_xscale("log", base=2)
     ax_curve.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
-    ax_curve.set_xlabel("evaluation window (characters)", fontsize=8)
-    ax_curve.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
+    ax_curve.set_xlabel(tr("evaluation window (characters)", "评估窗口（字符数）"), fontsize=8)
+    ax_curve.set_ylabel(tr("loss on the last L chars (nats/char)", "最后 L 个字符的损失（nats/字符）"), fontsize=8)
     seeds = len(cfg["seeds"])
-    ax_curve.set_title(f"yours: 1 seed; cached: {seeds} seeds, {cfg['steps']} steps" if comparable else
-                       f"NOT comparable: yours {run['steps']} steps, {run['eval_windows']} windows; "
-                       f"cached {cfg['steps']}, {cfg['eval_windows']}", fontsize=9, y=1.0,
+    ax_curve.set_title(tr(f"yours: 1 seed; cached: {seeds} seeds, {cfg['steps']} steps",
+                          f"你的运行：1 个种子；缓存结果：{seeds} 个种子，{cfg['steps']} 步") if comparable else
+                       tr(f"NOT comparable: yours {run['steps']} steps, {run['eval_windows']} windows; "
+                          f"cached {cfg['steps']}, {cfg['eval_windows']}",
+                          f"不可比：你的运行 {run['steps']} 步、{run['eval_windows']} 个窗口；"
+                          f"缓存结果为 {cfg['steps']} 步、{cfg['eval_windows']} 个窗口"), fontsize=9, y=1.0,
                        color="k" if comparable else "#d62728")
     _tidy(ax_curve)
     for enc in results["summary"]:
@@ -220,9 +232,10 @@ def render_own_encoding(axes, results: dict, run: dict):
     own_steps, own_loss = (np.array(v, dtype=float) for v in zip(*run["train_curve"]))
     ax_train.plot(own_steps, own_loss, "o-" if len(own_steps) < 8 else "-", color="k", lw=2.0, ms=3)
     out["own_train"] = (own_steps, own_loss)
-    ax_train.set_xlabel("step", fontsize=8)
-    ax_train.set_ylabel("training loss (nats/char)", fontsize=8)
-    ax_train.set_title("training loss at L (the same batches at the same step)", fontsize=9, y=1.0)
+    ax_train.set_xlabel(tr("step", "训练步"), fontsize=8)
+    ax_train.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
+    ax_train.set_title(tr("training loss at L (the same batches at the same step)", "L 上的训练损失（同一步用同一批数据）"),
+                       fontsize=9, y=1.0)
     ax_train.legend(*ax_curve.get_legend_handles_labels(), fontsize=7, loc="upper right")  # the key of both panels
     tidy(ax_train, nbins=5)
     ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.25, bottom=0.16)
@@ -280,7 +293,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
         if name not in data["groups"]:
             raise ValueError(f"groups must be among {list(data['groups'])}, got {name!r}")
         color = colors.get(name, "k")
-        label = METHOD_LABELS.get(name, name) if key.startswith("finetuned") else name
+        label = str(METHOD_LABELS.get(name, name)) if key.startswith("finetuned") else name
         for ax, part in ((ax_dist, "by_distance"), (ax_win, "by_window")):
             v = data["groups"][name][part]
             ax.plot(v["x"], v["mean"], "o-", color=color, ms=3.5, lw=1.3, label=label)
@@ -294,7 +307,8 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
                 for x in data["groups"][name][part]["control"] if not np.isnan(x)]
     copier = (min(controls), max(controls)) if controls else None  # what copying every character would gain
     if copier is not None and copier[0] > ylim[1]:
-        ax_dist.text(0.98, 0.97, f"a perfect copier would gain {copier[0]:.1f}-{copier[1]:.1f} (off the scale)",
+        ax_dist.text(0.98, 0.97, tr(f"a perfect copier would gain {copier[0]:.1f}-{copier[1]:.1f} (off the scale)",
+                                    f"完美照抄的模型增益为 {copier[0]:.1f}-{copier[1]:.1f}（超出坐标范围）"),
                      fontsize=7, ha="right", va="top", transform=ax_dist.transAxes)
     for ax in (ax_dist, ax_win):
         ax.axhline(0.0, color="k", lw=0.8, ls="--")
@@ -304,16 +318,17 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     dist = data["groups"][names[0]]["by_distance"]["x"] if names else []
     ax_dist.set_xticks(dist, [f"{d:g}" for d in dist])
     ax_dist.axvline(L - k, color="k", lw=0.8, ls=":")
-    ax_dist.text(L - k, 0.03, " both copies fit in L to the left", fontsize=7, va="bottom",
+    ax_dist.text(L - k, 0.03, tr(" both copies fit in L to the left", " 此线左侧两份都落在 L 之内"), fontsize=7, va="bottom",
                  transform=ax_dist.get_xaxis_transform())
-    ax_dist.set_xlabel("distance between the copies (characters)", fontsize=8)
-    ax_dist.set_ylabel("gain: control - probe loss (nats/char)", fontsize=8)
-    ax_dist.set_title(f"retrieval by distance ({k} random letters, scored on the 2nd copy)", fontsize=9, y=1.0)
+    ax_dist.set_xlabel(tr("distance between the copies (characters)", "两份之间的距离（字符数）"), fontsize=8)
+    ax_dist.set_ylabel(tr("gain: control - probe loss (nats/char)", "增益：对照损失 - 探针损失（nats/字符）"), fontsize=8)
+    ax_dist.set_title(tr(f"retrieval by distance ({k} random letters, scored on the 2nd copy)",
+                         f"按距离看检索（{k} 个随机字母，在第 2 份上计分）"), fontsize=9, y=1.0)
     wins = data["groups"][names[0]]["by_window"]["x"] if names else []
     ax_win.set_xticks(wins, [f"{w // L}L={w}" if w > L else f"L={w}" for w in wins])
     ax_win.axvline(L, color="k", lw=0.8, ls=":")
-    ax_win.set_xlabel("window (the copies back to back at its end)", fontsize=8)
-    ax_win.set_title(f"distance {k}, ever further into the window", fontsize=9, y=1.0)
+    ax_win.set_xlabel(tr("window (the copies back to back at its end)", "窗口（两份首尾相接放在末尾）"), fontsize=8)
+    ax_win.set_title(tr(f"distance {k}, ever further into the window", f"距离 {k}，在窗口中越来越靠后"), fontsize=9, y=1.0)
     ax_win.legend(fontsize=6.5, ncol=2, loc="upper left")
     ax_dist.figure.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16)
     return {**data, "ylim": ylim, "copier_gain": copier}
@@ -367,18 +382,18 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     d = rope_scaling_data(method, factor, dim, base, original_max)
     i = np.arange(len(d["theta"]))
     color = METHOD_COLORS.get(method, "k")
-    ax_wave.semilogy(i, d["wavelength"], "o-", color="#bbbbbb", ms=3, lw=1, label="plain RoPE")
+    ax_wave.semilogy(i, d["wavelength"], "o-", color="#bbbbbb", ms=3, lw=1, label=tr("plain RoPE", "原始 RoPE"))
     if method != "none":
-        ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=METHOD_LABELS[method])
+        ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=str(METHOD_LABELS[method]))
     ax_wave.axhline(original_max, color="k", ls="--", lw=0.8)
     ax_wave.axhline(d["long_len"], color="k", ls=":", lw=0.8)
     ax_wave.text(i[-1], original_max, f"L0={original_max}", fontsize=7, ha="right", va="bottom")
     ax_wave.text(i[-1], d["long_len"], f"{factor:g}·L0={d['long_len']}", fontsize=7, ha="right", va="bottom")
-    ax_wave.set_xlabel("pair index i (high frequency -> low)", fontsize=8)
-    ax_wave.set_ylabel("wavelength 2π/θ (tokens)", fontsize=8)
+    ax_wave.set_xlabel(tr("pair index i (high frequency -> low)", "频率对序号 i（高频 -> 低频）"), fontsize=8)
+    ax_wave.set_ylabel(tr("wavelength 2π/θ (tokens)", "波长 2π/θ（token 数）"), fontsize=8)
     ax_wave.legend(fontsize=7, loc="upper left")
-    ax_wave.set_title(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}, L0 {original_max}", fontsize=9,
-                      y=1.0)
+    ax_wave.set_title(tr(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}, L0 {original_max}",
+                         f"{METHOD_LABELS[method]}，因子 {factor:g}，头维度 {dim}，L0 {original_max}"), fontsize=9, y=1.0)
     _tidy(ax_wave)
     top = int(math.ceil(math.log10(max(d["scaled_wavelength"].max(), d["long_len"]))))
     ax_wave.yaxis.set_major_locator(FixedLocator([10.0 ** k for k in range(0, top + 1, 2 if top > 5 else 1)]))
@@ -386,21 +401,26 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_ratio.plot(i, d["ratio"], "o-", color=color, ms=3, lw=1.4, label="θ'/θ")
     ax_ratio.axhline(1.0, color="#bbbbbb", lw=0.8)
     ax_ratio.axhline(1.0 / factor, color="k", ls=":", lw=0.8)
-    ax_ratio.text(0, 1.0 / factor, " 1/factor: a shaded pair on or below stays in its trained angles", fontsize=7,
+    ax_ratio.text(0, 1.0 / factor, tr(" 1/factor: a shaded pair on or below stays in its trained angles",
+                                     " 1/factor：阴影中的频率对在此线上或线下，即不超出训练角度"), fontsize=7,
                   va="bottom")
     unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
     if unseen.any():
         ax_ratio.axvspan(i[unseen][0] - 0.5, i[-1] + 0.5, color="#f3d7d7", lw=0, zorder=0)
-        ax_ratio.text(i[-1] + 0.4, 0.02, "shaded: < 1 turn in L0 (angles unseen past L0)", fontsize=7,
+        ax_ratio.text(i[-1] + 0.4, 0.02, tr("shaded: < 1 turn in L0 (angles unseen past L0)",
+                                            "阴影：L0 内转不满 1 圈（超过 L0 的角度没见过）"), fontsize=7,
                       color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
         if d["overshoot"] > 1.0 + 1e-9:  # some slow pair turns past the angles it saw in training
-            ax_ratio.text(i[-1] + 0.4, 0.1, f"slow pairs reach {d['overshoot']:.2f}x their trained angles",
+            ax_ratio.text(i[-1] + 0.4, 0.1, tr(f"slow pairs reach {d['overshoot']:.2f}x their trained angles",
+                                               f"慢速频率对转到训练角度的 {d['overshoot']:.2f} 倍"),
                           fontsize=7, color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
     ax_ratio.set_ylim(0, 1.1)
-    ax_ratio.set_xlabel("pair index i", fontsize=8)
-    ax_ratio.set_ylabel("θ' / θ (1 = untouched)", fontsize=8)
-    extra = f", attention x{d['attention_factor']:.3f}" if d["attention_factor"] != 1.0 else ""
-    ax_ratio.set_title(f"what {METHOD_LABELS[method]} does to each frequency{extra}", fontsize=9, y=1.0)
+    ax_ratio.set_xlabel(tr("pair index i", "频率对序号 i"), fontsize=8)
+    ax_ratio.set_ylabel(tr("θ' / θ (1 = untouched)", "θ' / θ（1 = 不变）"), fontsize=8)
+    extra = (tr(f", attention x{d['attention_factor']:.3f}", f"，注意力 x{d['attention_factor']:.3f}")
+             if d["attention_factor"] != 1.0 else "")
+    ax_ratio.set_title(tr(f"what {METHOD_LABELS[method]} does to each frequency{extra}",
+                          f"{METHOD_LABELS[method]} 对各频率的改动{extra}"), fontsize=9, y=1.0)
     _tidy(ax_ratio)
     for ax in (ax_wave, ax_ratio):  # few pair-index ticks: tick labels are most of the drawing time
         ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
@@ -426,16 +446,19 @@ def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16
         color = colors[k % len(colors)]
         ax.plot(x, reach, "-", color=color, lw=0.8, alpha=0.5)
         ax.plot(x[d["slow"]], reach[d["slow"]], "o-", color=color, ms=3 if dim <= 32 else 1.5, lw=1.6,
-                label=f"d={dim}, L0={l0}: first slow pair {d['first_slow']}, overshoot {d['overshoot']:.2f}x"
-                if d["slow"].any() else f"d={dim}, L0={l0}: no slow pair")
+                label=tr(f"d={dim}, L0={l0}: first slow pair {d['first_slow']}, overshoot {d['overshoot']:.2f}x",
+                         f"d={dim}，L0={l0}：首个慢速对 {d['first_slow']}，超出 {d['overshoot']:.2f} 倍")
+                if d["slow"].any() else tr(f"d={dim}, L0={l0}: no slow pair", f"d={dim}，L0={l0}：没有慢速对"))
         if d["slow"].any():
             i0 = d["first_slow"]
             ax.plot([x[i0]], [reach[i0]], "D", color=color, ms=6, mfc="none")
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.text(0.01, 1.0, "trained range", fontsize=7, ha="left", va="bottom", transform=ax.get_yaxis_transform())
-    ax.set_xlabel("pair index / number of pairs (fast -> slow)", fontsize=8)
-    ax.set_ylabel("turns over factor·L0 / turns over L0", fontsize=8)
-    ax.set_title(f"{METHOD_LABELS[method]} at factor {factor:g}: how far past its trained angles each pair turns",
+    ax.text(0.01, 1.0, tr("trained range", "训练范围"), fontsize=7, ha="left", va="bottom",
+            transform=ax.get_yaxis_transform())
+    ax.set_xlabel(tr("pair index / number of pairs (fast -> slow)", "频率对序号 / 总对数（快 -> 慢）"), fontsize=8)
+    ax.set_ylabel(tr("turns over factor·L0 / turns over L0", "factor·L0 内圈数 / L0 内圈数"), fontsize=8)
+    ax.set_title(tr(f"{METHOD_LABELS[method]} at factor {factor:g}: how far past its trained angles each pair turns",
+                    f"{METHOD_LABELS[method]}，因子 {factor:g}：各频率对超出训练角度多少"),
                  fontsize=9, y=1.0)
     ax.set_ylim(0, factor * 1.08)
     ax.legend(fontsize=6.5, loc="upper right")
@@ -463,7 +486,7 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
         out["mean"][method] = mean
         alpha = 1.0 if highlight in ("all", method) else 0.15
         color = METHOD_COLORS.get(method, "k")
-        ax.plot(lengths, mean, "o-", color=color, alpha=alpha, ms=4, lw=1.4, label=METHOD_LABELS[method])
+        ax.plot(lengths, mean, "o-", color=color, alpha=alpha, ms=4, lw=1.4, label=str(METHOD_LABELS[method]))
         _band(ax, lengths, values.min(0), values.max(0), color=color, alpha=0.2 * alpha)
     if show_finetuned:
         fts = extension["finetuned"]
@@ -471,17 +494,22 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
             values = np.array([[ft["loss"][str(m)] for m in multiples] for ft in fts if ft["method"] == method])
             out["finetuned"][method] = values.mean(0)
             color = METHOD_COLORS.get(method, "k")
+            seeds = (tr(f"{len(values)} seeds", f"{len(values)} 个种子") if len(values) > 1
+                     else tr(f"{len(values)} seed", f"{len(values)} 个种子"))
             ax.plot(lengths, values.mean(0), "s--", color=color, ms=4, lw=1.2,
-                    label=f"{METHOD_LABELS[method]} + fine-tune ({len(values)} seed{'s' if len(values) > 1 else ''})")
+                    label=tr(f"{METHOD_LABELS[method]} + fine-tune ({seeds})",
+                             f"{METHOD_LABELS[method]} + 微调（{seeds}）"))
             if len(values) > 1:
                 _band(ax, lengths, values.min(0), values.max(0), color=color, alpha=0.12)
     ax.axvline(L, color="k", lw=0.8, ls="--")
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [f"{m}L={n}" if m > 1 else f"L={n}" for m, n in zip(multiples, lengths)])
-    ax.set_xlabel("evaluation window (characters)", fontsize=8)
-    ax.set_ylabel("loss on the last L chars (nats/char)", fontsize=8)
-    ax.set_title(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2); dashed: fine-tuned "
-                 f"{cfg['finetune_steps']} steps at {cfg['finetune_multiple'] * L}", fontsize=8.5, y=1.0)
+    ax.set_xlabel(tr("evaluation window (characters)", "评估窗口（字符数）"), fontsize=8)
+    ax.set_ylabel(tr("loss on the last L chars (nats/char)", "最后 L 个字符的损失（nats/字符）"), fontsize=8)
+    ax.set_title(tr(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2); dashed: fine-tuned "
+                    f"{cfg['finetune_steps']} steps at {cfg['finetune_multiple'] * L}",
+                    f"在 L={L} 上训练的 RoPE：各扩展方法（因子 = 窗口 / L；dynamic 为 2）；虚线：在 "
+                    f"{cfg['finetune_multiple'] * L} 上微调 {cfg['finetune_steps']} 步"), fontsize=8.5, y=1.0)
     ax.legend(fontsize=6.5, ncol=2, loc="upper left")
     _tidy(ax)
     return out
@@ -496,13 +524,15 @@ def render_method_position_loss(ax, data: dict, bin_size: int = 16):
         n = len(values) // bin_size * bin_size
         binned = values[:n].reshape(-1, bin_size).mean(1)
         centers = np.arange(len(binned)) * bin_size + bin_size / 2
-        ax.plot(centers, binned, lw=1.4, color=METHOD_COLORS.get(label, None), label=METHOD_LABELS.get(label, label))
+        ax.plot(centers, binned, lw=1.4, color=METHOD_COLORS.get(label, None),
+                label=str(METHOD_LABELS.get(label, label)))
         out[label] = (centers, binned)
     ax.axvline(data["L"], color="k", lw=0.8, ls="--")
     ax.text(data["L"], 0.02, " L", fontsize=7, transform=ax.get_xaxis_transform())
-    ax.set_xlabel("position in the window", fontsize=8)
-    ax.set_ylabel("loss (nats/char)", fontsize=8)
-    ax.set_title(f"RoPE model, windows of {data['multiple']}L, factor {data['multiple']} (bins of {bin_size})",
+    ax.set_xlabel(tr("position in the window", "窗口内的位置"), fontsize=8)
+    ax.set_ylabel(tr("loss (nats/char)", "损失（nats/字符）"), fontsize=8)
+    ax.set_title(tr(f"RoPE model, windows of {data['multiple']}L, factor {data['multiple']} (bins of {bin_size})",
+                    f"RoPE 模型，窗口 {data['multiple']}L，因子 {data['multiple']}（每 {bin_size} 个位置一组）"),
                  fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=2)
     _tidy(ax)

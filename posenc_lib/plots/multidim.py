@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from matplotlib.colors import ListedColormap
 
+from ..i18n import Text, tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids, mrope_token_types, patch_positions
 from ..rope import apply_rope
 from ..scaling import rope_inv_freq
@@ -27,14 +28,15 @@ __all__ = ["AXIS_COLORS", "patch_score_map", "render_flattening", "render_patch_
 AXIS_COLORS = {"t": "#1f77b4", "h": "#ff7f0e", "w": "#2ca02c"}
 _MODALITY = ("text", "image", "video")
 _MODALITY_TINTS = ListedColormap(["#f2f2f2", "#fde0c5", "#d4ecd4"])  # text, image, video
+_MODALITY_NAMES = {"text": Text("text", "文本"), "image": Text("image", "图像"), "video": Text("video", "视频")}
 
 
 def _grid_ticks(ax, height: int, width: int) -> None:
     ax.set_xticks(range(width))
     ax.set_yticks(range(height))
     ax.tick_params(labelsize=7, length=0)
-    ax.set_xlabel("column", fontsize=8)
-    ax.set_ylabel("row", fontsize=8)
+    ax.set_xlabel(tr("column", "列"), fontsize=8)
+    ax.set_ylabel(tr("row", "行"), fontsize=8)
 
 
 def _box(ax, row, col, color, lw=2.0):
@@ -59,14 +61,15 @@ def render_flattening(axes, height: int = 4, width: int = 6, row: int = 1, col: 
         _box(ax_index, row, col + 1, "C0", lw=1.5)
     if row + 1 < height:
         _box(ax_index, row + 1, col, "C2", lw=1.5)
-    ax_index.set_title(f"1-D index = row x {width} + col", fontsize=9)
+    ax_index.set_title(tr(f"1-D index = row x {width} + col", f"一维索引 = 行 x {width} + 列"), fontsize=9)
     _grid_ticks(ax_index, height, width)
     ax_distance.imshow(distance, cmap="viridis_r", interpolation="nearest")
     for r, c, color in ((row, col, "C3"), (row, col + 1, "C0"), (row + 1, col, "C2")):
         if r < height and c < width:
             _box(ax_distance, r, c, color, lw=1.5)
             ax_distance.text(c, r, str(distance[r, c]), ha="center", va="center", fontsize=8, color="w")
-    ax_distance.set_title(f"|1-D distance| from the red patch: right 1, below {width}", fontsize=9)
+    ax_distance.set_title(tr(f"|1-D distance| from the red patch: right 1, below {width}",
+                          f"到红色 patch 的 |一维距离|：右邻 1，下邻 {width}"), fontsize=9)
     _grid_ticks(ax_distance, height, width)
     two_panels(axes)
     return {"index": index, "distance": distance}
@@ -102,15 +105,16 @@ def render_patch_scores(axes, height: int = 8, width: int = 8, row: int = 3, col
     maps = {"one_d": patch_score_map(height, width, row, col, dim=dim, base=base, method="1d"),
             "axial": patch_score_map(height, width, row, col, dim=dim, base=base, method="axial")}
     top = float(dim)  # score at distance 0: dim/2 pairs x 2
-    for ax, (name, title) in zip(axes, (("one_d", "1-D RoPE on row x W + col"), ("axial", "2-D axial RoPE"))):
+    for ax, (name, title) in zip(axes, (("one_d", tr("1-D RoPE on row x W + col", "一维 RoPE，位置 = 行 x W + 列")),
+                                         ("axial", tr("2-D axial RoPE", "二维轴向 RoPE")))):
         ax.imshow(maps[name], cmap="RdBu_r", vmin=-top, vmax=top, interpolation="nearest")
         ax.plot([col], [row], marker="x", color="k", ms=7, mew=2)
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(0, width, max(1, width // 5)))
         ax.set_yticks(range(0, height, max(1, height // 5)))
         ax.tick_params(labelsize=7)
-        ax.set_xlabel("key column", fontsize=8)
-    axes[0].set_ylabel("key row", fontsize=8)
+        ax.set_xlabel(tr("key column", "键所在列"), fontsize=8)
+    axes[0].set_ylabel(tr("key row", "键所在行"), fontsize=8)
     two_panels(axes)
     return {**maps, "row": row, "col": col}
 
@@ -124,7 +128,8 @@ def mrope_section_data(temporal: int = 16, height: int = 24, *, pairs: int = 64,
     or dict(section, error) when the section is impossible (negative width, or not interleavable)."""
     section = (temporal, height, pairs - temporal - height)
     if section[2] < 0:
-        return {"section": section, "error": f"t + h = {temporal + height} pairs > {pairs}: no pairs left for w"}
+        return {"section": section, "error": tr(f"t + h = {temporal + height} pairs > {pairs}: no pairs left for w",
+                                                f"t + h = {temporal + height} 对 > {pairs}：w 已分不到频率对")}
     try:
         axis = mrope_axes(list(section), interleaved=interleaved).numpy()
     except ValueError as error:
@@ -149,23 +154,25 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
     ax.set_yscale("log")
     ax.set_xlim(-1, pairs)
     ax.set_ylim(1, 2 * math.pi * base * 3)
-    ax.set_xlabel("pair i", fontsize=8)
-    ax.set_ylabel("wavelength 2 pi / theta_i", fontsize=8)
-    kind = "interleaved (Qwen3-VL)" if interleaved else "chunks (Qwen2-VL)"
+    ax.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
+    ax.set_ylabel(tr("wavelength 2 pi / theta_i", "波长 2 pi / theta_i"), fontsize=8)
+    kind = tr("interleaved (Qwen3-VL)", "交错（Qwen3-VL）") if interleaved else tr("chunks (Qwen2-VL)", "分块（Qwen2-VL）")
     if "error" in data:
         ax.text(pairs / 2, 2 * math.pi * 30, "\n".join(_wrap(data["error"], 60)), ha="center", va="center",
                 fontsize=8, color="C3")
-        ax.set_title(f"section {list(data['section'])}, {kind}: impossible", fontsize=9)
+        ax.set_title(tr(f"section {list(data['section'])}, {kind}: impossible",
+                        f"分段 {list(data['section'])}，{kind}：不可行"), fontsize=9)
         ax.tick_params(labelsize=7)
         return data
     i = np.arange(pairs)
     for a, (name, color) in enumerate(AXIS_COLORS.items()):
         mine = data["axis"] == a
-        label = (f"{name}: {int(mine.sum())} pairs, shortest {data['fastest'][name]:.3g}" if mine.any()
-                 else f"{name}: no pairs")
+        label = (tr(f"{name}: {int(mine.sum())} pairs, shortest {data['fastest'][name]:.3g}",
+                    f"{name}：{int(mine.sum())} 对，最短 {data['fastest'][name]:.3g}") if mine.any()
+                 else tr(f"{name}: no pairs", f"{name}：无"))
         ax.plot(i[mine], data["wavelength"][mine], "o", ms=3, color=color, label=label)  # cheaper than scatter
     ax.axhline(2 * math.pi * 32, color="0.6", lw=0.8, ls="--")  # above it: < 1 radian across 32 patches
-    ax.set_title(f"section {list(data['section'])}, {kind}", fontsize=9)
+    ax.set_title(tr(f"section {list(data['section'])}, {kind}", f"分段 {list(data['section'])}，{kind}"), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", markerscale=1.5, handletextpad=0.2)
     ax.tick_params(labelsize=7)
     ax.minorticks_off()
@@ -200,18 +207,20 @@ def render_mrope_positions(ax, segments, *, spatial_merge_size: int = 2, tokens_
             ax.text(c, r, str(table[r, c]), ha="center", va="center", fontsize=size)
     ax.axhline(0.5, color="k", lw=0.8)
     ax.set_yticks(range(4))
-    ax.set_yticklabels(["token index", "t", "h", "w"], fontsize=8)
+    ax.set_yticklabels([tr("token index", "token 序号"), "t", "h", "w"], fontsize=8)
     ax.set_xticks([])
     start = 0
     for segment in segments:                                                   # name each segment above it
         n = _segment_tokens(segment, spatial_merge_size)
-        ax.text(start + (n - 1) / 2, -0.75, segment[0], ha="center", va="bottom", fontsize=8)
+        ax.text(start + (n - 1) / 2, -0.75, str(_MODALITY_NAMES.get(segment[0], segment[0])), ha="center", va="bottom",
+                fontsize=8)
         if start:
             ax.axvline(start - 0.5, color="0.4", lw=0.8)
         start += n
     ax.set_xlim(-0.5, seq - 0.5)
     ax.set_ylim(3.5, -1.0)
-    ax.set_title(f"M-RoPE position ids: {seq} tokens, ids 0 .. {int(ids.max())}", fontsize=9, pad=12)
+    ax.set_title(tr(f"M-RoPE position ids: {seq} tokens, ids 0 .. {int(ids.max())}",
+                 f"M-RoPE 位置 id：{seq} 个 token，id 从 0 到 {int(ids.max())}"), fontsize=9, pad=12)
     return {"ids": ids, "types": kinds}
 
 

@@ -16,6 +16,7 @@ import torch
 from ..absolute import SinusoidalEncoding
 from ..attention import attention
 from .. import _checks
+from ..i18n import tr
 from ._style import tidy
 
 __all__ = ["TOKENS", "PINYIN", "toy_sentence", "sentence_permutations", "permutation_experiment",
@@ -96,8 +97,8 @@ def _attention_map(ax, weights, tokens, title):
     ax.imshow(weights.double().numpy(), cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    ax.set_xlabel("key", fontsize=8)
-    ax.set_ylabel("query", fontsize=8)
+    ax.set_xlabel(tr("key", "键"), fontsize=8)
+    ax.set_ylabel(tr("query", "查询"), fontsize=8)
     ax.set_title(title, fontsize=9)
     for (i, j), w in np.ndenumerate(weights.double().numpy()):
         ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="white" if w > 0.6 else "black")
@@ -110,11 +111,11 @@ def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: boo
     next to the pooled readout's change."""
     result = permutation_experiment(perm, encoding=encoding, causal=causal, layers=layers, setup=setup)
     ax_a, ax_b, ax_c = axes
-    which = f", layer {layers}" if layers > 1 else ""
-    _attention_map(ax_a, result["weights"], result["tokens"], f"original order{which}")
-    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], f"permuted order{which}")
+    which = tr(f", layer {layers}", f"，第 {layers} 层") if layers > 1 else ""
+    _attention_map(ax_a, result["weights"], result["tokens"], tr(f"original order{which}", f"原始语序{which}"))
+    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], tr(f"permuted order{which}", f"打乱后的语序{which}"))
     moved = result["token_errors"].double().numpy()
-    labels = [_label(t) for t in result["tokens_perm"]] + ["mean\npool"]
+    labels = [_label(t) for t in result["tokens_perm"]] + [tr("mean\npool", "均值\n池化")]
     values = list(moved) + [result["pooled_error"]]
     colors = ["tab:blue"] * len(moved) + ["tab:orange"]
     ax_c.bar(range(len(values)), values, color=colors)
@@ -122,13 +123,14 @@ def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: boo
     ax_c.set_ylim(0, max(0.5, 1.15 * max(values)))
     for j, value in enumerate(values):
         ax_c.text(j, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom", fontsize=7)
-    ax_c.set_ylabel("change of the word's output", fontsize=8)
+    ax_c.set_ylabel(tr("change of the word's output", "该词输出的变化"), fontsize=8)
     tidy(ax_c)
     ax_c.figure.subplots_adjust(bottom=0.17, wspace=0.45)
     equivariant = result["equivariance_error"] < 1e-9
     invariant = result["pooled_error"] < 1e-9
-    ax_c.set_title(f"equivariant: {'yes' if equivariant else 'NO'}, pooled invariant: {'yes' if invariant else 'NO'}",
-                   fontsize=9)
+    yes, no = tr("yes", "是"), tr("NO", "否")
+    ax_c.set_title(tr(f"equivariant: {yes if equivariant else no}, pooled invariant: {yes if invariant else no}",
+                      f"置换等变：{yes if equivariant else no}，池化后不变：{yes if invariant else no}"), fontsize=9)
     return result
 
 
@@ -139,20 +141,21 @@ def render_causal_layers(ax, perm=(1, 0, 2), *, encoding: str = "none", setup: d
     one = permutation_experiment(perm, encoding=encoding, causal=True, layers=1, setup=setup)
     two = permutation_experiment(perm, encoding=encoding, causal=True, layers=2, setup=setup)
     width = 0.38
-    for shift, result, color, label in ((-width / 2, one, "tab:blue", "1 causal layer"),
-                                        (width / 2, two, "tab:red", "2 causal layers")):
+    for shift, result, color, label in ((-width / 2, one, "tab:blue", tr("1 causal layer", "1 层因果注意力")),
+                                        (width / 2, two, "tab:red", tr("2 causal layers", "2 层因果注意力"))):
         values = result["token_errors"].double().numpy()
         ax.bar(np.arange(len(values)) + shift, values, width, color=color, label=label)
         for j, value in enumerate(values):
             ax.text(j + shift, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom",
                     fontsize=7)
-    labels = [f"{_label(t)}\n(pos {i})" for i, t in enumerate(one["tokens_perm"])]
+    labels = [tr(f"{_label(t)}\n(pos {i})", f"{_label(t)}\n（位置 {i}）") for i, t in enumerate(one["tokens_perm"])]
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     top = float(max(one["token_errors"].max(), two["token_errors"].max()))
     ax.set_ylim(0, max(0.5, 1.2 * top))
-    ax.set_ylabel("change of the word's output", fontsize=8)
+    ax.set_ylabel(tr("change of the word's output", "该词输出的变化"), fontsize=8)
     sentence = " ".join(_label(t) for t in one["tokens_perm"])
-    ax.set_title(f"causal mask, {'no encoding' if encoding == 'none' else encoding}: '{sentence}' vs the original",
+    name = tr("no encoding", "无位置编码") if encoding == "none" else encoding
+    ax.set_title(tr(f"causal mask, {name}: '{sentence}' vs the original", f"因果掩码，{name}：“{sentence}”对比原句"),
                  fontsize=9)
     ax.legend(fontsize=7, loc="upper right", frameon=False)
     tidy(ax)

@@ -14,6 +14,7 @@ a pair "makes less than one turn" in L tokens when its wavelength exceeds L.
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import numpy as np
 import torch
@@ -23,6 +24,7 @@ from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
 from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
+from ..i18n import Text, tr
 from ..rope import apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
 from ._style import tidy, to_numpy, two_panels
@@ -116,13 +118,16 @@ def render_base_context(axes, base: float = 10000.0, context: int = 4096, *, hea
     slow = waves > context
     ax_wave, ax_sim = axes
     pairs = np.arange(len(waves))
-    ax_wave.semilogy(pairs[~slow], waves[~slow], "o", ms=2.5, color="C0", label=">= 1 turn in the context")
-    ax_wave.semilogy(pairs[slow], waves[slow], "o", ms=2.5, color="C3", label="< 1 turn in the context")
+    ax_wave.semilogy(pairs[~slow], waves[~slow], "o", ms=2.5, color="C0",
+                     label=tr(">= 1 turn in the context", "上下文内转满 >= 1 圈"))
+    ax_wave.semilogy(pairs[slow], waves[slow], "o", ms=2.5, color="C3",
+                     label=tr("< 1 turn in the context", "上下文内转不满 1 圈"))
     ax_wave.axhline(context, color="k", lw=1, ls="--")
     ax_wave.set_ylim(1, max(2 * math.pi * base, 4 * context))
-    ax_wave.set_xlabel("pair i", fontsize=8)
-    ax_wave.set_ylabel("wavelength (tokens)", fontsize=8)
-    ax_wave.set_title(f"base {base:.3g}: {int(slow.sum())} of {len(waves)} pairs < 1 turn in {context:,}",
+    ax_wave.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
+    ax_wave.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
+    ax_wave.set_title(tr(f"base {base:.3g}: {int(slow.sum())} of {len(waves)} pairs < 1 turn in {context:,}",
+                         f"底数 {base:.3g}：{len(waves)} 对中有 {int(slow.sum())} 对在 {context:,} 内转不满 1 圈"),
                       fontsize=9)
     ax_wave.legend(fontsize=7, loc="upper left", frameon=False)
     tidy(ax_wave, axis="x")
@@ -135,12 +140,12 @@ def render_base_context(axes, base: float = 10000.0, context: int = 4096, *, hea
     first = int(below[0]) if below.size else None
     if first is not None:
         ax_sim.axvline(first, color="C3", lw=1.2)
-        title = f"B(m) < 0 first at m = {first:,}"
+        title = tr(f"B(m) < 0 first at m = {first:,}", f"B(m) 首次 < 0：m = {first:,}")
     else:
-        title = f"B(m) >= 0 for every m < {context:,}"
+        title = tr(f"B(m) >= 0 for every m < {context:,}", f"所有 m < {context:,} 都有 B(m) >= 0")
     ax_sim.set_xlim(0, context)
     ax_sim.set_ylim(-0.25, 1.02)
-    ax_sim.set_xlabel("distance m (tokens)", fontsize=8)
+    ax_sim.set_xlabel(tr("distance m (tokens)", "距离 m（token 数）"), fontsize=8)
     ax_sim.set_ylabel("B(m) / (d/2)", fontsize=8)
     ax_sim.set_title(title, fontsize=9)
     tidy(ax_sim)
@@ -179,14 +184,16 @@ def render_rotated_dims(ax, layers: dict):
         ax.pcolormesh(np.arange(layer.head_dim + 1), [row - 0.38, row + 0.38], np.ma.masked_invalid(values[None]),
                       cmap=_DIM_COLORS, vmin=0, vmax=1)
         start, stop = layer.rotary_dims
-        ax.text(layer.head_dim + 3, row, f"{stop - start} of {layer.head_dim}, {layer.layout}", va="center",
+        ax.text(layer.head_dim + 3, row, tr(f"{stop - start} of {layer.head_dim}, {layer.layout}",
+                                           f"{stop - start}/{layer.head_dim} 维，{layer.layout}"), va="center",
                 fontsize=7)
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, 1.35 * max(layer.head_dim for layer in layers.values()))
-    ax.set_xlabel("dim of the head (grey: not rotated; colour: pair, dark = fast, light = slow)", fontsize=8)
-    ax.set_title("which dims of a q/k head RoPE turns", fontsize=9)
+    ax.set_xlabel(tr("dim of the head (grey: not rotated; colour: pair, dark = fast, light = slow)",
+                     "头内的维度（灰：不旋转；颜色：所属频率对，深 = 快，浅 = 慢）"), fontsize=8)
+    ax.set_title(tr("which dims of a q/k head RoPE turns", "RoPE 旋转 q/k 头的哪些维度"), fontsize=9)
     ax.tick_params(axis="x", labelsize=7)
     ax.figure.subplots_adjust(left=0.27, right=0.97, bottom=0.16)
     return out
@@ -222,13 +229,15 @@ def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, s
     ax_dims.pcolormesh(np.arange(head_dim + 1), [0, 1], np.ma.masked_invalid(pairs[None]), cmap=_DIM_COLORS, vmin=0,
                        vmax=1)
     ax_dims.set_yticks([])
-    ax_dims.set_xlabel("dim of the head (grey: copied unchanged)", fontsize=8)
-    ax_dims.set_title(f"rotary fraction {fraction:g}: dims 0..{r - 1} of {head_dim} turn", fontsize=9)
+    ax_dims.set_xlabel(tr("dim of the head (grey: copied unchanged)", "头内的维度（灰：原样保留）"), fontsize=8)
+    ax_dims.set_title(tr(f"rotary fraction {fraction:g}: dims 0..{r - 1} of {head_dim} turn",
+                         f"旋转比例 {fraction:g}：{head_dim} 维中第 0..{r - 1} 维旋转"), fontsize=9)
     tidy(ax_dims, axis="x")
     ax_score.plot(data["distance"], data["score"], color="C0", lw=1.2, label="q . k")
-    ax_score.axhline(data["position_free"], color="k", lw=1, ls="--", label="unrotated dims' part")
-    ax_score.set_xlabel("m - n (query - key)", fontsize=8)
-    ax_score.set_title(f"score against the distance ({r // 2} pairs turn)", fontsize=9)
+    ax_score.axhline(data["position_free"], color="k", lw=1, ls="--", label=tr("unrotated dims' part", "不旋转维度的贡献"))
+    ax_score.set_xlabel(tr("m - n (query - key)", "m - n（查询 - 键）"), fontsize=8)
+    ax_score.set_title(tr(f"score against the distance ({r // 2} pairs turn)", f"得分随距离的变化（{r // 2} 对旋转）"),
+                       fontsize=9)
     ax_score.legend(fontsize=7, loc="upper right", frameon=False)
     tidy(ax_score)
     two_panels(axes)
@@ -253,21 +262,21 @@ def render_longrope(axes, layer: LayerPositions, context: int):
     ax_f.plot(pairs, short, color="C0", lw=1.4, label="short_factor (L <= L0)")
     ax_f.plot(pairs, long, color="C3", lw=1.4, label="long_factor (L > L0)")
     ax_f.set_yscale("log")
-    ax_f.set_xlabel("pair i", fontsize=8)
-    ax_f.set_ylabel("rescale factor lambda_i", fontsize=8)
-    ax_f.set_title("one factor per pair, two sets", fontsize=9)
+    ax_f.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
+    ax_f.set_ylabel(tr("rescale factor lambda_i", "缩放因子 lambda_i"), fontsize=8)
+    ax_f.set_title(tr("one factor per pair, two sets", "每对一个因子，共两套"), fontsize=9)
     ax_f.legend(fontsize=7, loc="upper left", frameon=False)
     tidy(ax_f, axis="x")
-    ax_w.semilogy(pairs, plain, color="0.6", lw=1.2, label="plain RoPE")
-    ax_w.semilogy(pairs, short_waves, color="C0", lw=1.4, label="theta / short")
-    ax_w.semilogy(pairs, long_waves, color="C3", lw=1.4, label="theta / long")
+    ax_w.semilogy(pairs, plain, color="0.6", lw=1.2, label=tr("plain RoPE", "原始 RoPE"))
+    ax_w.semilogy(pairs, short_waves, color="C0", lw=1.4, label=tr("theta / short", "theta / 短因子"))
+    ax_w.semilogy(pairs, long_waves, color="C3", lw=1.4, label=tr("theta / long", "theta / 长因子"))
     ax_w.axhline(l0, color="k", lw=0.9, ls="--")
     ax_w.axhline(context, color="k", lw=0.9, ls=":")
     ax_w.text(0, l0 * 1.3, f"L0 = {l0:,}", fontsize=7)
-    ax_w.text(0, context * 1.3, f"context {context:,}", fontsize=7)
-    ax_w.set_xlabel("pair i", fontsize=8)
-    ax_w.set_ylabel("wavelength (tokens)", fontsize=8)
-    ax_w.set_title("wavelengths with each set", fontsize=9)
+    ax_w.text(0, context * 1.3, tr(f"context {context:,}", f"上下文 {context:,}"), fontsize=7)
+    ax_w.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
+    ax_w.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
+    ax_w.set_title(tr("wavelengths with each set", "两套因子下的波长"), fontsize=9)
     ax_w.legend(fontsize=7, loc="lower right", frameon=False)
     tidy(ax_w, axis="x")
     two_panels(axes)
@@ -277,6 +286,9 @@ def render_longrope(axes, layer: LayerPositions, context: int):
 
 # ----------------------------------------------------------------------------- one model, layer by layer
 KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55"}
+# layer_kind's names as figures and tables show them (the names themselves stay as they are)
+_KIND_NAMES = {"RoPE, full": Text("RoPE, full", "RoPE，全注意力"), "RoPE, sliding": Text("RoPE, sliding", "RoPE，滑动窗口"),
+               "RoPE, chunked": Text("RoPE, chunked", "RoPE，分块")}
 
 
 def layer_kind(layer: LayerPositions) -> str:
@@ -317,13 +329,14 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
     ax_layers.plot([i - 0.5, i + 0.5, i + 0.5, i - 0.5, i - 0.5], [-0.75, -0.75, 0.75, 0.75, -0.75], color="k", lw=1.6)
     present = [kind for kind in KIND_COLORS if kind in kinds]
     for n, kind in enumerate(present):  # a legend of the kinds this model has, left to right
-        ax_layers.text(0.02 + n / len(present), 0.88, kind, color=KIND_COLORS[kind], fontsize=7, fontweight="bold",
+        ax_layers.text(0.02 + n / len(present), 0.88, str(_KIND_NAMES.get(kind, kind)), color=KIND_COLORS[kind],
+                       fontsize=7, fontweight="bold",
                        transform=ax_layers.transAxes)
     ax_layers.set_xlim(-0.6, len(kinds) - 0.4)
     ax_layers.set_ylim(-1.2, 1.9)
     ax_layers.set_yticks([])
-    ax_layers.set_xlabel("layer", fontsize=8)
-    ax_layers.set_title(f"{model}: {len(kinds)} layers", fontsize=9)
+    ax_layers.set_xlabel(tr("layer", "层"), fontsize=8)
+    ax_layers.set_title(tr(f"{model}: {len(kinds)} layers", f"{model}：共 {len(kinds)} 层"), fontsize=9)
     tidy(ax_layers, axis="x")
     out = {"kinds": kinds, "description": chosen.describe(), "wavelengths": None, "seen": _seen(chosen, context),
            "slow": None, "temperature": None}
@@ -337,10 +350,12 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
         ax_right.axhline(seen, color="k", lw=1, ls="--")
         if seen != context:
             ax_right.axhline(context, color="k", lw=0.8, ls=":")
-        ax_right.set_xlabel("pair i", fontsize=8)
-        ax_right.set_ylabel("wavelength (tokens)", fontsize=8)
-        ax_right.set_title(f"layer {i}: base {chosen.base:g}, {chosen.rope_type}; {int(slow.sum())} of {len(waves)} "
-                           f"pairs < 1 turn in {seen:,}", fontsize=8)
+        ax_right.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
+        ax_right.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
+        ax_right.set_title(tr(f"layer {i}: base {chosen.base:g}, {chosen.rope_type}; {int(slow.sum())} of {len(waves)} "
+                              f"pairs < 1 turn in {seen:,}",
+                              f"第 {i} 层：底数 {chosen.base:g}，{chosen.rope_type}；{len(waves)} 对中有 "
+                              f"{int(slow.sum())} 对在 {seen:,} 内转不满 1 圈"), fontsize=8)
         tidy(ax_right, axis="x")
         _few_log_ticks(ax_right)
         out.update(wavelengths=waves, slow=int(slow.sum()))
@@ -348,16 +363,19 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
         m = torch.unique(torch.logspace(0, math.log10(context), 300).round().long())  # positions 1 .. context
         scale = to_numpy(chosen.query_scale(m))
         ax_right.semilogx(to_numpy(m), scale, color=KIND_COLORS["NoPE"], lw=1.6)
-        ax_right.set_xlabel("query position m", fontsize=8)
-        ax_right.set_ylabel("query x", fontsize=8)
-        ax_right.set_title(f"layer {i}: NoPE, full attention; query temperature", fontsize=8)
+        ax_right.set_xlabel(tr("query position m", "查询位置 m"), fontsize=8)
+        ax_right.set_ylabel(tr("query x", "查询的缩放倍数"), fontsize=8)
+        ax_right.set_title(tr(f"layer {i}: NoPE, full attention; query temperature", f"第 {i} 层：NoPE，全注意力；查询温度"),
+                           fontsize=8)
         tidy(ax_right, axis="y")
         _few_log_ticks(ax_right, "x")
         out["temperature"] = (to_numpy(m), scale)
     else:
-        where = f"sees all {context:,} positions" if chosen.window is None else \
-            f"attention {chosen.attention} {chosen.window}"
-        ax_right.text(0.5, 0.5, f"layer {i}: NoPE\nno rotation of q or k\n{where}", ha="center", va="center",
+        where = tr(f"sees all {context:,} positions", f"能看到全部 {context:,} 个位置") if chosen.window is None else \
+            tr(f"attention {chosen.attention} {chosen.window}", f"注意力：{chosen.attention} {chosen.window}")
+        ax_right.text(0.5, 0.5, tr(f"layer {i}: NoPE\nno rotation of q or k\n{where}",
+                                   f"第 {i} 层：NoPE\nq、k 都不旋转\n{where}"),
+                      ha="center", va="center",
                       fontsize=9, transform=ax_right.transAxes)
         ax_right.set_xticks([])
         ax_right.set_yticks([])
@@ -377,9 +395,10 @@ def render_absorption_error(ax, distance, errors: dict):
     for n, (label, values) in enumerate(errors.items()):
         ax.plot(distance, to_numpy(values), marker="o", ms=3, lw=1.2, color=f"C{3 if n == 0 else 2}", label=label)
     tidy(ax)
-    ax.set_xlabel("n - m (key - query)", fontsize=8)
-    ax.set_ylabel("|absorbed - true score|", fontsize=8)
-    ax.set_title("one fixed absorbed matrix: exact only when RoPE is kept out of it", fontsize=9)
+    ax.set_xlabel(tr("n - m (key - query)", "n - m（键 - 查询）"), fontsize=8)
+    ax.set_ylabel(tr("|absorbed - true score|", "|吸收后得分 - 真实得分|"), fontsize=8)
+    ax.set_title(tr("one fixed absorbed matrix: exact only when RoPE is kept out of it",
+                    "同一个吸收后的固定矩阵：只有不含 RoPE 时才精确"), fontsize=9)
     ax.legend(fontsize=7, loc="upper right", frameon=False)  # the first case is largest far from 0
     ax.figure.subplots_adjust(left=0.12, bottom=0.16)
     return errors
@@ -440,12 +459,15 @@ def render_attention_budget(axes, factor: float = 32.0, *, original: int = 4096,
     ax_f.semilogx(factors, log_n, color="k", lw=1.4, label="log-n: ln n / ln L0")
     ax_f.semilogx(factors[::8], longrope[::8], "o", ms=3.5, color="C4", label="LongRoPE: 1 + ln s / ln L0")
     ax_f.semilogx(factors, yarn, color="C1", lw=1.4, label="YaRN: (0.1 ln s + 1)^2")
-    ax_f.semilogx(factors, llama4, color="0.55", lw=1.4, ls="--", label="Llama 4 temperature at s x 8192")
+    ax_f.semilogx(factors, llama4, color="0.55", lw=1.4, ls="--",
+                  label=tr("Llama 4 temperature at s x 8192", "Llama 4 温度（位置 s x 8192）"))
     ax_f.axvline(factor, color="k", lw=0.9, ls=":")
     ax_f.set_xlabel("s = n / L0", fontsize=8)
-    ax_f.set_ylabel("q.k multiplied by", fontsize=8)
-    ax_f.set_title(f"at s = {factor:g}: log-n x{float(log_n_scale(factor * original, original)):.3f}, "
-                   f"YaRN x{float(yarn_attention_factor(factor)) ** 2:.3f}", fontsize=9)
+    ax_f.set_ylabel(tr("q.k multiplied by", "q.k 的乘数"), fontsize=8)
+    ax_f.set_title(tr(f"at s = {factor:g}: log-n x{float(log_n_scale(factor * original, original)):.3f}, "
+                      f"YaRN x{float(yarn_attention_factor(factor)) ** 2:.3f}",
+                      f"s = {factor:g} 时：log-n x{float(log_n_scale(factor * original, original)):.3f}，"
+                      f"YaRN x{float(yarn_attention_factor(factor)) ** 2:.3f}"), fontsize=9)
     ax_f.legend(fontsize=7, loc="upper left", frameon=False)
     tidy(ax_f, axis="y")
     _few_log_ticks(ax_f, "x")
@@ -457,14 +479,15 @@ def render_attention_budget(axes, factor: float = 32.0, *, original: int = 4096,
     temperature = to_numpy(attention_temperature(torch.as_tensor(n - 1, dtype=torch.long),
                                                  floor_scale=floor_scale, attn_scale=attn_scale))
     with_temperature = needle_weight(n, advantage, temperature)
-    ax_w.semilogx(n, plain, color="C3", lw=1.4, label="plain softmax")
-    ax_w.semilogx(n, with_log_n, color="k", lw=1.4, label="log-n scaling")
-    ax_w.semilogx(n, with_temperature, color="0.55", lw=1.4, ls="--", label="Llama 4 temperature")
+    ax_w.semilogx(n, plain, color="C3", lw=1.4, label=tr("plain softmax", "普通 softmax"))
+    ax_w.semilogx(n, with_log_n, color="k", lw=1.4, label=tr("log-n scaling", "log-n 缩放"))
+    ax_w.semilogx(n, with_temperature, color="0.55", lw=1.4, ls="--", label=tr("Llama 4 temperature", "Llama 4 温度"))
     ax_w.axvline(original, color="k", lw=0.8, ls=":")
     ax_w.set_ylim(-0.02, 1.02)
-    ax_w.set_xlabel(f"number of keys n (up to {factor:g} x L0)", fontsize=8)
-    ax_w.set_ylabel("weight of the one right key", fontsize=8)
-    ax_w.set_title(f"a key ln L0 = {advantage:.2f} logits ahead (L0 = {original:,} dotted)", fontsize=9)
+    ax_w.set_xlabel(tr(f"number of keys n (up to {factor:g} x L0)", f"键的个数 n（最多 {factor:g} x L0）"), fontsize=8)
+    ax_w.set_ylabel(tr("weight of the one right key", "唯一正确键的权重"), fontsize=8)
+    ax_w.set_title(tr(f"a key ln L0 = {advantage:.2f} logits ahead (L0 = {original:,} dotted)",
+                      f"该键的 logit 高出 ln L0 = {advantage:.2f}（点线：L0 = {original:,}）"), fontsize=9)
     ax_w.legend(fontsize=7, loc="lower left", frameon=False)
     tidy(ax_w, axis="y")
     _few_log_ticks(ax_w, "x")
@@ -490,7 +513,9 @@ def spectrum_rows(reports: dict) -> list:
             others = [i for i in range(positions.num_layers) if i not in indices]
             layers = row["layers"] if len(row["layers"]) <= 16 or not others else f"all but {layer_ranges(others)}"
             entry = {"model": name, "layers": layers, "kind": layer_kind(layer), "rope": layer.rope,
-                     "layout": layer.layout, "rotary": f"{layer.rotary_dim} of {layer.head_dim}", "base": layer.base,
+                     "layout": layer.layout,
+                     "rotary": tr(f"{layer.rotary_dim} of {layer.head_dim}", f"{layer.rotary_dim}/{layer.head_dim} 维"),
+                     "base": layer.base,
                      "rope_type": layer.rope_type, "attention_factor": layer.attention_factor, "context": context,
                      "pretrained": positions.original_max_position_embeddings, "seen": _seen(layer, context),
                      "wavelengths": None, "slow": None, "pairs": layer.rotary_dim // 2, "first_negative": None,
@@ -506,21 +531,32 @@ def spectrum_rows(reports: dict) -> list:
 
 def checkpoint_table(rows: list) -> str:
     """spectrum_rows' rows as plain text: one line per (model, kind of layer)."""
-    columns = [("model", "model"), ("layers", "layers"), ("kind", "attention"), ("layout", "layout"),
-               ("rotary", "rotated"), ("base", "base"), ("rope_type", "rope_type"), ("attention_factor", "cos/sin x"),
-               ("context", "context"), ("seen", "sees"), ("slow", "<1 turn"), ("first_negative", "B<0 at")]
+    columns = [("model", tr("model", "模型")), ("layers", tr("layers", "层")), ("kind", tr("attention", "注意力")),
+               ("layout", tr("layout", "布局")), ("rotary", tr("rotated", "旋转维度")), ("base", tr("base", "底数")),
+               ("rope_type", "rope_type"), ("attention_factor", "cos/sin x"), ("context", tr("context", "上下文")),
+               ("seen", tr("sees", "可见距离")), ("slow", tr("<1 turn", "<1 圈")), ("first_negative", tr("B<0 at", "B<0 处"))]
     cells = []
     for row in rows:
         line = {key: table_cell(row[key], digits=4) for key, _ in columns}
+        line["kind"] = str(_KIND_NAMES.get(row["kind"], row["kind"]))
         if not row["rope"]:
-            line["kind"] = "learned absolute" if row["position_encoding"] != "rope" else row["kind"]
+            line["kind"] = tr("learned absolute", "可学习绝对位置") if row["position_encoding"] != "rope" else row["kind"]
         if row["slow"] is not None:
             line["slow"] = f"{row['slow']}/{row['pairs']}"
         cells.append(line)
-    widths = {key: max(len(title), *(len(c[key]) for c in cells)) for key, title in columns}
-    lines = ["  ".join(title.ljust(widths[key]) for key, title in columns)]
-    lines += ["  ".join(c[key].ljust(widths[key]) for key, _ in columns) for c in cells]
+    widths = {key: max(_width(title), *(_width(c[key]) for c in cells)) for key, title in columns}
+    lines = ["  ".join(_ljust(title, widths[key]) for key, title in columns)]
+    lines += ["  ".join(_ljust(c[key], widths[key]) for key, _ in columns) for c in cells]
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes in a monospaced font: a CJK character takes two (the same as len() for ASCII)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 def render_checkpoint_spectra(ax, rows: list):
@@ -533,7 +569,8 @@ def render_checkpoint_spectra(ax, rows: list):
     for y, row in enumerate(rows):
         labels.append(f"{row['model']}  [{row['layers']}]")
         if row["wavelengths"] is None:
-            what = "learned absolute positions" if row["position_encoding"] != "rope" else "NoPE: no rotation"
+            what = (tr("learned absolute positions", "可学习绝对位置") if row["position_encoding"] != "rope"
+                    else tr("NoPE: no rotation", "NoPE：不旋转"))
             ax.text(2.0, y, what, va="center", fontsize=7, color="0.4")
             continue
         waves = row["wavelengths"]
@@ -547,9 +584,12 @@ def render_checkpoint_spectra(ax, rows: list):
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(1, 1e9)
-    ax.set_xlabel("wavelength of each pair (tokens per turn); black square: the longest distance the layer sees, "
-                  "grey: the context", fontsize=7)
-    ax.set_title("every checkpoint's RoPE spectrum against its context (red: < 1 turn)", fontsize=9)
+    ax.set_xlabel(tr("wavelength of each pair (tokens per turn); black square: the longest distance the layer sees, "
+                     "grey: the context",
+                     "各频率对的波长（每圈的 token 数）；黑方块：该层能看到的最远距离，"
+                     "灰方块：上下文长度"), fontsize=7)
+    ax.set_title(tr("every checkpoint's RoPE spectrum against its context (red: < 1 turn)",
+                    "各检查点的 RoPE 波长谱与其上下文（红：转不满 1 圈）"), fontsize=9)
     ax.tick_params(axis="x", labelsize=7)
     ax.figure.subplots_adjust(left=0.36, right=0.98, bottom=0.08, top=0.95)
     return rows

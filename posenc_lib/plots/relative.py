@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..alibi import alibi_bias, alibi_slopes
+from ..i18n import tr
 from ..relative import relative_positions, t5_relative_bucket
 from ._style import side_colorbar, tidy, to_numpy, two_panels
 
@@ -36,18 +37,20 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     ax_map, ax_row = axes
     two_panels(axes)
     image = ax_map.imshow(clipped, cmap="PuOr", vmin=-max(k, 1), vmax=max(k, 1), interpolation="nearest")
-    ax_map.set_xlabel("key j", fontsize=8)
-    ax_map.set_ylabel("query i", fontsize=8)
-    ax_map.set_title(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings", fontsize=9)
+    ax_map.set_xlabel(tr("key j", "键 j"), fontsize=8)
+    ax_map.set_ylabel(tr("query i", "查询 i"), fontsize=8)
+    ax_map.set_title(tr(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings", f"clip(j - i, -{k}, {k})：{2 * k + 1} 个嵌入"),
+                     fontsize=9)
     tidy(ax_map)
     side_colorbar(ax_map, image)
     i = length // 2
     j = np.arange(length)
     ax_row.plot(j, j - i, color="0.6", lw=1, ls="--", label="j - i")
-    ax_row.step(j, clipped[i], where="mid", color="C1", lw=1.5, label="clipped")
+    ax_row.step(j, clipped[i], where="mid", color="C1", lw=1.5, label=tr("clipped", "截断后"))
     ax_row.axvline(i, color="0.8", lw=0.5)
-    ax_row.set_xlabel("key j", fontsize=8)
-    ax_row.set_title(f"query i = {i}: keys farther than {k} share an embedding", fontsize=9)
+    ax_row.set_xlabel(tr("key j", "键 j"), fontsize=8)
+    ax_row.set_title(tr(f"query i = {i}: keys farther than {k} share an embedding",
+                        f"查询 i = {i}：距离超过 {k} 的键共用一个嵌入"), fontsize=9)
     ax_row.legend(fontsize=7, loc="upper left")
     tidy(ax_row)
     return {"clipped": clipped, "distinct": int(np.unique(clipped).size)}
@@ -66,8 +69,8 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
     causal = t5_relative_bucket(relative, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance)
     r = relative.numpy()
     linthresh = max(1, num_buckets // 2)  # the causal form's exact buckets; the bidirectional one has half as many
-    for ax, buckets, name, total in ((axes[0], both, "bidirectional (encoder)", num_buckets),
-                                     (axes[1], causal, "causal (decoder)", num_buckets)):
+    for ax, buckets, name, total in ((axes[0], both, tr("bidirectional (encoder)", "双向（编码器）"), num_buckets),
+                                     (axes[1], causal, tr("causal (decoder)", "因果（解码器）"), num_buckets)):
         ax.set_xscale("symlog", linthresh=linthresh, linscale=2.5)
         ax.step(r, buckets.numpy(), where="mid", lw=1.2)
         for x in (-max_distance, max_distance):
@@ -77,13 +80,14 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
         ax.axvline(0, color="0.7", lw=0.5)
         ax.set_xlim(-span, span)
         ax.set_ylim(-1, total)
-        ax.set_xlabel(f"r = key - query (linear for |r| <= {linthresh}, log beyond)", fontsize=8)
+        ax.set_xlabel(tr(f"r = key - query (linear for |r| <= {linthresh}, log beyond)",
+                         f"r = 键 - 查询（|r| <= {linthresh} 为线性，之外为对数）"), fontsize=8)
         used = int(torch.unique(buckets).numel())  # bidirectional: bucket n (the after side's distance 0) is never used
-        ax.set_title(f"{name}: {used} of {total} buckets used", fontsize=9)
+        ax.set_title(tr(f"{name}: {used} of {total} buckets used", f"{name}：用到 {total} 个桶中的 {used} 个"), fontsize=9)
         tidy(ax)
-    axes[0].set_ylabel("bucket", fontsize=8)
-    axes[1].text(-span * 0.8, num_buckets * 0.1, "past (r < 0)", fontsize=7)
-    axes[1].text(2, num_buckets * 0.1, "future: bucket 0", fontsize=7)
+    axes[0].set_ylabel(tr("bucket", "桶"), fontsize=8)
+    axes[1].text(-span * 0.8, num_buckets * 0.1, tr("past (r < 0)", "过去（r < 0）"), fontsize=7)
+    axes[1].text(2, num_buckets * 0.1, tr("future: bucket 0", "未来：桶 0"), fontsize=7)
     two_panels(axes)
     return {"relative": r, "bidirectional": both.numpy(), "causal": causal.numpy(), "linthresh": linthresh}
 
@@ -103,7 +107,7 @@ def render_t5_learned_bias(axes, tables, *, max_distance: int, span: int, titles
     axes = list(np.atleast_1d(axes))
     if len(axes) != panels:
         raise ValueError(f"axes must hold one axes per table ({panels}), got {len(axes)}")
-    titles = [f"table {i}" for i in range(panels)] if titles is None else list(titles)
+    titles = [tr(f"table {i}", f"表 {i}") for i in range(panels)] if titles is None else list(titles)
     if len(titles) != panels:
         raise ValueError(f"titles must hold one title per table ({panels}), got {len(titles)}")
     relative = -torch.arange(int(span) + 1)  # 0, -1, ..., -span: the query itself and its past
@@ -115,15 +119,15 @@ def render_t5_learned_bias(axes, tables, *, max_distance: int, span: int, titles
     for ax, panel, title in zip(axes, bias, titles):
         ax.set_xscale("symlog", linthresh=linthresh, linscale=2.5)
         for h in range(num_heads):
-            ax.step(r, panel[h], where="mid", lw=1.2, color=_head_color(h, num_heads), label=f"head {h}")
+            ax.step(r, panel[h], where="mid", lw=1.2, color=_head_color(h, num_heads), label=tr(f"head {h}", f"头 {h}"))
         ax.axvline(-max_distance, color="C3", lw=0.7, ls="--")
         ax.axvline(-linthresh, color="0.85", lw=0.5, ls=":")
         ax.axhline(0, color="0.7", lw=0.5)
         ax.set_xlim(-span, 0)
-        ax.set_xlabel("r = key - query", fontsize=8)
+        ax.set_xlabel(tr("r = key - query", "r = 键 - 查询"), fontsize=8)
         ax.set_title(title, fontsize=9)
         tidy(ax)
-    axes[0].set_ylabel("learned bias", fontsize=8)
+    axes[0].set_ylabel(tr("learned bias", "学到的偏置"), fontsize=8)
     axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[0].figure.subplots_adjust(bottom=0.17, wspace=0.3, right=0.85)
     return {"relative": r, "buckets": buckets, "bias": bias}
@@ -141,18 +145,21 @@ def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
     two_panels(axes)
     shown = np.where(np.tri(length, dtype=bool), bias, np.nan)  # future keys masked under a causal mask
     image = ax_map.imshow(shown, cmap="magma", vmin=bias.min(), vmax=0, interpolation="nearest")
-    ax_map.set_xlabel("key j", fontsize=8)
-    ax_map.set_ylabel("query i", fontsize=8)
-    ax_map.set_title(f"head {head}: -{slopes[head].item():.4g} * |i - j|", fontsize=9)
+    ax_map.set_xlabel(tr("key j", "键 j"), fontsize=8)
+    ax_map.set_ylabel(tr("query i", "查询 i"), fontsize=8)
+    ax_map.set_title(tr(f"head {head}: -{slopes[head].item():.4g} * |i - j|",
+                        f"头 {head}：-{slopes[head].item():.4g} * |i - j|"),
+                     fontsize=9)
     tidy(ax_map)
     side_colorbar(ax_map, image)
     colors = ["C1" if h == head else "C0" for h in range(num_heads)]
     ax_slopes.bar(np.arange(num_heads), np.log2(slopes.numpy()), color=colors)
     ax_slopes.set_xticks(range(0, num_heads, max(1, num_heads // 8)))
-    ax_slopes.set_xlabel("head", fontsize=8)
-    ax_slopes.set_ylabel("log2(slope)", fontsize=8)
+    ax_slopes.set_xlabel(tr("head", "头"), fontsize=8)
+    ax_slopes.set_ylabel(tr("log2(slope)", "log2(斜率)"), fontsize=8)
     power = (num_heads & (num_heads - 1)) == 0
-    ax_slopes.set_title(f"{num_heads} heads ({'a power of 2' if power else 'not a power of 2'})", fontsize=9)
+    kind = tr("a power of 2", "是 2 的幂") if power else tr("not a power of 2", "不是 2 的幂")
+    ax_slopes.set_title(tr(f"{num_heads} heads ({kind})", f"{num_heads} 个头（{kind}）"), fontsize=9)
     ax_slopes.tick_params(labelsize=7)
     return {"slopes": slopes.numpy(), "bias": bias}
 
@@ -186,10 +193,11 @@ def render_alibi_window(ax, num_heads: int = 8, *, length: int = 4096, mass: flo
     ax.axhline(mass, color="0.6", lw=0.7, ls="--")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("distance D to the query", fontsize=8)
-    ax.set_ylabel("weight on keys within D", fontsize=8)
-    ax.set_title(f"ALiBi's soft window: equal content scores, {length} keys", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="slope", title_fontsize=7)
+    ax.set_xlabel(tr("distance D to the query", "到查询的距离 D"), fontsize=8)
+    ax.set_ylabel(tr("weight on keys within D", "距离 D 以内的键的权重"), fontsize=8)
+    ax.set_title(tr(f"ALiBi's soft window: equal content scores, {length} keys",
+                 f"ALiBi 的软窗口：内容得分都相同，{length} 个键"), fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=tr("slope", "斜率"), title_fontsize=7)
     tidy(ax, axis="y")
     ax.tick_params(labelsize=7)
     ax.figure.subplots_adjust(bottom=0.17, right=0.8)

@@ -14,6 +14,7 @@ import torch
 from ..absolute import LearnedEncoding, SinusoidalEncoding
 from ..alibi import ALiBi
 from ..attention import NoPE
+from ..i18n import tr
 from ..relative import T5RelativeBias
 from ..rope import RotaryEmbedding
 from ._style import ENCODING_COLORS, tidy
@@ -64,14 +65,16 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
         v = np.maximum(np.array(values[1:]), floor)
         ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
     ax.axhline(1e-12, color="k", lw=0.6, ls=":")
-    ax.text(shifts[0], 1e-12, " rounding level", fontsize=7, va="bottom")
+    ax.text(shifts[0], 1e-12, tr(" rounding level", " 舍入误差量级"), fontsize=7, va="bottom")
     zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
     if zeros:
-        ax.text(shifts[0], floor * 4, " exactly 0 (overlapping): " + ", ".join(zeros), fontsize=7, va="bottom")
+        ax.text(shifts[0], floor * 4, tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(zeros),
+                fontsize=7, va="bottom")
     ax.set_xscale("log")
-    ax.set_xlabel("shift of the whole sequence (positions)", fontsize=8)
-    ax.set_ylabel("max |scores(shift) - scores(0)|", fontsize=8)
-    ax.set_title("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)", fontsize=9, y=1.0)
+    ax.set_xlabel(tr("shift of the whole sequence (positions)", "整个序列平移的位置数"), fontsize=8)
+    ax.set_ylabel(tr("max |scores(shift) - scores(0)|", "max |得分(shift) - 得分(0)|"), fontsize=8)
+    ax.set_title(tr("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)",
+                 "同样的 token 整体平移：哪些得分会变？（恰为 0 的画在 1e-17）"), fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=3, loc="center right")
     tidy(ax, 5, axis="y", minor_ticks=False)
     return data
@@ -80,14 +83,15 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
 def encoding_table_markdown(rows: list) -> str:
     """A Markdown table of `experiments.encoding_summary` rows (rises in nats/char; n/a = no value)."""
     multiples = list(rows[0]["rise"])
-    head = ("| encoding | where it acts | parameters in TinyLM | loss at L | "
-            + " | ".join(f"rise at {m}L" for m in multiples) + " |")
+    head = (tr("| encoding | where it acts | parameters in TinyLM | loss at L | ",
+               "| 编码 | 作用位置 | TinyLM 中的参数量 | L 处的损失 | ")
+            + " | ".join(tr(f"rise at {m}L", f"{m}L 处的上升") for m in multiples) + " |")
     lines = [head, "|" + "---|" * (4 + len(multiples))]
     for r in rows:
         if not r["measured"]:
-            measured = ["not in the experiment"] + [""] * len(multiples)
+            measured = [tr("not in the experiment", "未参与实验")] + [""] * len(multiples)
         else:
-            measured = [f"{r['loss_at_L']:.3f}"] + ["n/a" if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
+            measured = [f"{r['loss_at_L']:.3f}"] + [tr("n/a", "无") if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
                                                     for m in multiples]
         lines.append(f"| {r['encoding']} | {r['acts']} | {r['parameters']} | " + " | ".join(measured) + " |")
     return "\n".join(lines)
@@ -97,7 +101,8 @@ def variant_table_markdown(variants: dict, where: dict) -> str:
     """A Markdown table with one row per variant (the keys of `where`, in order): where it is taught
     (`where[variant]`) and the models that use it, from `variants` = {model name: its variant names,
     e.g. configs.ModelPositions.variants()}. "-": no model in `variants` uses it."""
-    lines = ["| variant | notebook | models among the shipped configs |", "|---|---|---|"]
+    lines = [tr("| variant | notebook | models among the shipped configs |", "| 变体 | notebook | 随附配置中用到它的模型 |"),
+             "|---|---|---|"]
     for variant, notebook in where.items():
         users = [name for name, used in variants.items() if variant in used]
         lines.append(f"| {variant} | {notebook} | {', '.join(users) if users else '-'} |")

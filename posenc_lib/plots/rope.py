@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..i18n import tr
 from ..rope import apply_rope, rope_decay_bound
 from ..scaling import rope_inv_freq
 from ._style import tidy, two_panels
@@ -70,17 +71,20 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         _arc(ax, arg_k, arg_k + pn * theta, 0.5 * radius, color="C1", lw=0.8)  # the turn of k: n * theta
         start = float(np.arctan2(rk[1], rk[0]))
         _arc(ax, start, start + angle, 0.75 * radius, color="k", lw=1.2)  # the angle between them
-        ax.text(*(1.25 * rq), f"q at m={pm}", color="C0", fontsize=8, ha="center", va="center")
-        ax.text(*(1.25 * rk), f"k at n={pn}", color="C1", fontsize=8, ha="center", va="center")
+        ax.text(*(1.25 * rq), tr(f"q at m={pm}", f"q 位于 m={pm}"), color="C0", fontsize=8, ha="center", va="center")
+        ax.text(*(1.25 * rk), tr(f"k at n={pn}", f"k 位于 n={pn}"), color="C1", fontsize=8, ha="center", va="center")
         score = float(rq @ rk)
-        ax.set_title(f"m={pm}, n={pn}: angle {np.degrees(angle):.0f}°, score {score:.3f}", fontsize=9)
+        ax.set_title(tr(f"m={pm}, n={pn}: angle {np.degrees(angle):.0f}°, score {score:.3f}",
+                     f"m={pm}，n={pn}：夹角 {np.degrees(angle):.0f}°，得分 {score:.3f}"), fontsize=9)
         ax.set_aspect("equal")
         ax.set_xlim(-1.3 * radius, 1.3 * radius)
         ax.set_ylim(-1.3 * radius, 1.3 * radius)
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_xlabel(f"dashed: q, k before turning; thin arcs: the turns {pm}θ, {pn}θ;\n"
-                      "black arc: the angle between the turned vectors", fontsize=7)
+        ax.set_xlabel(tr(f"dashed: q, k before turning; thin arcs: the turns {pm}θ, {pn}θ;\n"
+                         "black arc: the angle between the turned vectors",
+                         f"虚线：旋转前的 q、k；细弧：转角 {pm}θ、{pn}θ；\n"
+                         "黑弧：旋转后两个向量的夹角"), fontsize=7)
         out["angles"].append(angle)
         out["scores"].append(score)
         out["rotated_q"].append(rq)
@@ -101,14 +105,16 @@ def render_rope_score(axes, m: int = 5, n: int = 2, *, q: torch.Tensor, k: torch
     ax_shift.plot(s.numpy(), shift_scores, color="C0", lw=1.5)
     curve = _relative_curve(q, k, span, base)
     ax_shift.set_ylim(*_padded((min(curve.min(), score), max(curve.max(), score))))
-    ax_shift.set_xlabel("shift s", fontsize=8)
-    ax_shift.set_title(f"score(m+s, n+s), m={m}, n={n}: {score:.4f}", fontsize=9)
+    ax_shift.set_xlabel(tr("shift s", "平移量 s"), fontsize=8)
+    ax_shift.set_title(tr(f"score(m+s, n+s), m={m}, n={n}: {score:.4f}",
+                          f"m={m}，n={n} 时的得分 score(m+s, n+s)：{score:.4f}"),
+                       fontsize=9)
     tidy(ax_shift)
     relative = torch.arange(-span, span + 1)
     ax_rel.plot(relative.numpy(), curve, color="0.5", lw=1)
     ax_rel.plot([m - n], [score], "o", color="C3", ms=6)
-    ax_rel.set_xlabel("m - n  (query - key; = -r, r = key - query)", fontsize=8)
-    ax_rel.set_title("score against m - n", fontsize=9)
+    ax_rel.set_xlabel(tr("m - n  (query - key; = -r, r = key - query)", "m - n（查询 - 键；= -r，r = 键 - 查询）"), fontsize=8)
+    ax_rel.set_title(tr("score against m - n", "得分随 m - n 的变化"), fontsize=9)
     tidy(ax_rel)
     two_panels(axes)
     return {"score": score, "shift_scores": shift_scores, "relative": relative.numpy(), "curve": curve}
@@ -148,12 +154,15 @@ def render_rope_decay_bound(ax, base: float = 10000.0, dim: int = 128, *, max_di
     distance = torch.arange(max_distance + 1)
     bound = rope_decay_bound(distance, dim, base).numpy()
     reference = _reference_bound(max_distance)
-    ax.plot(distance.numpy(), bound, color="C0", lw=2.0, label=f"base {base:g}, dim {dim}", zorder=2)
+    ax.plot(distance.numpy(), bound, color="C0", lw=2.0, label=tr(f"base {base:g}, dim {dim}", f"底数 {base:g}，维度 {dim}"),
+            zorder=2)
     ax.plot(distance.numpy(), reference, color="k", lw=0.8, ls=(0, (4, 3)), zorder=3,
-            label=f"reference: base {DECAY_REFERENCE['base']:g}, dim {DECAY_REFERENCE['dim']}")
-    ax.set_xlabel("distance |m - n| (tokens)", fontsize=8)
-    ax.set_ylabel("relative upper bound", fontsize=8)
-    ax.set_title(f"RoPE long-term decay: {bound[0]:.1f} at 0 -> {bound[-1]:.2f} at {max_distance}", fontsize=9)
+            label=tr(f"reference: base {DECAY_REFERENCE['base']:g}, dim {DECAY_REFERENCE['dim']}",
+                     f"参考：底数 {DECAY_REFERENCE['base']:g}，维度 {DECAY_REFERENCE['dim']}"))
+    ax.set_xlabel(tr("distance |m - n| (tokens)", "距离 |m - n|（token 数）"), fontsize=8)
+    ax.set_ylabel(tr("relative upper bound", "相对上界"), fontsize=8)
+    ax.set_title(tr(f"RoPE long-term decay: {bound[0]:.1f} at 0 -> {bound[-1]:.2f} at {max_distance}",
+                 f"RoPE 远程衰减：0 处为 {bound[0]:.1f} -> {max_distance} 处为 {bound[-1]:.2f}"), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.figure.subplots_adjust(left=0.1, right=0.66, bottom=0.15)
     tidy(ax)
@@ -213,18 +222,20 @@ def render_rope_precision(ax, errors: dict):
     The legend sits outside the axes, to the right."""
     pos = errors["positions"]
     styles = {  # name: (label, plot keywords); drawn in this order, later on top
-        "bf16_rounding": ("rounding to bf16 alone", {"color": "0.75", "lw": 6, "solid_capstyle": "butt"}),
-        "naive_bf16": ("naive: angles in bf16", {"color": "C3", "lw": 1.2}),
-        "naive_fp32": ("naive: angles in float32", {"color": "C1", "lw": 1.2}),
-        "library_fp32": ("library, float32 input", {"color": "C2", "lw": 1.2}),
-        "library_bf16": ("library, bf16 input", {"color": "C0", "lw": 1.0, "marker": "o", "ms": 3}),
+        "bf16_rounding": (tr("rounding to bf16 alone", "仅舍入到 bf16"),
+                          {"color": "0.75", "lw": 6, "solid_capstyle": "butt"}),
+        "naive_bf16": (tr("naive: angles in bf16", "朴素：角度用 bf16 算"), {"color": "C3", "lw": 1.2}),
+        "naive_fp32": (tr("naive: angles in float32", "朴素：角度用 float32 算"), {"color": "C1", "lw": 1.2}),
+        "library_fp32": (tr("library, float32 input", "本库，float32 输入"), {"color": "C2", "lw": 1.2}),
+        "library_bf16": (tr("library, bf16 input", "本库，bf16 输入"), {"color": "C0", "lw": 1.0, "marker": "o", "ms": 3}),
     }
     for name, (label, style) in styles.items():
         if name in errors:
             ax.loglog(pos, np.maximum(errors[name], 1e-12), label=label, **style)
-    ax.set_xlabel("position", fontsize=8)
-    ax.set_ylabel("max |error| vs float64", fontsize=8)
-    ax.set_title("RoPE on a bf16 vector: where the angles are computed matters", fontsize=9)
+    ax.set_xlabel(tr("position", "位置"), fontsize=8)
+    ax.set_ylabel(tr("max |error| vs float64", "相对 float64 的最大 |误差|"), fontsize=8)
+    ax.set_title(tr("RoPE on a bf16 vector: where the angles are computed matters",
+                    "对 bf16 向量做 RoPE：角度用什么精度算很关键"), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.figure.subplots_adjust(left=0.1, right=0.68, bottom=0.15)
     ax.tick_params(labelsize=7)

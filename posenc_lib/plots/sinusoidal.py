@@ -19,6 +19,7 @@ import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
+from ..i18n import Text, tr
 from ..rope import apply_rope, rope_matrix
 from ._style import tidy, to_numpy
 
@@ -46,7 +47,7 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
     if torch.device(device).type == "mps" and torch_dtype == torch.float64:
         for ax in axes:
             ax.set_axis_off()
-        ax_values.set_title("mps has no float64: pick another dtype", fontsize=9)
+        ax_values.set_title(tr("mps has no float64: pick another dtype", "mps 不支持 float64：请换一种 dtype"), fontsize=9)
         return {"device": device, "dtype": dtype, "library_error": float("nan"), "naive_error": float("nan"),
                 "seconds": 0.0}
     start = time.perf_counter()
@@ -61,18 +62,22 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
     library_error = (table.cpu().double() - reference).abs().amax(dim=1).numpy()
     naive_error = (naive.cpu().double() - reference[:, 0::2]).abs().amax(dim=1).numpy()
     pos = np.arange(num_positions)
-    render_table(ax_values, table, title=f"{num_positions} x {dim} table made on {device} in {dtype}")
+    render_table(ax_values, table, title=tr(f"{num_positions} x {dim} table made on {device} in {dtype}",
+                                          f"在 {device} 上以 {dtype} 生成的 {num_positions} x {dim} 表"))
     floor = 1e-18
-    ax_error.semilogy(pos, np.maximum(library_error, floor), lw=0.8, label="library: angles in float64")
-    ax_error.semilogy(pos, np.maximum(naive_error, floor), lw=0.8, label=f"naive: angles in {dtype}")
+    ax_error.semilogy(pos, np.maximum(library_error, floor), lw=0.8,
+                      label=tr("library: angles in float64", "本库：角度用 float64 算"))
+    ax_error.semilogy(pos, np.maximum(naive_error, floor), lw=0.8,
+                      label=tr(f"naive: angles in {dtype}", f"朴素：角度用 {dtype} 算"))
     ax_error.set_ylim(1e-17, 10)
     ax_error.set_yticks([1e-16, 1e-8, 1.0], ["1e-16", "1e-8", "1"])  # few labels, no mathtext: faster
     ax_error.minorticks_off()
     ax_error.tick_params(labelsize=7)
     ax_error.locator_params(axis="x", nbins=3)
     ax_error.figure.subplots_adjust(bottom=0.17, wspace=0.3)
-    ax_error.set_xlabel("position", fontsize=8)
-    ax_error.set_title(f"max |error| vs float64: library {library_error.max():.1e}, naive {naive_error.max():.1e}",
+    ax_error.set_xlabel(tr("position", "位置"), fontsize=8)
+    ax_error.set_title(tr(f"max |error| vs float64: library {library_error.max():.1e}, naive {naive_error.max():.1e}",
+                          f"相对 float64 的最大 |误差|：本库 {library_error.max():.1e}，朴素 {naive_error.max():.1e}"),
                        fontsize=9)
     ax_error.legend(fontsize=7, loc="lower right")
     return {"device": device, "dtype": dtype, "library_error": float(library_error.max()),
@@ -94,8 +99,8 @@ def render_table(ax, table, *, title: str = "", position: int | None = None, col
     if colorbar:
         scale = ax.figure.colorbar(image, cax=ax.inset_axes([1.02, 0.0, 0.03, 1.0]), ticks=[-1, 0, 1])
         scale.ax.tick_params(labelsize=7, length=2, pad=1)
-    ax.set_xlabel("dimension", fontsize=8)
-    ax.set_ylabel("position", fontsize=8)
+    ax.set_xlabel(tr("dimension", "维度"), fontsize=8)
+    ax.set_ylabel(tr("position", "位置"), fontsize=8)
     tidy(ax)
     if position is not None:
         ax.axhline(position, color="black", lw=0.8)
@@ -111,7 +116,8 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     table = sinusoidal_table(length, d_model, base=base, layout=layout, dtype=torch.float64)
     position = min(int(position), length - 1)
     render_table(ax_table, table, position=position, colorbar=True,
-                 title=f"PE table: {length} positions x {d_model} dims, base {base:g}, {layout}")
+                 title=tr(f"PE table: {length} positions x {d_model} dims, base {base:g}, {layout}",
+                          f"PE 表：{length} 个位置 x {d_model} 维，底数 {base:g}，{layout}"))
     vector = table[position].numpy()
     dims = np.arange(d_model)
     if layout == "interleaved":
@@ -119,10 +125,10 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     else:
         sin_dims, cos_dims = dims[: d_model // 2], dims[d_model // 2:]
     marker = "." if d_model > 64 else "o"
-    ax_vec.plot(sin_dims, vector[sin_dims], marker, ms=3, label="sin columns")
-    ax_vec.plot(cos_dims, vector[cos_dims], marker, ms=3, label="cos columns")
+    ax_vec.plot(sin_dims, vector[sin_dims], marker, ms=3, label=tr("sin columns", "sin 列"))
+    ax_vec.plot(cos_dims, vector[cos_dims], marker, ms=3, label=tr("cos columns", "cos 列"))
     ax_vec.set_ylim(-1.1, 1.1)
-    ax_vec.set_xlabel("dimension", fontsize=8)
+    ax_vec.set_xlabel(tr("dimension", "维度"), fontsize=8)
     tidy(ax_vec)
     ax_vec.set_title(f"PE(position={position})", fontsize=9)
     ax_vec.legend(fontsize=7, loc="lower right")
@@ -143,9 +149,10 @@ def render_wavelengths(ax, d_model: int = 128, base: float = 10000.0):
     ax.text(0, 2 * math.pi * base * 1.15, "2π·base", fontsize=8, va="bottom")
     ax.locator_params(axis="x", nbins=6)
     ax.tick_params(labelsize=7)
-    ax.set_xlabel("pair index i (dims 2i, 2i+1)", fontsize=8)
-    ax.set_ylabel("wavelength (tokens)", fontsize=8)
-    ax.set_title(f"wavelengths, d_model={d_model}, base={base:g}: a straight line = geometric", fontsize=9)
+    ax.set_xlabel(tr("pair index i (dims 2i, 2i+1)", "频率对序号 i（第 2i、2i+1 维）"), fontsize=8)
+    ax.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
+    ax.set_title(tr(f"wavelengths, d_model={d_model}, base={base:g}: a straight line = geometric",
+                 f"波长，d_model={d_model}，base={base:g}：一条直线 = 等比数列"), fontsize=9)
     return wavelengths
 
 
@@ -158,14 +165,15 @@ def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int =
     offsets = np.arange(-length + 1, length)
     omega = sinusoidal_frequencies(d_model, base=base, dtype=torch.float64).numpy()
     closed = np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)
-    ax.plot(offsets + position, closed, color="lightgray", lw=2, label="Σ cos(k·ω_i), any k")
+    ax.plot(offsets + position, closed, color="lightgray", lw=2, label=tr("Σ cos(k·ω_i), any k", "Σ cos(k·ω_i)，任意 k"))
     ax.plot(np.arange(length), dots, lw=1, label=f"PE({position})·PE(q)")
     ax.axvline(position, color="black", lw=0.6)
     ax.set_xlim(-0.5, length - 0.5)
     ax.set_xlabel("q", fontsize=8)
-    ax.set_ylabel("dot product", fontsize=8)
+    ax.set_ylabel(tr("dot product", "点积"), fontsize=8)
     tidy(ax, 6)
-    ax.set_title(f"PE({position})·PE(q): depends on |q - {position}| only (max d/2 = {d_model // 2})", fontsize=9)
+    ax.set_title(tr(f"PE({position})·PE(q): depends on |q - {position}| only (max d/2 = {d_model // 2})",
+                 f"PE({position})·PE(q)：只取决于 |q - {position}|（最大值 d/2 = {d_model // 2}）"), fontsize=9)
     ax.legend(fontsize=7, loc="lower left")
     ax.figure.subplots_adjust(bottom=0.16)
     return {"dots": dots, "closed_form": closed, "offsets": offsets, "position": position}
@@ -214,12 +222,13 @@ def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int =
     ax.set_aspect("equal")
     ax.set_xlim(-1.3, 1.3)
     ax.set_ylim(-1.3, 1.3)
-    ax.set_xlabel(f"sin(pos·ω_{i})  (dim {2 * i})", fontsize=8)
-    ax.set_ylabel(f"cos(pos·ω_{i})  (dim {2 * i + 1})", fontsize=8)
+    ax.set_xlabel(tr(f"sin(pos·ω_{i})  (dim {2 * i})", f"sin(pos·ω_{i})（第 {2 * i} 维）"), fontsize=8)
+    ax.set_ylabel(tr(f"cos(pos·ω_{i})  (dim {2 * i + 1})", f"cos(pos·ω_{i})（第 {2 * i + 1} 维）"), fontsize=8)
     ax.set_xticks([-1, 0, 1])
     ax.set_yticks([-1, 0, 1])
     ax.tick_params(labelsize=7)
-    ax.set_title(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad; grey: positions 0..{trail}", fontsize=9)
+    ax.set_title(tr(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad; grey: positions 0..{trail}",
+                 f"频率对 i={i}：ω={omega:.3g}，k={k}，kω={beta:.3g} rad；灰点：位置 0..{trail}"), fontsize=9)
     ax.legend(fontsize=7, loc="center", framealpha=0.8)
     return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega, "numbered": numbered}
 
@@ -246,6 +255,12 @@ def relative_score_maps(dim: int = 16, length: int = 32, *, base: float = 10000.
             "RoPE, random W": q_rot @ k_rot.T}
 
 
+# relative_score_maps' names as a figure shows them (the keys stay as they are)
+_SCORE_MAP_NAMES = {"PE, random W": Text("PE, random W", "PE，随机 W"),
+                    "PE·PE, random W": Text("PE·PE, random W", "PE·PE，随机 W"),
+                    "RoPE, random W": Text("RoPE, random W", "RoPE，随机 W")}
+
+
 def render_score_maps(axes, maps: dict):
     """One heatmap per score map (query m down, key n across), titled with its diagonal spread."""
     spreads = {}
@@ -253,8 +268,11 @@ def render_score_maps(axes, maps: dict):
         spreads[name] = diagonal_spread(scores)
         limit = float(scores.abs().max())
         ax.imshow(scores.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-        ax.set_title(f"{name}\nspread along diagonals {spreads[name]:.1e}", fontsize=8)
-        ax.set_xlabel("key n", fontsize=8)
-        ax.set_ylabel("query m", fontsize=8)
+        shown = _SCORE_MAP_NAMES.get(name, name)
+        ax.set_title(tr(f"{shown}\nspread along diagonals {spreads[name]:.1e}",
+                        f"{shown}\n沿对角线的离散度 {spreads[name]:.1e}"),
+                     fontsize=8)
+        ax.set_xlabel(tr("key n", "键 n"), fontsize=8)
+        ax.set_ylabel(tr("query m", "查询 m"), fontsize=8)
         ax.tick_params(labelsize=7)
     return spreads

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..experiments.learned import load_learned_snapshots
+from ..i18n import tr
 from ..plots.learned import render_learned_snapshot, sinusoidal_similarity
 from ._base import InteractiveFigure
 
@@ -17,7 +18,7 @@ def learned_snapshot_widget(snapshots: dict | None = None) -> InteractiveFigure:
     snapshots = snapshots if snapshots is not None else load_learned_snapshots()
     steps = list(snapshots["steps"])
     _, num_positions, dim = snapshots["tables"].shape
-    step = widgets.SelectionSlider(options=steps, value=steps[-1], description="step")
+    step = widgets.SelectionSlider(options=steps, value=steps[-1], description=tr("step", "训练步"))
     return InteractiveFigure(render_learned_snapshot, {"step": step}, figsize=(8, 3.4), ncols=2,
                              extra={"snapshots": snapshots, "reference": sinusoidal_similarity(num_positions, dim)})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..i18n import tr
 from ..plots.multidim import render_mrope_sections, render_patch_scores
 from ._base import InteractiveFigure
 
@@ -15,10 +16,10 @@ def patch_scores_widget() -> InteractiveFigure:
     """Sliders for the patch grid (height, width) and the query patch (row, col): the score of every key patch
     under 1-D RoPE on the row-major index and under 2-D axial RoPE (notebook 11). The query sliders end at
     the grid's last row and column (a smaller grid moves a query past its edge onto the edge)."""
-    height = widgets.IntSlider(value=8, min=2, max=12, description="height")
-    width = widgets.IntSlider(value=8, min=2, max=12, description="width")
-    row = widgets.IntSlider(value=3, min=0, max=7, description="query row")
-    col = widgets.IntSlider(value=4, min=0, max=7, description="query col")
+    height = widgets.IntSlider(value=8, min=2, max=12, description=tr("height", "高"))
+    width = widgets.IntSlider(value=8, min=2, max=12, description=tr("width", "宽"))
+    row = widgets.IntSlider(value=3, min=0, max=7, description=tr("query row", "查询行"))
+    col = widgets.IntSlider(value=4, min=0, max=7, description=tr("query col", "查询列"))
     # registered before the figure's own observers, so the query is inside the grid when it redraws
     height.observe(lambda change: setattr(row, "max", change["new"] - 1), names="value")
     width.observe(lambda change: setattr(col, "max", change["new"] - 1), names="value")
@@ -29,9 +30,10 @@ def patch_scores_widget() -> InteractiveFigure:
 def mrope_sections_widget() -> InteractiveFigure:
     """Sliders for M-RoPE's section split (pairs for t and for h; w gets the rest of 64) and a toggle between
     Qwen2-VL's chunks and Qwen3-VL's interleaving: the wavelength of every pair, coloured by its axis."""
-    temporal = widgets.IntSlider(value=16, min=0, max=32, description="t pairs")
-    height = widgets.IntSlider(value=24, min=0, max=32, description="h pairs")
-    interleaved = widgets.ToggleButtons(options=[("chunks (Qwen2-VL)", False), ("interleaved (Qwen3-VL)", True)],
+    temporal = widgets.IntSlider(value=16, min=0, max=32, description=tr("t pairs", "t 的对数"))
+    height = widgets.IntSlider(value=24, min=0, max=32, description=tr("h pairs", "h 的对数"))
+    interleaved = widgets.ToggleButtons(options=[(tr("chunks (Qwen2-VL)", "分块（Qwen2-VL）"), False),
+                                                 (tr("interleaved (Qwen3-VL)", "交错（Qwen3-VL）"), True)],
                                         value=False)
     return InteractiveFigure(render_mrope_sections, {"temporal": temporal, "height": height,
                                                      "interleaved": interleaved}, figsize=(6.4, 3.4))

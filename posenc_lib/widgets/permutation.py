@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..i18n import tr
 from ..plots.permutation import render_permutation, sentence_permutations, toy_sentence
 from ._base import InteractiveFigure
 
@@ -16,15 +17,18 @@ def permutation_explorer() -> InteractiveFigure:
     setup = toy_sentence()
     orders = sentence_permutations()
     controls = {
-        "perm": widgets.Dropdown(options=list(orders.items()), value=orders["爱 北京 我"], description="order"),
-        "encoding": widgets.Dropdown(options=[("none (NoPE)", "none"), ("sinusoidal, added", "sinusoidal")],
-                                     value="none", description="encoding"),
-        "causal": widgets.Checkbox(value=False, description="causal mask"),
-        "layers": widgets.Dropdown(options=[("1 layer (1 head)", 1), ("2 stacked layers", 2)], value=1,
-                                   description="layers"),
+        "perm": widgets.Dropdown(options=list(orders.items()), value=orders["爱 北京 我"],
+                                 description=tr("order", "语序")),
+        "encoding": widgets.Dropdown(options=[(tr("none (NoPE)", "无（NoPE）"), "none"),
+                                              (tr("sinusoidal, added", "正弦，加到输入上"), "sinusoidal")],
+                                     value="none", description=tr("encoding", "位置编码")),
+        "causal": widgets.Checkbox(value=False, description=tr("causal mask", "因果掩码")),
+        "layers": widgets.Dropdown(options=[(tr("1 layer (1 head)", "1 层（1 个头）"), 1),
+                                            (tr("2 stacked layers", "2 层堆叠"), 2)], value=1,
+                                   description=tr("layers", "层数")),
     }
     return InteractiveFigure(render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
-                             extra={"setup": setup}, title="attention on a permuted sentence")
+                             extra={"setup": setup}, title=tr("attention on a permuted sentence", "打乱语序后的注意力"))
 
 
 BUILDERS: dict = {"permutation_explorer": permutation_explorer}  # name -> zero-argument builder

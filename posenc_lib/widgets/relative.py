@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
+from ..i18n import tr
 from ..plots.relative import render_alibi, render_shaw_clipping, render_t5_buckets
 from ._base import InteractiveFigure
 
@@ -12,7 +13,7 @@ __all__ = ["shaw_clipping_widget", "t5_buckets_widget", "alibi_widget"]
 
 def shaw_clipping_widget() -> InteractiveFigure:
     """Slider for Shaw et al.'s clipping distance k (notebook 05)."""
-    k = widgets.IntSlider(value=3, min=0, max=10, description="clip k")
+    k = widgets.IntSlider(value=3, min=0, max=10, description=tr("clip k", "截断 k"))
     return InteractiveFigure(render_shaw_clipping, {"max_relative_position": k}, figsize=(8, 3.4), ncols=2)
 
 
@@ -26,8 +27,8 @@ def t5_buckets_widget() -> InteractiveFigure:
 
 def alibi_widget() -> InteractiveFigure:
     """Sliders for the number of heads (any, not only powers of 2) and the head shown (notebook 05)."""
-    heads = widgets.IntSlider(value=8, min=1, max=16, description="heads")
-    head = widgets.IntSlider(value=0, min=0, max=7, description="head")
+    heads = widgets.IntSlider(value=8, min=1, max=16, description=tr("heads", "头数"))
+    head = widgets.IntSlider(value=0, min=0, max=7, description=tr("head", "头"))
 
     def follow(change):  # registered before InteractiveFigure's own observer, so head is valid when it redraws
         head.max = change["new"] - 1
