@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from matplotlib import font_manager
 
-from ..i18n import get_language, on_language_change
+from ..i18n import get_language, on_language_change, tr
 
 ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
                    "rope": "#ff7f0e", "alibi": "#d62728"}
@@ -63,9 +63,12 @@ CJK_FONT = setup_cjk_font()
 
 def _warn_without_cjk_font(language: str) -> None:
     if language == "zh" and CJK_FONT is None:
-        warnings.warn("no font with Chinese characters was found, so the figures' Chinese text will show as "
-                      "empty boxes: `make` installs one (pip install mplfonts), or install a system font "
-                      "(apt-get install fonts-noto-cjk)", stacklevel=3)
+        warnings.warn(tr("no font with Chinese characters was found, so the figures' Chinese text will show as "
+                         "empty boxes: `make` installs one (pip install mplfonts), or install a system font "
+                         "(apt-get install fonts-noto-cjk)",
+                         "没有找到带中文字符的字体，图中的中文会显示成方框：`make` 会安装一个"
+                         "（pip install mplfonts），也可以安装系统字体（apt-get install fonts-noto-cjk）"),
+                      stacklevel=3)
 
 
 on_language_change(_warn_without_cjk_font)

@@ -3,7 +3,8 @@ figures and the small computation behind them).
 
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
 Convention: a permutation `perm` builds the new sentence tokens[perm[0]], tokens[perm[1]], ...
-(x_perm = x[perm]). Figure fonts have no CJK glyphs, so figures label the tokens by their pinyin.
+(x_perm = x[perm]). The English figures label the tokens by their pinyin (readable without Chinese);
+the Chinese edition's show the characters (plots._style sets up a CJK font).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 from ..absolute import SinusoidalEncoding
 from ..attention import attention
 from .. import _checks
-from ..i18n import tr
+from ..i18n import get_language, tr
 from ._style import tidy
 
 __all__ = ["TOKENS", "PINYIN", "toy_sentence", "sentence_permutations", "permutation_experiment",
@@ -27,7 +28,7 @@ PINYIN = {"我": "wǒ", "爱": "ài", "北京": "Běijīng"}
 
 
 def _label(token: str) -> str:
-    return PINYIN.get(token, token)
+    return token if get_language() == "zh" else PINYIN.get(token, token)
 
 
 def toy_sentence(dim: int = 8, *, seed: int = 0, num_layers: int = 2, dtype=torch.float64) -> dict:
