@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from . import _checks
+from .i18n import Text
 
 
 def default_positions(x: torch.Tensor, seq_dim: int = -2) -> torch.Tensor:
@@ -151,8 +152,11 @@ class PositionalEncoding(nn.Module):
 
 
 HOOKS = ("add_to_input", "rotate_qk", "score_bias", "value_bias")
-HOOK_PLACES = {"add_to_input": "added to the input", "rotate_qk": "rotates q and k",
-               "score_bias": "bias on the scores", "value_bias": "term on the values"}
+# where each hook acts, as a learner reads it (English or Chinese: posenc_lib.i18n)
+HOOK_PLACES = {"add_to_input": Text("added to the input", "加到输入上"),
+               "rotate_qk": Text("rotates q and k", "旋转 q 和 k"),
+               "score_bias": Text("bias on the scores", "加在分数上的偏置"),
+               "value_bias": Text("term on the values", "加在值上的项")}
 _CALLS = {"add_to_input": "_input_call", "rotate_qk": "_rotation_call", "score_bias": "_score_call",
           "value_bias": "_value_call"}
 

@@ -5,6 +5,7 @@ arms against each other. Each reads a results dict (default: data/) and computes
 from __future__ import annotations
 
 from ..attention import HOOK_PLACES, where_it_acts
+from ..i18n import tr
 from .config import config_from
 from .results import load_results
 from .training import build_model
@@ -25,7 +26,8 @@ def encoding_summary(results: dict | None = None, extra=("shaw",)) -> list:
         base = None if row is None else row["1"]["mean"]
         rise = {str(m): None for m in cfg.eval_multiples if m != 1} if row is None else {
             m: (None if v is None else round(v["mean"] - base, 4)) for m, v in row.items() if m != "1"}
-        rows.append({"encoding": enc, "acts": ", ".join(HOOK_PLACES[h] for h in hooks) or "nowhere (no position)",
+        acts = tr(", ", "、").join(str(HOOK_PLACES[h]) for h in hooks) or tr("nowhere (no position)", "无（不含位置）")
+        rows.append({"encoding": enc, "acts": acts,
                      "hooks": hooks, "parameters": sum(p.numel() for p in model.encoding.parameters()),
                      "measured": row is not None, "loss_at_L": base, "rise": rise})
     return rows
