@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from dataclasses import dataclass, field
 
 import torch
 
 from . import _checks
+from .i18n import tr
 from .rope import _rope_slice
 from .scaling import _validate, rope_inv_freq, rope_type_of, rotary_dim
 
@@ -194,7 +196,7 @@ class LayerPositions:
 
     def describe(self) -> str:
         """One line: what this layer does with positions."""
-        return f"layer {self.index}: " + _kind_text(self)
+        return tr(f"layer {self.index}: ", f"第 {self.index} 层：") + _kind_text(self)
 
 
 def attention_temperature(positions: torch.Tensor, *, floor_scale: float = 8192, attn_scale: float = 0.1
@@ -299,10 +301,11 @@ class ModelPositions:
             waves = layer.wavelengths
             rows.append({
                 "layers": layer_ranges(indices), "count": len(indices), "rope": layer.rope, "layout": layer.layout,
-                "rotary_dims": f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]} of {layer.head_dim}",
+                "rotary_dims": tr(f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]} of {layer.head_dim}",
+                                  f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]}（共 {layer.head_dim} 维）"),
                 "base": layer.base, "rope_type": layer.rope_type, "attention_factor": layer.attention_factor,
-                "attention": (layer.attention if layer.window is None else f"{layer.attention} {layer.window}")
-                + (" + query temperature" if layer.temperature else ""),
+                "attention": _attention_name(layer.attention) + ("" if layer.window is None else f" {layer.window}")
+                + (tr(" + query temperature", " + 查询温度") if layer.temperature else ""),
                 "longest_wavelength": None if waves is None else float(waves.max()),
                 "score_scale": layer.score_scale, "temperature": layer.temperature is not None,
             })
@@ -310,17 +313,27 @@ class ModelPositions:
 
     def table(self) -> str:
         """The report as plain text: one line per kind of layer, then the notes."""
-        head = (f"{self.model_type} ({self.family} rules): {self.num_layers} layers, "
-                f"positions: {self.position_encoding}, max_position_embeddings {self.max_position_embeddings}"
+        encoding = {"rope": tr("rope", "旋转位置编码（RoPE）"),
+                    "learned absolute": tr("learned absolute", "可学习的绝对位置嵌入")}.get(self.position_encoding,
+                                                                                       self.position_encoding)
+        head = (tr(f"{self.model_type} ({self.family} rules): {self.num_layers} layers, "
+                   f"positions: {encoding}, max_position_embeddings {self.max_position_embeddings}",
+                   f"{self.model_type}（按 {self.family} 规则读取）：{self.num_layers} 层，"
+                   f"用{encoding}，max_position_embeddings {self.max_position_embeddings}")
                 + ("" if self.original_max_position_embeddings is None
-                   else f" (pretrained at {self.original_max_position_embeddings})"))
+                   else tr(f" (pretrained at {self.original_max_position_embeddings})",
+                           f"（预训练长度 {self.original_max_position_embeddings}）")))
         columns = ("layers", "rope", "layout", "rotary_dims", "base", "rope_type", "attention_factor", "attention",
                    "longest_wavelength")
+        titles = {"layers": tr("layers", "层"), "rope": tr("rope", "用 RoPE"), "layout": tr("layout", "布局"),
+                  "rotary_dims": tr("rotary_dims", "旋转维度"), "base": tr("base", "底数"),
+                  "attention": tr("attention", "注意力"), "longest_wavelength": tr("longest_wavelength", "最长波长")}
+        headers = [titles.get(c, c) for c in columns]  # rope_type, attention_factor: config keys, as they are
         cells = [[table_cell(row[c]) for c in columns] for row in self.rows()]
-        widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(columns)]
-        lines = [head, "  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
-        lines += [f"note: {n}" for n in self.notes]
+        widths = [max(_width(c), *(_width(r[k]) for r in cells)) for k, c in enumerate(headers)]
+        lines = [head, "  ".join(_ljust(c, w) for c, w in zip(headers, widths))]
+        lines += ["  ".join(_ljust(v, w) for v, w in zip(r, widths)) for r in cells]
+        lines += [tr(f"note: {n}", f"注：{n}") for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -336,11 +349,22 @@ def table_cell(value, digits: int = 6) -> str:
     return str(value)
 
 
+def _width(text: str) -> int:
+    """Columns `text` takes in a monospaced font: a CJK character (or full-width punctuation) takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _ljust(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` display columns (str.ljust counts a CJK character as one)."""
+    return text + " " * (width - _width(text))
+
+
 def layer_ranges(indices) -> str:
     """[0, 1, 2, 4, 6, 7] -> '0-2,4,6-7'; an evenly spaced list [1, 3, 5, 7] -> '1-7 every 2'."""
     steps = {b - a for a, b in zip(indices, indices[1:])}
     if len(indices) >= 3 and len(steps) == 1 and steps != {1}:
-        return f"{indices[0]}-{indices[-1]} every {steps.pop()}"
+        step = steps.pop()
+        return tr(f"{indices[0]}-{indices[-1]} every {step}", f"{indices[0]}-{indices[-1]} 每 {step} 层")
     parts, start = [], indices[0]
     for a, b in zip(indices, indices[1:] + [None]):
         if b != a + 1:
@@ -349,17 +373,26 @@ def layer_ranges(indices) -> str:
     return ",".join(parts)
 
 
+def _attention_name(attention: str) -> str:
+    """The attention kind ("full", "sliding", "chunked") as a learner reads it (the name itself in English)."""
+    names = {"full": tr("full", "全注意力"), "sliding": tr("sliding", "滑动窗口"), "chunked": tr("chunked", "分块")}
+    return names.get(attention, attention)
+
+
 def _kind_text(layer: LayerPositions) -> str:
-    where = "full causal" if layer.causal else "full bidirectional"
+    where = tr("full causal", "全局因果") if layer.causal else tr("full bidirectional", "全局双向")
     if layer.window is not None:
-        where = f"{layer.attention} {layer.window}"
+        where = f"{_attention_name(layer.attention)} {layer.window}"
     if not layer.rope:
-        extra = ", query temperature" if layer.temperature else ""
-        return f"NoPE, attention {where}{extra}"
+        extra = tr(", query temperature", "，查询温度") if layer.temperature else ""
+        return tr(f"NoPE, attention {where}{extra}", f"NoPE，注意力：{where}{extra}")
     start, stop = layer.rotary_dims
-    dims = "all dims" if (start, stop) == (0, layer.head_dim) else f"dims {start}:{stop} of {layer.head_dim}"
-    factor = "" if layer.attention_factor == 1 else f", cos/sin x {layer.attention_factor:.6g}"
-    return f"RoPE {layer.layout}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}"
+    dims = (tr("all dims", "全部维度") if (start, stop) == (0, layer.head_dim)
+            else tr(f"dims {start}:{stop} of {layer.head_dim}", f"第 {start}:{stop} 维（共 {layer.head_dim} 维）"))
+    factor = ("" if layer.attention_factor == 1
+              else tr(f", cos/sin x {layer.attention_factor:.6g}", f"，cos/sin 乘 {layer.attention_factor:.6g}"))
+    return tr(f"RoPE {layer.layout}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}",
+              f"RoPE {layer.layout}，{dims}，底数 {layer.base:g}，{layer.rope_type}{factor}，注意力：{where}")
 
 
 # ----------------------------------------------------------------------------- reading the dict
@@ -471,7 +504,8 @@ def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
             raise TypeError(f"{r.name(key)} must be a dict or null, got {type(value).__name__}")
     key = "rope_scaling" if legacy else "rope_parameters"
     if legacy and modern:
-        notes.append("rope_scaling and rope_parameters both given: rope_scaling wins, as in transformers")
+        notes.append(tr("rope_scaling and rope_parameters both given: rope_scaling wins, as in transformers",
+                        "rope_scaling 和 rope_parameters 同时给出：与 transformers 一样，以 rope_scaling 为准"))
     params = legacy or modern or {}
     names = set(_HF_LAYER_TYPES)
     nested = bool(params) and set(params) <= names
@@ -565,8 +599,10 @@ def from_hf_config(config: dict) -> ModelPositions:
         raise TypeError(f"{prefix}['model_type'] must be a string, got {model_type!r}")
     family = FAMILIES.get(model_type, "generic")
     r = _Reader(text, family, prefix)
-    notes = [] if family != "generic" else [f"model_type {model_type!r} is not a known family: read with the "
-                                            f"generic (Llama-like) rules"]
+    notes = [] if family != "generic" else [tr(f"model_type {model_type!r} is not a known family: read with the "
+                                               f"generic (Llama-like) rules",
+                                               f"model_type {model_type!r} 不属于已知的模型系列：按 generic 规则"
+                                               f"（类似 Llama）读取")]
     n = r.int("num_hidden_layers", r.get("n_layer"), required=True)
     max_pos = r.int("max_position_embeddings", r.get("n_positions"))
     if family in ("absolute", "gpt2"):  # BERT, GPT-2: a learned table added to the input
@@ -576,8 +612,10 @@ def from_hf_config(config: dict) -> ModelPositions:
         layers = tuple(LayerPositions(i, False, hidden // heads, (0, 0), None, None, None, None, None, 1.0,
                                       (hidden // heads) ** -0.5, "full", None, causal=causal) for i in range(n))
         return ModelPositions(model_type, family, "learned absolute", n, max_pos, None, layers,
-                              notes=(f"learned absolute positions: a table of {max_pos} rows added to the input; "
-                                     f"no position in attention",))
+                              notes=(tr(f"learned absolute positions: a table of {max_pos} rows added to the input; "
+                                        f"no position in attention",
+                                        f"可学习的绝对位置嵌入：一张 {max_pos} 行的表，加在输入上；"
+                                        f"注意力里没有位置信息"),))
     heads = r.int("num_attention_heads", r.get("n_head"), required=True)
     head_dim = r.int("head_dim")
     if head_dim is None:  # transformers: head_dim or hidden_size // num_attention_heads
@@ -632,10 +670,13 @@ def from_hf_config(config: dict) -> ModelPositions:
                                          _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature, layer_type=layer_type))
     if mrope is not None:
-        notes.append(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE); "
-                     f"for text tokens all three positions are equal, so the frequencies above apply")
+        notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE); "
+                        f"for text tokens all three positions are equal, so the frequencies above apply",
+                        f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE）；"
+                        f"文本 token 的三个位置相同，所以上面的频率照样适用"))
     if family == "llama4_text" and r.flag("use_qk_norm", False):
-        notes.append("use_qk_norm: q and k are L2-normalised after RoPE on the RoPE layers")
+        notes.append(tr("use_qk_norm: q and k are L2-normalised after RoPE on the RoPE layers",
+                        "use_qk_norm：RoPE 层在旋转之后对 q 和 k 做 L2 归一化"))
     original = text.get("original_max_position_embeddings")
     if original is None:
         for base, rope_type, scaling, *_ in settings.values():
