@@ -80,31 +80,31 @@ def check_lag_targets(fn) -> None:
         if torch.equal(got[:, :-lag], tokens[:, lag:]):
             raise ExerciseError(tr(f"(lag={lag}) your targets are the token {lag} places AHEAD (the future); the task is "
                                    f"to copy the token {lag} places BACK: targets[:, t] = tokens[:, t - {lag}]",
-                                   f"（lag={lag}）你的 targets 取的是往后第 {lag} 个词元（来自未来）；任务是复制"
-                                   f"往前第 {lag} 个词元：targets[:, t] = tokens[:, t - {lag}]"))
+                                   f"（lag={lag}）你的 targets 取的是往后第 {lag} 个 token（来自未来）；任务是复制"
+                                   f"往前第 {lag} 个 token：targets[:, t] = tokens[:, t - {lag}]"))
         if torch.equal(got[:, lag:], tokens[:, :-lag]):
             head = got[:, :lag]
             if torch.equal(head, tokens[:, -lag:]):
                 raise ExerciseError(tr(f"(lag={lag}) the first {lag} targets wrapped around to the last tokens "
                                        f"(torch.roll does that): positions t < lag have no token lag places back; "
                                        f"set them to -100 so F.cross_entropy ignores them",
-                                       f"（lag={lag}）前 {lag} 个 target 绕回去取了末尾的词元（torch.roll 就会这样）："
-                                       f"t < lag 的位置往前数 lag 个并没有词元；把它们设为 -100，"
+                                       f"（lag={lag}）前 {lag} 个 target 绕回去取了末尾的 token（torch.roll 就会这样）："
+                                       f"t < lag 的位置往前数 lag 个并没有 token；把它们设为 -100，"
                                        f"F.cross_entropy 就会忽略它们"))
             raise ExerciseError(tr(f"(lag={lag}) positions t < {lag} have no token {lag} places back: their target must be "
                                    f"-100 (F.cross_entropy's ignore_index), got {head[0].tolist()}",
-                                   f"（lag={lag}）t < {lag} 的位置往前数 {lag} 个并没有词元：它们的 target 必须是 "
+                                   f"（lag={lag}）t < {lag} 的位置往前数 {lag} 个并没有 token：它们的 target 必须是 "
                                    f"-100（F.cross_entropy 的 ignore_index），实际是 {head[0].tolist()}"))
         for off in (lag - 1, lag + 1):
             if 0 < off < tokens.shape[1] and torch.equal(got[:, off:], tokens[:, :-off]):
                 raise ExerciseError(tr(f"(lag={lag}) off by one: your targets copy the token {off} places back, not {lag}",
-                                       f"（lag={lag}）差了一位：你的 targets 复制的是往前第 {off} 个词元，"
+                                       f"（lag={lag}）差了一位：你的 targets 复制的是往前第 {off} 个 token，"
                                        f"而不是第 {lag} 个"))
         raise ExerciseError(tr(f"(lag={lag}) wrong targets: expected {want[0].tolist()}, got {got[0].tolist()} "
                                f"(first row)",
                                f"（lag={lag}）targets 不对：第一行应为 {want[0].tolist()}，实际是 {got[0].tolist()}"))
     ok(tr("targets[:, t] = tokens[:, t - lag], and -100 (ignored) where there is nothing to copy.",
-          "targets[:, t] = tokens[:, t - lag]，无词元可复制的位置为 -100（忽略）。"))
+          "targets[:, t] = tokens[:, t - lag]，无 token 可复制的位置为 -100（忽略）。"))
 
 
 def check_safe_lookup(fn) -> None:

@@ -44,7 +44,7 @@ def check_permutation_matrix(permutation_matrix) -> None:
             raise ExerciseError(tr(f"for perm={perm} you built the transpose: P @ x gives x[inverse perm]. Row i of "
                                    f"P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: P[i, perm[i]] = 1",
                                    f"perm={perm} 时你构造的是转置：P @ x 得到的是 x[逆置换]。P @ x 的第 i 行必须是第 "
-                                   f"perm[i] 个词元，所以第 i 行的 1 要放在第 perm[i] 列：P[i, perm[i]] = 1"))
+                                   f"perm[i] 个 token，所以第 i 行的 1 要放在第 perm[i] 列：P[i, perm[i]] = 1"))
         raise ExerciseError(tr(f"for perm={perm}, P @ x is not x[perm]", f"perm={perm} 时，P @ x 不等于 x[perm]"))
     ok(tr("P @ x == x[perm], and P.T undoes it", "P @ x == x[perm]，P.T 再把它还原"))
 
@@ -76,7 +76,7 @@ def check_permuted_weights(permuted_weights) -> None:
                                       "你只重排了列（键），没有重排行（查询）：应为 weights[perm][:, perm]")),
                  (weights[inverse][:, inverse], tr("you used the inverse permutation: row i of the new sentence is "
                                                    "old token perm[i], so index with perm itself",
-                                                   "你用的是逆置换：新句子的第 i 行是原来的第 perm[i] 个词元，"
+                                                   "你用的是逆置换：新句子的第 i 行是原来的第 perm[i] 个 token，"
                                                    "所以直接用 perm 本身做索引")),
                  (weights[idx][:, idx].T, tr("transposed: rows are queries and each row sums to 1",
                                              "转置了：行对应查询，每行之和为 1"))]
@@ -98,10 +98,10 @@ def check_invariant_readout(readout) -> None:
     reference = tensor(readout(out.clone()), "readout(out)").double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
         raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
-                               "你的 readout 取的是位置 0 上的词元；一经置换，那里就换成了别的词"))
+                               "你的 readout 取的是位置 0 上的 token；一经置换，那里就换成了别的词"))
     if reference.shape == out[-1].shape and torch.allclose(reference, out[-1]):
         raise ExerciseError(tr("your readout is the last token; after a permutation another word sits there",
-                               "你的 readout 取的是最后一个词元；一经置换，那里就换成了别的词"))
+                               "你的 readout 取的是最后一个 token；一经置换，那里就换成了别的词"))
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
@@ -114,19 +114,19 @@ def check_invariant_readout(readout) -> None:
         if reference.numel() == out.numel():
             raise ExerciseError(tr("your readout keeps every token in order (a flatten/concat): reordering the tokens "
                                    "reorders it; pool over the sequence axis instead",
-                                   "你的 readout 按顺序保留了每个词元（flatten/concat）：词元一换序，结果也跟着换序；"
+                                   "你的 readout 按顺序保留了每个 token（flatten/concat）：token 一换序，结果也跟着换序；"
                                    "应改为沿序列维做池化"))
         raise ExerciseError(tr(f"your readout changes by up to {worst:.3g} when the tokens are reordered: it is not "
                                f"permutation-invariant (pool over the sequence axis: mean, sum or max)",
-                               f"词元换序后，你的 readout 最多变化 {worst:.3g}：它不是置换不变的"
+                               f"token 换序后，你的 readout 最多变化 {worst:.3g}：它不是置换不变的"
                                f"（应沿序列维做池化：mean、sum 或 max）"))
     other = out.clone()
     other[2] += 1.0
     if torch.allclose(tensor(readout(other), "readout").double(), reference):
         raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
-                               "某个词元的输出变了，你的 readout 却没变：它忽略了内容"))
+                               "某个 token 的输出变了，你的 readout 却没变：它忽略了内容"))
     ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",
-          "试过的 20 种顺序下 readout 都相同，而且它仍取决于词元本身"))
+          "试过的 20 种顺序下 readout 都相同，而且它仍取决于 token 本身"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

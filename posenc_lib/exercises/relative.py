@@ -33,7 +33,7 @@ def check_relative_positions(fn) -> None:
                                f"形状应为 (length, length) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))
     if got.is_floating_point():
         raise ExerciseError(tr("relative positions count tokens: return an integer tensor (torch.arange gives int64)",
-                               "相对位置是在数词元：应返回整数张量（torch.arange 给出的就是 int64）"))
+                               "相对位置是在数 token：应返回整数张量（torch.arange 给出的就是 int64）"))
     if torch.equal(got, want):
         ok(tr("[i, j] = j - i: key - query, so keys in the query's past are negative.",
               "[i, j] = j - i：键 - 查询，所以位于查询之前（过去）的键为负。"))

@@ -53,9 +53,9 @@ def check_rope_pair(rope_pair) -> None:
                                "only one of q and k, the score depends on m + n, the absolute positions",
                                "你转成了顺时针 [[cos, sin], [-sin, cos]]：这是偏移映射 M_k 在 (sin, cos) 对上的转向，"
                                "相当于位置 -m 处的 RoPE。RoPE 把 (x1, x2) 逆时针旋转，用的是 [[cos, -sin], [sin, cos]]。"
-                               "你的旋转若同时用于 q 和 k，得分仍只依赖相对位置，但方向成了镜像（从头训练时无妨，"
+                               "你的旋转若同时用于 q 和 k，分数仍只依赖相对位置，但方向成了镜像（从头训练时无妨，"
                                "但对照按 RoPE 约定训练的权重或写的代码就错了：每个相对距离都反了过来）；若只用于 q、k "
-                               "其中之一，得分就取决于 m + n，也就是绝对位置"))
+                               "其中之一，分数就取决于 m + n，也就是绝对位置"))
     if same(y1, right[1], 1e-6) and same(y2, right[0], 1e-6):
         raise ExerciseError(tr("you returned (y2, y1): the first output is x1 cos - x2 sin",
                                "你返回的是 (y2, y1)：第一个输出应是 x1 cos - x2 sin"))
@@ -140,7 +140,7 @@ def check_rope_half(fn) -> None:
                                "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
                                "the reference and every checkpoint that turns counter-clockwise). "
                                "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]",
-                               "你的旋转是顺时针的（转 -m theta）：相当于在取负的位置上做 RoPE，得分取决于 n - m "
+                               "你的旋转是顺时针的（转 -m theta）：相当于在取负的位置上做 RoPE，分数取决于 n - m "
                                "而不是 m - n（在用它训练出来的模型里无妨，但与参考实现以及所有逆时针旋转的检查点都对不上）。"
                                "应写成 x * cos + rotate_half(x) * sin，其中 rotate_half(x) = [-x2, x1]"))
     dim = x.shape[-1]
@@ -182,7 +182,7 @@ def check_unpermute_qk_rows(fn) -> None:
                                f"形状应与 weight 相同，即 {tuple(weight.shape)}，实际是 {tuple(got.shape)}"))
     if same(got, want, atol=0):
         ok(tr("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.",
-              "已逐个头把行换回原来的顺序：交错布局的 RoPE 作用于新 W，得分与对半拆分的 RoPE 作用于旧 W 相同。"))
+              "已逐个头把行换回原来的顺序：交错布局的 RoPE 作用于新 W，分数与对半拆分的 RoPE 作用于旧 W 相同。"))
         return
     perm = layout_permutation(head_dim)
     if same(got, weight.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(weight), atol=0):
@@ -243,9 +243,9 @@ def check_rope_complex(rope_by_complex) -> None:
                                    "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
                                    "scores as one 3 positions ahead would",
                                    "你乘的是 e^{-i m theta}（顺时针旋转）：RoPE 用的是 e^{+i m theta}。q 和 k 都乘 "
-                                   "e^{-i m theta}，就相当于在取负的位置上做 RoPE：得分取决于 n - m 而不是 m - n，"
+                                   "e^{-i m theta}，就相当于在取负的位置上做 RoPE：分数取决于 n - m 而不是 m - n，"
                                    "于是对照参考实现（或 Meta 的 Llama 权重），往前 3 个位置的键拿到的，"
-                                   "是往后 3 个位置的键本该有的得分"))
+                                   "是往后 3 个位置的键本该有的分数"))
         if same(got, wrong_exp, 1e-5):
             raise ExerciseError(tr("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)",
                                    "频率错了：第 i 对的 theta_i = base ** (-2i/d)，不是 base ** (-i/d)"))

@@ -37,7 +37,7 @@ def check_make_positions(make_positions) -> None:
         if out.is_floating_point() or out.is_complex() or out.dtype == torch.bool:
             raise ExerciseError(tr(f"got dtype {out.dtype}: positions count tokens, so use an integer dtype "
                                    f"(torch.arange(n) gives int64); bfloat16 cannot even tell 256 from 257",
-                                   f"得到的 dtype 是 {out.dtype}：位置是在给词元计数，应该用整数 dtype"
+                                   f"得到的 dtype 是 {out.dtype}：位置是在给 token 计数，应该用整数 dtype"
                                    f"（torch.arange(n) 给出的就是 int64）；bfloat16 连 256 和 257 都分不清"))
         if tuple(out.shape) == (n + 1,):
             raise ExerciseError(tr(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops before n",
@@ -47,7 +47,7 @@ def check_make_positions(make_positions) -> None:
                                    f"make_positions({n}) 的形状应为 ({n},)，实际是 {tuple(out.shape)}"))
         if n and int(out[0]) == 1:
             raise ExerciseError(tr("the first position is 0, not 1 (row 0 of a position table belongs to the first token)",
-                                   "第一个位置是 0，不是 1（位置表的第 0 行属于第一个词元）"))
+                                   "第一个位置是 0，不是 1（位置表的第 0 行属于第一个 token）"))
         if not torch.equal(out.long(), torch.arange(n)):
             raise ExerciseError(tr(f"make_positions({n}) should be 0, 1, ..., {n - 1}, got {out.tolist()[:8]}...",
                                    f"make_positions({n}) 应为 0, 1, ..., {n - 1}，实际是 {out.tolist()[:8]}..."))
@@ -366,7 +366,7 @@ def check_relative_part(relative_part) -> None:
                                "已经只依赖相对位置了，但不是这类矩阵里离 W 最近的那个：每个块的对角线上放 "
                                "alpha = (a+d)/2，对角线外放 beta = (b-c)/2 和 -beta"))
     ok(tr("W' = the part of W whose position-position score is a function of n - m alone",
-          "W' = W 中“位置–位置”得分只取决于 n - m 的那一部分"))
+          "W' = W 中“位置–位置”分数只取决于 n - m 的那一部分"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

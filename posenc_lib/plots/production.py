@@ -236,7 +236,7 @@ def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, s
     ax_score.plot(data["distance"], data["score"], color="C0", lw=1.2, label="q . k")
     ax_score.axhline(data["position_free"], color="k", lw=1, ls="--", label=tr("unrotated dims' part", "不旋转维度的贡献"))
     ax_score.set_xlabel(tr("m - n (query - key)", "m - n（查询 - 键）"), fontsize=8)
-    ax_score.set_title(tr(f"score against the distance ({r // 2} pairs turn)", f"得分随距离的变化（{r // 2} 对旋转）"),
+    ax_score.set_title(tr(f"score against the distance ({r // 2} pairs turn)", f"分数随距离的变化（{r // 2} 对旋转）"),
                        fontsize=9)
     ax_score.legend(fontsize=7, loc="upper right", frameon=False)
     tidy(ax_score)
@@ -396,7 +396,7 @@ def render_absorption_error(ax, distance, errors: dict):
         ax.plot(distance, to_numpy(values), marker="o", ms=3, lw=1.2, color=f"C{3 if n == 0 else 2}", label=label)
     tidy(ax)
     ax.set_xlabel(tr("n - m (key - query)", "n - m（键 - 查询）"), fontsize=8)
-    ax.set_ylabel(tr("|absorbed - true score|", "|吸收后得分 - 真实得分|"), fontsize=8)
+    ax.set_ylabel(tr("|absorbed - true score|", "|吸收后分数 - 真实分数|"), fontsize=8)
     ax.set_title(tr("one fixed absorbed matrix: exact only when RoPE is kept out of it",
                     "同一个吸收后的固定矩阵：只有不含 RoPE 时才精确"), fontsize=9)
     ax.legend(fontsize=7, loc="upper right", frameon=False)  # the first case is largest far from 0

@@ -72,9 +72,9 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
                 fontsize=7, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel(tr("shift of the whole sequence (positions)", "整个序列平移的位置数"), fontsize=8)
-    ax.set_ylabel(tr("max |scores(shift) - scores(0)|", "max |得分(shift) - 得分(0)|"), fontsize=8)
+    ax.set_ylabel(tr("max |scores(shift) - scores(0)|", "max |分数(shift) - 分数(0)|"), fontsize=8)
     ax.set_title(tr("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)",
-                 "同样的 token 整体平移：哪些得分会变？（恰为 0 的画在 1e-17）"), fontsize=9, y=1.0)
+                 "同样的 token 整体平移：哪些分数会变？（恰为 0 的画在 1e-17）"), fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=3, loc="center right")
     tidy(ax, 5, axis="y", minor_ticks=False)
     return data

@@ -75,7 +75,7 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         ax.text(*(1.25 * rk), tr(f"k at n={pn}", f"k 位于 n={pn}"), color="C1", fontsize=8, ha="center", va="center")
         score = float(rq @ rk)
         ax.set_title(tr(f"m={pm}, n={pn}: angle {np.degrees(angle):.0f}°, score {score:.3f}",
-                     f"m={pm}，n={pn}：夹角 {np.degrees(angle):.0f}°，得分 {score:.3f}"), fontsize=9)
+                     f"m={pm}，n={pn}：夹角 {np.degrees(angle):.0f}°，分数 {score:.3f}"), fontsize=9)
         ax.set_aspect("equal")
         ax.set_xlim(-1.3 * radius, 1.3 * radius)
         ax.set_ylim(-1.3 * radius, 1.3 * radius)
@@ -107,14 +107,14 @@ def render_rope_score(axes, m: int = 5, n: int = 2, *, q: torch.Tensor, k: torch
     ax_shift.set_ylim(*_padded((min(curve.min(), score), max(curve.max(), score))))
     ax_shift.set_xlabel(tr("shift s", "平移量 s"), fontsize=8)
     ax_shift.set_title(tr(f"score(m+s, n+s), m={m}, n={n}: {score:.4f}",
-                          f"m={m}，n={n} 时的得分 score(m+s, n+s)：{score:.4f}"),
+                          f"m={m}，n={n} 时的分数 score(m+s, n+s)：{score:.4f}"),
                        fontsize=9)
     tidy(ax_shift)
     relative = torch.arange(-span, span + 1)
     ax_rel.plot(relative.numpy(), curve, color="0.5", lw=1)
     ax_rel.plot([m - n], [score], "o", color="C3", ms=6)
     ax_rel.set_xlabel(tr("m - n  (query - key; = -r, r = key - query)", "m - n（查询 - 键；= -r，r = 键 - 查询）"), fontsize=8)
-    ax_rel.set_title(tr("score against m - n", "得分随 m - n 的变化"), fontsize=9)
+    ax_rel.set_title(tr("score against m - n", "分数随 m - n 的变化"), fontsize=9)
     tidy(ax_rel)
     two_panels(axes)
     return {"score": score, "shift_scores": shift_scores, "relative": relative.numpy(), "curve": curve}
