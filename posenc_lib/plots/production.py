@@ -511,7 +511,8 @@ def spectrum_rows(reports: dict) -> list:
         for row, (_, indices) in zip(positions.rows(), positions.kinds()):
             layer = positions.layer(indices[0])
             others = [i for i in range(positions.num_layers) if i not in indices]
-            layers = row["layers"] if len(row["layers"]) <= 16 or not others else f"all but {layer_ranges(others)}"
+            layers = row["layers"] if len(row["layers"]) <= 16 or not others else tr(
+                f"all but {layer_ranges(others)}", f"除 {layer_ranges(others)} 外的各层")
             entry = {"model": name, "layers": layers, "kind": layer_kind(layer), "rope": layer.rope,
                      "layout": layer.layout,
                      "rotary": tr(f"{layer.rotary_dim} of {layer.head_dim}", f"{layer.rotary_dim}/{layer.head_dim} 维"),
