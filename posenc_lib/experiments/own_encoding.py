@@ -48,6 +48,7 @@ from dataclasses import replace
 import torch
 
 from .. import _checks
+from ..i18n import Text, get_language, tr
 from ..attention import HOOKS, PositionalEncoding, where_it_acts
 from ..model import ENCODINGS, TinyLM, TinyLMConfig
 from .config import ExperimentConfig
@@ -64,6 +65,15 @@ RULE_DEVICE = "ignores the device"
 RULE_IN_PLACE = "modifies its input in place"
 RULE_FUTURE = "leaks future positions"
 RULES = (RULE_BUILD, RULE_NO_HOOK, RULE_CRASH, RULE_SHAPE, RULE_DTYPE, RULE_DEVICE, RULE_IN_PLACE, RULE_FUTURE)
+# what a learner reads for each rule (the RULE_* strings above stay the keys: they are compared, in English)
+_RULE_NAMES = {RULE_BUILD: Text("cannot be built", "无法构建"),
+               RULE_NO_HOOK: Text("implements no hook", "没有实现任何钩子"),
+               RULE_CRASH: Text("raises an error", "运行出错"),
+               RULE_SHAPE: Text("changes shapes", "改变了形状"),
+               RULE_DTYPE: Text("returns the wrong dtype", "返回的 dtype 不对"),
+               RULE_DEVICE: Text("ignores the device", "忽略了设备"),
+               RULE_IN_PLACE: Text("modifies its input in place", "原地修改了输入"),
+               RULE_FUTURE: Text("leaks future positions", "泄露了未来位置")}
 
 # the checks' sizes: SEQ positions; the output at positions 0..SEEN-1 must not depend on what follows
 BATCH, SEQ, SEEN = 2, 9, 5
@@ -72,8 +82,15 @@ _NUDGE_SEED = 1234
 
 
 def problem(rule: str, where: str, detail: str) -> str:
-    """One problem as the checker reports it: "[rule] where: detail"."""
-    return f"[{rule}] {where}: {detail}"
+    """One problem as the checker reports it: "[rule] where: detail" (the rule's name in the learner's
+    language; `rule` is one of RULES)."""
+    name = str(_RULE_NAMES.get(rule, rule))
+    return f"[{name}] {where}{_punct(': ', '：')}{detail}"
+
+
+def _punct(en: str, zh: str) -> str:
+    """Punctuation only (no words to translate): half-width in English, full-width in Chinese."""
+    return zh if get_language() == "zh" else en
 
 
 # ------------------------------------------------------------------------------------ building it
@@ -166,12 +183,16 @@ def _outputs(hook: str, out) -> list | str:
     string saying why it is not the right kind of thing."""
     if hook == "rotate_qk":
         if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
-            return f"must return the pair (q, k) of tensors, got {type(out).__name__}"
+            return tr(f"must return the pair (q, k) of tensors, got {type(out).__name__}",
+                      f"必须返回一对张量 (q, k)，得到的却是 {type(out).__name__}")
         return list(out)
     if out is None:
-        return "must return x + (your term), got None" if hook == "add_to_input" else []
+        return tr("must return x + (your term), got None",
+                  "必须返回 x + (你的项)，得到的却是 None") if hook == "add_to_input" else []
     if not isinstance(out, torch.Tensor):
-        return f"must return a tensor{'' if hook == 'add_to_input' else ' or None'}, got {type(out).__name__}"
+        allowed = tr("a tensor", "张量") if hook == "add_to_input" else tr("a tensor or None", "张量或 None")
+        return tr(f"must return {allowed}, got {type(out).__name__}",
+                  f"必须返回{allowed}，得到的却是 {type(out).__name__}")
     return [out]
 
 
@@ -182,22 +203,30 @@ def _broadcasts(shape, target) -> bool:
 def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
     x, q, probs = inputs["x"], inputs["q"], inputs["probs"]
     if hook == "add_to_input" and outs[0].shape != x.shape:
-        return f"returned shape {tuple(outs[0].shape)} for x of shape {tuple(x.shape)}; return x + (your term), x's shape"
+        return tr(f"returned shape {tuple(outs[0].shape)} for x of shape {tuple(x.shape)}; return x + (your term), x's shape",
+                  f"x 的形状是 {tuple(x.shape)}，返回的形状却是 {tuple(outs[0].shape)}；应返回 x + (你的项)，"
+                  f"形状和 x 一样")
     if hook == "rotate_qk":
         for name, got in zip("qk", outs):
             if got.shape != inputs[name].shape:
-                return (f"returned {name} of shape {tuple(got.shape)} for {name} of shape {tuple(inputs[name].shape)}: "
-                        f"a rotation keeps (batch, heads, seq, head_dim)")
+                return tr(f"returned {name} of shape {tuple(got.shape)} for {name} of shape {tuple(inputs[name].shape)}: "
+                          f"a rotation keeps (batch, heads, seq, head_dim)",
+                          f"输入的 {name} 形状是 {tuple(inputs[name].shape)}，返回的 {name} 形状却是 "
+                          f"{tuple(got.shape)}：旋转应保持形状 (batch, heads, seq, head_dim) 不变")
     if hook == "score_bias" and outs:
         target = (*q.shape[:2], q.shape[2], q.shape[2])
         if not _broadcasts(outs[0].shape, target):
-            return (f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the scores' "
-                    f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or (1, heads, q_len, k_len)")
+            return tr(f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the scores' "
+                      f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or (1, heads, q_len, k_len)",
+                      f"返回的形状 {tuple(outs[0].shape)} 无法广播到注意力分数的 (batch, heads, q_len, k_len) = "
+                      f"{target}；可以用 (heads, q_len, k_len) 或 (1, heads, q_len, k_len)")
     if hook == "value_bias" and outs:
         target = (*probs.shape[:3], q.shape[-1])
         if not _broadcasts(outs[0].shape, target):
-            return (f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the attention output "
-                    f"(batch, heads, q_len, head_dim) = {target}")
+            return tr(f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the attention output "
+                      f"(batch, heads, q_len, head_dim) = {target}",
+                      f"返回的形状 {tuple(outs[0].shape)} 无法广播到注意力输出的 "
+                      f"(batch, heads, q_len, head_dim) = {target}")
     return None
 
 
@@ -253,11 +282,15 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
     except NotImplementedError:
         raise
     except Exception as err:  # noqa: BLE001 -- the learner's code: any crash is reported
-        return [problem(RULE_CRASH, hook, f"on float64 CPU inputs it raised {_error(err)}")]
+        return [problem(RULE_CRASH, hook, tr(f"on float64 CPU inputs it raised {_error(err)}",
+                                             f"在 CPU 上输入 float64 时抛出了 {_error(err)}"))]
     changed = [name for name in inputs if not torch.equal(inputs[name], before[name])]
     if changed:
-        found.append(problem(RULE_IN_PLACE, hook, f"it changed {', '.join(changed)} (an in-place op such as +=, "
-                             f"add_, x[...] = or masked_fill_ on an input); return a new tensor: x = x + term"))
+        found.append(problem(RULE_IN_PLACE, hook, tr(f"it changed {', '.join(changed)} (an in-place op such as +=, "
+                                                     f"add_, x[...] = or masked_fill_ on an input); return a new tensor: "
+                                                     f"x = x + term",
+                                                     f"它改动了 {', '.join(changed)}（对输入用了 +=、add_、x[...] = "
+                                                     f"或 masked_fill_ 这类原地操作）；应返回新张量：x = x + term")))
     outs = _outputs(hook, out)
     if isinstance(outs, str):
         return found + [problem(RULE_SHAPE, hook, outs)]
@@ -266,18 +299,25 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
         return found + [problem(RULE_SHAPE, hook, shape)]
     wrong = [t.dtype for t in outs if t.dtype != torch.float64]
     if wrong:
-        found.append(problem(RULE_DTYPE, hook, f"float64 inputs (and a float64 encoding) gave {wrong[0]}: a tensor "
-                             f"made without dtype= is float32; make it in the input's dtype (dtype=x.dtype, .to(q.dtype))"))
+        found.append(problem(RULE_DTYPE, hook, tr(f"float64 inputs (and a float64 encoding) gave {wrong[0]}: a tensor "
+                                                  f"made without dtype= is float32; make it in the input's dtype "
+                                                  f"(dtype=x.dtype, .to(q.dtype))",
+                                                  f"输入是 float64（编码也是 float64），输出却是 {wrong[0]}：不指定 "
+                                                  f"dtype= 新建的张量是 float32；要按输入的 dtype 来建"
+                                                  f"（dtype=x.dtype、.to(q.dtype)）")))
     if not found:
         found += _future_problems(enc64, hook, inputs, outs)
     try:
         out32 = _outputs(hook, _call(_nudged(enc, torch.float32), hook, _inputs(config, torch.float32, "cpu")))
         wrong = [] if isinstance(out32, str) else [t.dtype for t in out32 if t.dtype != torch.float32]
         if wrong:
-            found.append(problem(RULE_DTYPE, hook, f"float32 inputs gave {wrong[0]}: return the input's dtype "
-                                 f"(compute in float64 if you need to, then .to(x.dtype))"))
+            found.append(problem(RULE_DTYPE, hook, tr(f"float32 inputs gave {wrong[0]}: return the input's dtype "
+                                                      f"(compute in float64 if you need to, then .to(x.dtype))",
+                                                      f"输入是 float32，输出却是 {wrong[0]}：要返回输入的 dtype"
+                                                      f"（需要的话可以先用 float64 算，再 .to(x.dtype)）")))
     except Exception as err:  # noqa: BLE001
-        found.append(problem(RULE_CRASH, hook, f"on float32 CPU inputs it raised {_error(err)}"))
+        found.append(problem(RULE_CRASH, hook, tr(f"on float32 CPU inputs it raised {_error(err)}",
+                                                  f"在 CPU 上输入 float32 时抛出了 {_error(err)}")))
     found += _device_problems(enc, hook, config)
     return found
 
@@ -285,17 +325,25 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
 def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
     """The hook's output at positions < SEEN, against the same with the later inputs changed or cut off."""
     seen = _visible(hook, outs, SEEN, SEQ)
-    for how, other in (("the inputs at positions >= {s} changed", _changed_future(inputs)),
-                       ("the sequence was cut after position {t} (so it depends on the length)", _cut(inputs))):
+    for how, other in ((tr("the inputs at positions >= {s} changed",
+                           "在位置 >= {s} 的输入改动后变了"), _changed_future(inputs)),
+                       (tr("the sequence was cut after position {t} (so it depends on the length)",
+                           "在序列截断到位置 {t} 后变了（可见它依赖序列长度）"), _cut(inputs))):
         try:
             again = _outputs(hook, _call(enc64, hook, other))
         except Exception as err:  # noqa: BLE001
-            return [problem(RULE_CRASH, hook, f"on a shorter or changed sequence it raised {_error(err)}")]
+            return [problem(RULE_CRASH, hook, tr(f"on a shorter or changed sequence it raised {_error(err)}",
+                                                 f"在截短或改动过的序列上抛出了 {_error(err)}"))]
         if isinstance(again, str) or not _same(seen, _visible(hook, again, SEEN, other["positions"].numel())):
-            part = "the bias on keys <= query at" if hook == "score_bias" else "its output at"
-            return [problem(RULE_FUTURE, hook, f"{part} positions 0..{SEEN - 1} changed when "
-                            f"{how.format(s=SEEN, t=SEEN - 1)}: position t may use positions <= t only (a mean, "
-                            f"sum, cumsum from the end, or the length T over the sequence mixes in later tokens)")]
+            part = (tr("the bias on keys <= query at", "偏置（键 <= 查询的部分）") if hook == "score_bias"
+                    else tr("its output at", "输出"))
+            return [problem(RULE_FUTURE, hook, tr(f"{part} positions 0..{SEEN - 1} changed when "
+                                                  f"{how.format(s=SEEN, t=SEEN - 1)}: position t may use positions "
+                                                  f"<= t only (a mean, sum, cumsum from the end, or the length T over "
+                                                  f"the sequence mixes in later tokens)",
+                                                  f"位置 0..{SEEN - 1} 的{part}{how.format(s=SEEN, t=SEEN - 1)}："
+                                                  f"位置 t 只能用到 <= t 的位置（在整个序列上取均值、求和、从末尾做 "
+                                                  f"cumsum，或用到长度 T，都会把后面的 token 混进来）"))]
     return []
 
 
@@ -304,17 +352,24 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
         meta = copy.deepcopy(enc).to("meta")
         out = _outputs(hook, _call(meta, hook, _inputs(config, torch.float32, "meta")))
     except Exception as err:  # noqa: BLE001
-        return [problem(RULE_DEVICE, hook, f"on the meta device (a stand-in for a GPU: tensors without data) it "
-                        f"raised {_error(err)}. A tensor made without device= (torch.arange(n), torch.zeros(...)) "
-                        f"lands on the CPU: pass device=x.device (q.device, positions.device). Meta tensors have "
-                        f"no values, so .item(), int(t) or a Python if on a tensor fail there too: keep them out "
-                        f"of a hook")]
+        return [problem(RULE_DEVICE, hook, tr(f"on the meta device (a stand-in for a GPU: tensors without data) it "
+                                              f"raised {_error(err)}. A tensor made without device= (torch.arange(n), "
+                                              f"torch.zeros(...)) lands on the CPU: pass device=x.device (q.device, "
+                                              f"positions.device). Meta tensors have no values, so .item(), int(t) "
+                                              f"or a Python if on a tensor fail there too: keep them out of a hook",
+                                              f"在 meta 设备上（它代替 GPU：张量没有数据）抛出了 {_error(err)}。"
+                                              f"不指定 device= 新建的张量（torch.arange(n)、torch.zeros(...)）"
+                                              f"会落在 CPU 上：要传 device=x.device（或 q.device、positions.device）。"
+                                              f"meta 张量没有值，所以 .item()、int(t) 或拿张量做 Python 的 if 判断"
+                                              f"在那里同样会失败：钩子里别用它们"))]
     if isinstance(out, str):
         return []  # reported on the CPU already
     devices = sorted({str(t.device) for t in out if t.device.type != "meta"})
     if devices:
-        return [problem(RULE_DEVICE, hook, f"inputs on the meta device (a stand-in for a GPU) gave a tensor on "
-                        f"{devices[0]}: make every tensor on the input's device (device=x.device)")]
+        return [problem(RULE_DEVICE, hook, tr(f"inputs on the meta device (a stand-in for a GPU) gave a tensor on "
+                                              f"{devices[0]}: make every tensor on the input's device (device=x.device)",
+                                              f"输入在 meta 设备上（它代替 GPU），却得到了 {devices[0]} 上的张量："
+                                              f"每个张量都要建在输入所在的设备上（device=x.device）"))]
     return []
 
 
@@ -332,12 +387,16 @@ def _model_problems(enc: PositionalEncoding, config: TinyLMConfig) -> list:
             full = model(idx)[0][:, :SEEN]
             changed, cut = model(other)[0][:, :SEEN], model(idx[:, :SEEN])[0]
     except Exception as err:  # noqa: BLE001
-        return [problem(RULE_CRASH, "TinyLM", f"a causal TinyLM with this encoding raised {_error(err)}")]
-    for how, again in (("the tokens after them changed", changed), ("the sequence was cut after them", cut)):
+        return [problem(RULE_CRASH, "TinyLM", tr(f"a causal TinyLM with this encoding raised {_error(err)}",
+                                                 f"用这个编码的因果 TinyLM 抛出了 {_error(err)}"))]
+    for how, again in ((tr("the tokens after them changed", "改动了后面的 token"), changed),
+                       (tr("the sequence was cut after them", "截掉了后面的序列"), cut)):
         if not _same([full], [again]):
             return [problem(RULE_FUTURE, f"TinyLM ({', '.join(where_it_acts(enc))})",
-                            f"the logits at positions 0..{SEEN - 1} changed when {how}: with the causal mask, "
-                            f"something your hooks compute lets a position see the ones after it")]
+                            tr(f"the logits at positions 0..{SEEN - 1} changed when {how}: with the causal mask, "
+                               f"something your hooks compute lets a position see the ones after it",
+                               f"{how}，位置 0..{SEEN - 1} 的 logits 就变了：虽然有因果掩码，你的钩子算出的"
+                               f"某个量仍让一个位置看到了它后面的位置"))]
     return []
 
 
@@ -346,12 +405,16 @@ def _no_hook_problem(enc: PositionalEncoding) -> str:
     own = [name for klass in cls.__mro__ if klass not in (PositionalEncoding, torch.nn.Module, object)
            for name, value in vars(klass).items() if inspect.isfunction(value)]
     near = {name: difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.6) for name in own if name not in HOOKS}
-    hints = [f"{name}() looks like a misspelt {match[0]}()" for name, match in near.items() if match]
+    hints = [tr(f"{name}() looks like a misspelt {match[0]}()", f"{name}() 像是拼错了的 {match[0]}()")
+             for name, match in near.items() if match]
     if "forward" in own:
-        hints.append("forward() is not a hook: MultiHeadAttention and TinyLM call the four hooks, never forward")
-    hint = f" ({'; '.join(hints)})" if hints else ""
-    return problem(RULE_NO_HOOK, cls.__name__, f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
-                   f"information: the model would be NoPE{hint}")
+        hints.append(tr("forward() is not a hook: MultiHeadAttention and TinyLM call the four hooks, never forward",
+                        "forward() 不是钩子：MultiHeadAttention 和 TinyLM 只调用那四个钩子，从不调用 forward"))
+    hint = f"{_punct(' (', '（')}{_punct('; ', '；').join(hints)}{_punct(')', '）')}" if hints else ""
+    return problem(RULE_NO_HOOK, cls.__name__, tr(f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
+                                                  f"information: the model would be NoPE{hint}",
+                                                  f"{', '.join(HOOKS)} 这几个钩子一个都没有重写，所以它不提供任何位置信息："
+                                                  f"模型就成了 NoPE{hint}"))
 
 
 def rule_report(encoding, config: TinyLMConfig | None = None) -> dict:
@@ -437,7 +500,8 @@ def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: i
     if check_rules:
         found = encoding_rule_problems(encoding, experiment_config(cfg))
         if found:
-            raise ValueError(f"encoding {name} breaks the protocol's rules, not trained:\n  " + "\n  ".join(found))
+            raise ValueError(tr(f"encoding {name} breaks the protocol's rules, not trained:\n  ",
+                                f"编码 {name} 违反了实验协议的规则，不予训练：\n  ") + "\n  ".join(found))
     run_cfg = replace(cfg, steps=steps, eval_windows=windows,
                       warmup_steps=cfg.warmup_steps if steps == cfg.steps else max(1, cfg.warmup_steps * steps // cfg.steps),
                       log_every=cfg.log_every if steps >= cfg.log_every else max(1, steps // 5))
@@ -445,7 +509,8 @@ def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: i
     threads_before = torch.get_num_threads()
     wall, cpu = time.perf_counter(), time.process_time()
     model = own_model(encoding, run_cfg, seed)
-    bar = tqdm(total=steps, unit="step", desc=f"{name} (seed {seed})", disable=not show_progress, dynamic_ncols=True)
+    bar = tqdm(total=steps, unit=tr("step", "步"), desc=tr(f"{name} (seed {seed})", f"{name}（种子 {seed}）"),
+               disable=not show_progress, dynamic_ncols=True)
     try:
         torch.set_num_threads(threads or threads_before)
         curve = train(model, corpus.train, seq_len=run_cfg.train_len, steps=steps, batch_size=run_cfg.batch_size,
@@ -453,7 +518,8 @@ def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: i
                       weight_decay=run_cfg.weight_decay, grad_clip=run_cfg.grad_clip, log_every=run_cfg.log_every,
                       progress=bar.update)
         train_seconds = time.perf_counter() - wall
-        bar.set_postfix_str(f"evaluating at {', '.join(f'{m}L' for m in sorted(run_cfg.eval_multiples))}")
+        lengths = ", ".join(f"{m}L" for m in sorted(run_cfg.eval_multiples))
+        bar.set_postfix_str(tr(f"evaluating at {lengths}", f"正在评估 {lengths}"))
         ends = eval_ends(corpus.valid, run_cfg.train_len * max(run_cfg.eval_multiples), windows)
         losses, per_position = {}, None
         for mult in sorted(run_cfg.eval_multiples):
