@@ -153,3 +153,29 @@ def test_attempt_speaks_chinese(chinese, capsys):
     sinusoidal = importlib.import_module("posenc_lib.exercises.sinusoidal")
     assert X.attempt(sinusoidal.check_wavelength, lambda omega: 1 / omega) is False
     assert CJK.search(capsys.readouterr().out)
+
+
+def test_own_encoding_problems_speak_chinese_and_keep_their_english_rule(chinese):
+    """07's checker of your own encoding: the problem text in Chinese, .rule and .where as in English
+    (what the notebook asserts on, the same in both editions)."""
+    import torch
+    from torch import nn
+
+    from posenc_lib.attention import PositionalEncoding
+    from posenc_lib.experiments.own_encoding import RULE_DEVICE, RULE_FUTURE, rule_report
+
+    class NormalisedIndex(PositionalEncoding):
+        def __init__(self, dim):
+            super().__init__()
+            self.w = nn.Parameter(torch.zeros(dim))
+
+        @classmethod
+        def from_config(cls, config):
+            return cls(config.d_model)
+
+        def add_to_input(self, x, positions):
+            return x + (torch.arange(x.shape[1]) / x.shape[1])[:, None] * self.w  # the length, and no device=
+
+    problems = rule_report(NormalisedIndex)["problems"]
+    assert [(p.rule, p.where) for p in problems] == [(RULE_FUTURE, "add_to_input"), (RULE_DEVICE, "add_to_input")]
+    assert all(CJK.search(p) and p.startswith("[") for p in problems), problems

@@ -81,11 +81,21 @@ _MODEL_LAYERS, _MODEL_VOCAB = 2, 11
 _NUDGE_SEED = 1234
 
 
-def problem(rule: str, where: str, detail: str) -> str:
-    """One problem as the checker reports it: "[rule] where: detail" (the rule's name in the learner's
-    language; `rule` is one of RULES)."""
+class Problem(str):
+    """One problem as the checker reports it, "[rule] where: detail" (the rule's name in the learner's
+    language), which also keeps .rule (one of RULES, always English) and .where (the hook, or "TinyLM
+    (...)"): code can ask which rules broke whatever the language."""
+
+    rule: str
+    where: str
+
+
+def problem(rule: str, where: str, detail: str) -> Problem:
+    """One problem (see Problem); `rule` is one of RULES."""
     name = str(_RULE_NAMES.get(rule, rule))
-    return f"[{name}] {where}{_punct(': ', '：')}{detail}"
+    found = Problem(f"[{name}] {where}{_punct(': ', '：')}{detail}")
+    found.rule, found.where = rule, where
+    return found
 
 
 def _punct(en: str, zh: str) -> str:
