@@ -82,7 +82,7 @@ def code_tokens(code: str) -> list[tuple[str, int]]:
             fields = _string_fields(tok.string)
             if tokens and tokens[-1][0].startswith("<string "):  # "a" "b" is one literal
                 previous, line = tokens.pop()
-                kind, _, more = fields.partition("{")
+                more = fields.partition("{")[2]  # the second literal's fields, if any
                 fields = previous[len("<string "):-1] + ("{" + more if more else "")
                 tokens.append((f"<string {fields}>", line))
             else:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from notebook_sync import CHINESE_DIR, ENGLISH_DIR, differences, pairs, read_cells, source
+from notebook_sync import CHINESE_DIR, differences, pairs, read_cells, source
 
 PAIRS = pairs()
 SET_LANGUAGE = re.compile(r"""^posenc_lib\.set_language\((["'])(\w+)\1\)""", re.M)

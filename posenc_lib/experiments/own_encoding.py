@@ -48,7 +48,7 @@ from dataclasses import replace
 import torch
 
 from .. import _checks
-from ..i18n import Text, get_language, tr
+from ..i18n import Text, tr
 from ..attention import HOOKS, PositionalEncoding, where_it_acts
 from ..model import ENCODINGS, TinyLM, TinyLMConfig
 from .config import ExperimentConfig
@@ -93,14 +93,9 @@ class Problem(str):
 def problem(rule: str, where: str, detail: str) -> Problem:
     """One problem (see Problem); `rule` is one of RULES."""
     name = str(_RULE_NAMES.get(rule, rule))
-    found = Problem(f"[{name}] {where}{_punct(': ', '：')}{detail}")
+    found = Problem(f"[{name}] {where}{tr(': ', '：')}{detail}")
     found.rule, found.where = rule, where
     return found
-
-
-def _punct(en: str, zh: str) -> str:
-    """Punctuation only (no words to translate): half-width in English, full-width in Chinese."""
-    return zh if get_language() == "zh" else en
 
 
 # ------------------------------------------------------------------------------------ building it
@@ -420,7 +415,7 @@ def _no_hook_problem(enc: PositionalEncoding) -> str:
     if "forward" in own:
         hints.append(tr("forward() is not a hook: MultiHeadAttention and TinyLM call the four hooks, never forward",
                         "forward() 不是钩子：MultiHeadAttention 和 TinyLM 只调用那四个钩子，从不调用 forward"))
-    hint = f"{_punct(' (', '（')}{_punct('; ', '；').join(hints)}{_punct(')', '）')}" if hints else ""
+    hint = f"{tr(' (', '（')}{tr('; ', '；').join(hints)}{tr(')', '）')}" if hints else ""
     return problem(RULE_NO_HOOK, cls.__name__, tr(f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
                                                   f"information: the model would be NoPE{hint}",
                                                   f"{', '.join(HOOKS)} 这几个钩子一个都没有重写，所以它不提供任何位置信息："
