@@ -30,7 +30,7 @@ def _diagnose(value: float, candidates, prefix: str, fallback: str, **tolerance)
     """Raise ExerciseError: prefix + the message of the first (wrong value, message) candidate that
     `value` matches (math.isclose with `tolerance`), or prefix + fallback when none does."""
     hint = next((hint for wrong, hint in candidates if math.isclose(value, wrong, **tolerance)), None)
-    raise ExerciseError(f"{prefix}: {hint or fallback}")
+    raise ExerciseError(f"{prefix}{tr(': ', '：')}{hint or fallback}")
 
 
 def _theta(dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -59,7 +59,7 @@ def check_last_positions_loss(last_positions_loss) -> None:
     hints = [
         (float(nll[:, :L].mean()), tr("you scored the FIRST L positions: in a longer window those are the positions "
                                       "the model saw in training, so every length would give the same number",
-                                      "你算的是最前面 L 个位置：窗口再长，这些也都是模型训练时见过的位置，"
+                                      "你算的是最前面 L 个位置，而窗口再长，这些也都是模型训练时见过的位置，"
                                       "所以每种长度都会得到同一个数")),
         (float(nll.mean()), tr("you averaged over all n positions: a longer window then mixes short-context positions "
                                "with long ones, and the lengths are no longer compared on the same characters",

@@ -108,7 +108,7 @@ def check_axial_rope(fn) -> None:
         (apply_rope(x, rows * width + cols, base=base),
          tr("that is 1-D RoPE on the flattened index row * W + col: the patch below is then W positions away. Turn "
             "half of the pairs with the row and half with the column",
-            "这是对展平索引 row * W + col 做的 1-D RoPE：正下方的 patch 会隔出 W 个位置。"
+            "这是对展平索引 row * W + col 做的 1-D RoPE：正下方的 patch 因此相距 W 个位置。"
             "应让一半的对随行旋转，另一半随列旋转")),
         (apply_axial_rope(x, grid, base=base, style="pixtral"),
          tr("those are Pixtral's frequencies (rows on theta_0, theta_2, ..., columns on theta_1, theta_3, ... of base "
@@ -118,7 +118,7 @@ def check_axial_rope(fn) -> None:
         (apply_axial_rope(x, grid, base=base, style="qwen2_vl", layout="interleaved"),
          tr("you paired neighbouring dims (2i, 2i+1); Qwen2-VL's vision tower uses the half-split pairs (x[i], x[i + "
             "d/2]) with rotate_half",
-            "你把相邻维度 (2i, 2i+1) 配成了对；Qwen2-VL 的视觉编码器是前后两半配对 "
+            "你把相邻维度 (2i, 2i+1) 配成了对；Qwen2-VL 的视觉编码器用的是对半拆分的配对 "
             "(x[i], x[i + d/2])，配合 rotate_half")),
         (apply_axial_rope(x, -grid, base=base, style="qwen2_vl"),
          tr("your rotation turns clockwise (by -angle): use x * cos + rotate_half(x) * sin",
@@ -264,7 +264,7 @@ def check_mrope_axes(fn) -> None:
                                f"{list(section)}、interleaved={interleaved} 时应为 {want.tolist()}，"
                                f"得到的是 {got.tolist()}"))
     ok(tr("chunks for Qwen2-VL, t h w t h w ... for Qwen3-VL: each axis gets its section's number of pairs.",
-          "Qwen2-VL 分块，Qwen3-VL 按 t h w t h w ... 交错：每个轴分到的对数等于它在 section 中的数目。"))
+          "Qwen2-VL 分块，Qwen3-VL 按 t h w t h w ... 交错：每个轴分到几对，就是它在 section 中对应的那个数。"))
 
 
 def _every_third(section) -> torch.Tensor:

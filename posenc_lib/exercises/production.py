@@ -56,7 +56,7 @@ def check_slow_pairs(fn) -> None:
     if answers == right:
         ok(tr(f"pairs with less than one turn: {[int(a) for a in answers]} (Llama 2, Llama 3 at 8k, Qwen2.5 at 128k, "
               "a 64-dim head at 2k).",
-              f"转不满一圈的对数：{[int(a) for a in answers]}（依次是 Llama 2、8k 上下文的 Llama 3、128k 上下文的 "
+              f"转不满一圈的频率对个数：{[int(a) for a in answers]}（依次是 Llama 2、8k 上下文的 Llama 3、128k 上下文的 "
               f"Qwen2.5、2k 上下文下 64 维的注意力头）。"))
         return
 
@@ -66,7 +66,7 @@ def check_slow_pairs(fn) -> None:
     if matches(slower=False):
         raise ExerciseError(tr("you counted the pairs that DO complete a turn (wavelength <= context); the question "
                                "is the slow ones, wavelength > context",
-                               "你数的是能转满一圈的对（波长 <= 上下文）；题目问的是慢的那些，即波长 > 上下文"))
+                               "你数的是能转满一圈的对（波长 <= 上下文长度）；题目问的是慢的那些，即波长 > 上下文长度"))
     if matches(exponent=1.0):
         raise ExerciseError(tr("frequency exponent: theta_i = base ** (-2i / head_dim) for pair i = 0 .. head_dim/2 - "
                                "1; you used i / head_dim, which spans only the square root of the base",
@@ -143,7 +143,7 @@ def check_partial_rope(fn) -> None:
             (apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
              tr("you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers pair "
                 "(i, i + r/2) within the rotated dims",
-                "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的 interleaved 布局；transformers 里的 GPT-NeoX "
+                "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的交错（interleaved）布局；transformers 里的 GPT-NeoX "
                 "和 Phi 在旋转的维度内按 (i, i + r/2) 配对")),
         )
         for mistaken, message in known_mistakes:
@@ -314,8 +314,8 @@ def check_yarn_score_scale(fn) -> None:
     if all(math.isclose(g, r, rel_tol=1e-6) for g, r in zip(got, right)):  # float32 answers pass
         ok(tr("q.k x (0.1 ln s + 1)^2: the attention factor is on cos and sin, so the score gets it twice "
               f"(x{got[-1]:.3f} at s = {_FACTORS[-1]:g}, DeepSeek-V3's factor).",
-              "q.k 乘以 (0.1 ln s + 1)^2：attention factor 乘在 cos 和 sin 上，所以分数乘了它两次"
-              f"（DeepSeek-V3 用的因子 s = {_FACTORS[-1]:g} 时为 x{got[-1]:.3f}）。"))
+              "q.k 乘以 (0.1 ln s + 1)^2：注意力因子（attention factor）乘在 cos 和 sin 上，所以分数乘了它两次"
+              f"（取 DeepSeek-V3 的因子 s = {_FACTORS[-1]:g} 时，分数乘以 {got[-1]:.3f}）。"))
         return
 
     def close(values):
@@ -324,7 +324,7 @@ def check_yarn_score_scale(fn) -> None:
     if close([math.sqrt(r) for r in right]):
         raise ExerciseError(tr("that is the attention factor itself, 0.1 ln s + 1; it multiplies cos and sin, so the "
                                "rotated q AND the rotated k carry it: q.k is multiplied by its square",
-                               "这是 attention factor 本身，0.1 ln s + 1；它乘在 cos 和 sin 上，旋转后的 q 和 k "
+                               "这是注意力因子（attention factor）本身，0.1 ln s + 1；它乘在 cos 和 sin 上，旋转后的 q 和 k "
                                "各带一份：q.k 乘的是它的平方"))
     if close([(0.1 * math.log10(s) + 1) ** 2 for s in _FACTORS]):
         raise ExerciseError(tr("ln is the natural logarithm (math.log), not log10",

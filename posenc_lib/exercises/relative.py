@@ -67,7 +67,7 @@ def check_t5_bucket(fn) -> None:
             if got.shape != want.shape:
                 raise ExerciseError(tr(f"({setting}) expected one bucket per relative position, shape {tuple(want.shape)}, "
                                        f"got {tuple(got.shape)}",
-                                       f"（{setting}）每个相对位置应对应一个桶，形状 {tuple(want.shape)}，"
+                                       f"（{setting}）每个相对位置应对应一个桶，形状应为 {tuple(want.shape)}，"
                                        f"实际是 {tuple(got.shape)}"))
             if torch.equal(got.long(), want):
                 continue
@@ -144,7 +144,7 @@ def check_alibi_slopes(fn) -> None:
                                    f"all slopes of the largest power of two below n, then every other slope "
                                    f"(h = 1, 3, 5, ...) of twice that",
                                    f"（{n} 个头）你把 2 的幂的公式 2^(-8h/n) 直接套在了 n = {n} 上。论文只训练过头数"
-                                   f"为 2 的幂的模型；其他头数时，作者的代码（get_slopes，其注释自称是个 'workaround'，"
+                                   f"为 2 的幂的模型；其他头数时，作者的代码（get_slopes，其注释自称是个“workaround”，"
                                    f"BLOOM 和本库都沿用它）先取小于 n 的最大 2 的幂对应的全部斜率，再从两倍头数的斜率里"
                                    f"隔一个取一个（h = 1, 3, 5, ...）"))
         closest = 2 ** math.floor(math.log2(n))

@@ -107,8 +107,8 @@ QUIZ: dict = {
                          "outputs ...",
                          "自注意力既不加位置编码，也不加掩码；把输入 token 的顺序打乱（做一次置换），输出会……"),
         "options": {"a": Text("are unchanged", "保持不变"),
-                    "b": Text("change in a way that depends on the permutation", "以取决于这个置换的方式变化"),
-                    "c": Text("are permuted the same way", "按同样的方式被置换"),
+                    "b": Text("change in a way that depends on the permutation", "会变，怎么变取决于这个置换"),
+                    "c": Text("are permuted the same way", "跟着做同样的置换"),
                     "d": Text("are all equal", "全都相等")},
         "answer": "c",
         "why": {"a": Text("that is invariance, which needs a pooled readout (a sum or mean over tokens) on top "
@@ -125,7 +125,7 @@ QUIZ: dict = {
     "rope_relative": {
         "question": Text("With RoPE, the score of a query at position m and a key at position n depends on the "
                          "positions through ...",
-                         "用 RoPE 时，位置 m 的查询和位置 n 的键之间的分数，对位置的依赖只通过……"),
+                         "用 RoPE 时，位置 m 的查询和位置 n 的键之间的分数，通过什么依赖于位置？"),
         "options": {"a": Text("m - n, with its sign", "m - n（带符号）"), "b": Text("|m - n| only", "只有 |m - n|"),
                     "c": Text("m and n separately", "m 和 n 各自的值"), "d": "m + n"},
         "answer": "a",
@@ -245,7 +245,7 @@ QUIZ: dict = {
     "ntk_overshoot": {
         "question": Text("NTK-aware at factor 4 on that model, on a window of 4 * L0: the slow pairs turn past the "
                          "angles they saw in training. By how much at most (turns over 4 L0 / turns over L0)?",
-                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢对会转过训练时见过的角度。"
+                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢对转到的角度会超出训练时见过的范围。"
                          "最多超出多少（4 L0 内的圈数 / L0 内的圈数）？"),
         "options": {"a": Text("1.00 (they stay within their trained angles)", "1.00（仍在训练过的角度范围内）"),
                     "b": "4.00", "c": "2.21", "d": "1.45"},
@@ -260,12 +260,12 @@ QUIZ: dict = {
         "question": Text("At a fixed factor, what sets how far NTK-aware's slow pairs overshoot their trained angles?",
                          "因子固定时，NTK-aware 的慢对超出训练角度多少，是由什么决定的？"),
         "options": {"a": Text("where the slow pairs start in the head, i.e. L0 against the base",
-                              "慢对从头里的哪一对开始，也就是 L0 相对于底数的大小"),
+                              "慢对从注意力头的第几对开始，也就是 L0 相对于底数的大小"),
                     "b": Text("the number of pairs: more pairs make the geometric steps finer",
-                              "对的数量：对越多，几何级数的步子越细"),
-                    "c": Text("the attention factor", "attention factor（注意力系数）"),
+                              "对的数量：对越多，几何级数的每一步越小"),
+                    "c": Text("the attention factor", "注意力因子（attention factor）"),
                     "d": Text("nothing: NTK-aware keeps every pair within its trained angles",
-                              "什么都不决定：NTK-aware 让每一对都留在训练过的角度以内")},
+                              "没有这回事：NTK-aware 让每一对都留在训练过的角度以内")},
         "answer": "a",
         "why": {"b": Text("the overshoot is factor ** (1 - 2 i0 / (d - 2)) at the first slow pair i0; 2 i0 / (d - 2) "
                           "tends to ln(L0 / 2 pi) / ln(base) as d grows. At L0 = 64 it is 2.21 at d = 16 and 2.75 at "
@@ -274,10 +274,10 @@ QUIZ: dict = {
                           "ln(L0 / 2 pi) / ln(base)。L0 = 64 时，d = 16 为 2.21，d = 128 为 2.75："
                           "对越多，超出反而越多（notebook 08 第 4 节）"),
                 "c": Text("NTK-aware has none (attention factor 1); only YaRN rescales the scores",
-                          "NTK-aware 根本没有这一项（attention factor 为 1）；只有 YaRN 会重新缩放分数"),
+                          "NTK-aware 根本没有这一项（注意力因子为 1）；只有 YaRN 会重新缩放分数"),
                 "d": Text("only its slowest pair is slowed by the full factor; the others overshoot. YaRN's authors "
                           "make this point about NTK-aware themselves (notebook 08)",
-                          "只有最慢的那一对被放慢了整整一个因子，其余的都会超出。YaRN 的作者自己就指出过 NTK-aware "
+                          "只有最慢的那一对放慢了整整 factor 倍，其余各对都会超出。YaRN 的作者自己就指出过 NTK-aware "
                           "的这个问题（notebook 08）")},
     },
     "dynamic_ntk_factor": {
@@ -314,7 +314,7 @@ QUIZ: dict = {
     "yarn_temperature": {
         "question": Text("YaRN and Llama 3.1 both keep the fast pairs and fully interpolate the slow ones. What does "
                          "YaRN do that Llama 3.1 does not?",
-                         "YaRN 和 Llama 3.1 都保留快对、对慢对做完全插值。YaRN 还多做了什么，是 Llama 3.1 没做的？"),
+                         "YaRN 和 Llama 3.1 都保留快对、对慢对做完全插值。YaRN 多做了哪件 Llama 3.1 没做的事？"),
         "options": {"a": Text("it divides every frequency by the factor", "把每个频率都除以因子"),
                     "b": Text("it raises the base", "调大底数"),
                     "c": Text("it scales the attention logits, by (0.1 ln s + 1)^2",
@@ -461,7 +461,7 @@ def check_quiz(answers: dict, results: dict | None = None) -> None:
     unknown = sorted(set(answers) - set(QUIZ))
     if unknown:
         raise ExerciseError(tr(f"unknown question ids {unknown}; the ids are {list(QUIZ)}",
-                               f"没有这些题目 id：{unknown}；题目 id 是 {list(QUIZ)}"))
+                               f"未知的题目 id：{unknown}；可用的 id 是 {list(QUIZ)}"))
     results = load_results("extrapolation") if results is None else results
     right = quiz_answers(results)
     problems = []

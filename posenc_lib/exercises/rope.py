@@ -94,7 +94,7 @@ def check_rotate_half(fn) -> None:
         raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: pair i is "
                                "(x[i], x[i + d/2]), so move whole halves",
                                "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
-                               "第 i 对是 (x[i], x[i + d/2])，所以要整半整半地搬"))
+                               "第 i 对是 (x[i], x[i + d/2])，所以要把前后两半整体搬动"))
     if torch.equal(got, -want):
         raise ExerciseError(tr("you turned by -90 degrees ([x2, -x1]): the counter-clockwise turn of (x1, x2) is "
                                "(-x2, x1), the minus goes on the second half, which moves to the front",
@@ -134,7 +134,7 @@ def check_rope_half(fn) -> None:
         raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
                                "must be torch.cat((c, c)), and rotate_half moves whole halves",
                                "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
-                               "cos 和 sin 必须是 torch.cat((c, c))，rotate_half 则整半整半地搬"))
+                               "cos 和 sin 必须是 torch.cat((c, c))，rotate_half 则把前后两半整体搬动"))
     if same(got, apply_rope(x, -positions, base=base, layout="half"), atol=1e-5):
         raise ExerciseError(tr("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
                                "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
@@ -177,7 +177,7 @@ def check_unpermute_qk_rows(fn) -> None:
     if got.shape != weight.shape:
         if got.shape == weight.T.shape:
             raise ExerciseError(tr("the result is transposed: keep nn.Linear's (out_features, in_features) layout",
-                                   "结果转置了：要保持 nn.Linear 的 (out_features, in_features) 排布"))
+                                   "结果转置了：要保持 nn.Linear 的 (out_features, in_features) 布局"))
         raise ExerciseError(tr(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}",
                                f"形状应与 weight 相同，即 {tuple(weight.shape)}，实际是 {tuple(got.shape)}"))
     if same(got, want, atol=0):

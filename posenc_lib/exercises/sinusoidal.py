@@ -143,7 +143,7 @@ _TABLE_HINTS = {
     "exponent_i": Text("wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
                        "指数错了：第 i 对你用的是 base**(i/dim)；公式里是 2i/dim（omega_i = base**(-2i/dim)）"),
     "multiply": Text("you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
-                     "你把 pos 乘以了 base**(2i/dim)；公式里是除：pos / base**(2i/dim)"),
+                     "你用 pos 乘了 base**(2i/dim)；公式里是除：pos / base**(2i/dim)"),
     "fairseq": Text("that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
                     "这是 tensor2tensor 和 fairseq 的指数：除以 dim/2 - 1，而不是用 2i/dim"),
     "fairseq_concat": Text("that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
@@ -151,7 +151,7 @@ _TABLE_HINTS = {
                            "这是 tensor2tensor 和 fairseq 的表：[sin | cos] 布局，指数除以 dim/2 - 1；"
                            "论文用的是交错布局和 2i/dim"),
     "from_one": Text("positions start at 0, not 1: row 0 must be [0, 1, 0, 1, ...]",
-                     "位置从 0 开始，不是从 1：第 0 行必须是 [0, 1, 0, 1, ...]"),
+                     "位置从 0 开始，而不是 1：第 0 行必须是 [0, 1, 0, 1, ...]"),
 }
 
 
@@ -190,8 +190,8 @@ def check_sinusoidal_table(make_table) -> None:
         raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}): the naive "
                                f"`pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError saying dim "
                                f"must be even",
-                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）：这正是朴素写法 "
-                               f"`pe[:, 1::2] = cos(...)` 的崩溃。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
+                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）：朴素写法 "
+                               f"`pe[:, 1::2] = cos(...)` 正是在这里崩溃的。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
                                )) from None
     else:
         raise ExerciseError(tr("for an odd dim=5 your function returned a table: the encoding needs (sin, cos) pairs, "
@@ -253,7 +253,7 @@ def check_pe_dot(pe_dot) -> None:
             if math.isclose(got * (d // 2), right, abs_tol=1e-6):
                 raise ExerciseError(tr(f"pe_dot({k}, {d}) is the mean over the pairs; the dot product is the sum "
                                        f"(pe_dot(0) = dim/2 = {d // 2})",
-                                       f"pe_dot({k}, {d}) 是各对的平均；点积应当求和（pe_dot(0) = dim/2 = {d // 2}）"))
+                                       f"pe_dot({k}, {d}) 算成了各对的平均；点积是求和（pe_dot(0) = dim/2 = {d // 2}）"))
             raise ExerciseError(tr(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}",
                                    f"pe_dot({k}, {d}, {base}) = {got:.6f}，应为 PE(p).PE(p+k) = {right:.6f}"))
     ok(tr("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only",
@@ -283,7 +283,7 @@ def check_offset_matrix(make_offset_matrix) -> None:
             raise ExerciseError(tr(f"k={k}: your M_k is the transpose, RoPE's counter-clockwise [[cos, -sin], [sin, cos]]: "
                                    f"it moves PE(pos) to PE(pos - k). On a (sin, cos) pair the angle-sum identities give "
                                    f"sin(a+b) = sin a cos b + cos a sin b, i.e. the block [[cos b, sin b], [-sin b, cos b]]",
-                                   f"k={k}：你的 M_k 是转置，即 RoPE 的逆时针旋转 [[cos, -sin], [sin, cos]]，"
+                                   f"k={k}：你的 M_k 转置了，成了 RoPE 的逆时针旋转 [[cos, -sin], [sin, cos]]，"
                                    f"它把 PE(pos) 变成 PE(pos - k)。对一对 (sin, cos)，和角公式给出 "
                                    f"sin(a+b) = sin a cos b + cos a sin b，对应的块是 [[cos b, sin b], [-sin b, cos b]]"))
         if same(got, offset_matrix(k, d, base=base, layout="concat"), 1e-6):
@@ -293,10 +293,10 @@ def check_offset_matrix(make_offset_matrix) -> None:
                                    f"交错布局的一对是列 (2i, 2i+1)"))
         if same(got, _rotation_blocks(torch.full((d // 2,), float(k), dtype=torch.float64)), 1e-6):
             raise ExerciseError(tr(f"k={k}: every block turns by the angle k; pair i must turn by k*omega_i",
-                                   f"k={k}：每个块都转了角度 k；第 i 对应当转 k*omega_i"))
+                                   f"k={k}：每个块都转了角度 k；第 i 对要转 k*omega_i"))
         if same(got, offset_matrix(k, d, base=math.sqrt(base)), 1e-6):
             raise ExerciseError(tr(f"k={k}: wrong exponent: you used omega_i = base**(-i/dim); it is base**(-2i/dim)",
-                                   f"k={k}：指数错了：你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
+                                   f"k={k}：指数错了，你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
