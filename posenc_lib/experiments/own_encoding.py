@@ -333,7 +333,7 @@ def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
     for how, other in ((tr("the inputs at positions >= {s} changed",
                            "在位置 >= {s} 的输入改动后变了"), _changed_future(inputs)),
                        (tr("the sequence was cut after position {t} (so it depends on the length)",
-                           "在序列截断到位置 {t} 后变了（可见它依赖序列长度）"), _cut(inputs))):
+                           "在截掉位置 {t} 之后的序列后变了（说明它依赖序列长度）"), _cut(inputs))):
         try:
             again = _outputs(hook, _call(enc64, hook, other))
         except Exception as err:  # noqa: BLE001
@@ -362,7 +362,7 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
                                               f"torch.zeros(...)) lands on the CPU: pass device=x.device (q.device, "
                                               f"positions.device). Meta tensors have no values, so .item(), int(t) "
                                               f"or a Python if on a tensor fail there too: keep them out of a hook",
-                                              f"在 meta 设备上（它代替 GPU：张量没有数据）抛出了 {_error(err)}。"
+                                              f"在 meta 设备上（用来代替 GPU：张量里没有数据）抛出了 {_error(err)}。"
                                               f"不指定 device= 新建的张量（torch.arange(n)、torch.zeros(...)）"
                                               f"会落在 CPU 上：要传 device=x.device（或 q.device、positions.device）。"
                                               f"meta 张量没有值，所以 .item()、int(t) 或拿张量做 Python 的 if 判断"
@@ -373,7 +373,7 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
     if devices:
         return [problem(RULE_DEVICE, hook, tr(f"inputs on the meta device (a stand-in for a GPU) gave a tensor on "
                                               f"{devices[0]}: make every tensor on the input's device (device=x.device)",
-                                              f"输入在 meta 设备上（它代替 GPU），却得到了 {devices[0]} 上的张量："
+                                              f"输入在 meta 设备上（用来代替 GPU），却得到了 {devices[0]} 上的张量："
                                               f"每个张量都要建在输入所在的设备上（device=x.device）"))]
     return []
 

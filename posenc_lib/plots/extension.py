@@ -113,7 +113,7 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
     seeds_text = tr(f"{seeds} seeds", f"{seeds} 个种子") if seeds > 1 else tr(f"{seeds} seed", f"{seeds} 个种子")
     ax_curve.set_title(tr(f"train at L={L}, test longer ({seeds_text}, band = min..max; "
                           "colours as on the right)",
-                          f"L={L} 上训练，更长处测试（{seeds_text}，色带 = min..max；"
+                          f"L={L} 上训练、更长窗口上测试（{seeds_text}，色带 = min..max；"
                           "颜色同右图）"), fontsize=9, y=1.0)
     _tidy(ax_curve)
     order = sorted(encodings, key=lambda e: (out["rise"][e] is None, out["rise"][e] or 0.0))
@@ -176,7 +176,7 @@ def render_training_curves(ax, results: dict):
         out[enc] = (steps, loss)
     ax.set_xlabel(tr("step", "训练步"), fontsize=8)
     ax.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
-    ax.set_title(tr("training at L (windows the same for every encoding)", "在 L 上训练（每种编码的窗口都相同）"),
+    ax.set_title(tr("training at L (windows the same for every encoding)", "在 L 上训练（各编码用的窗口相同）"),
                  fontsize=9, y=1.0)
     ax.legend(fontsize=7, ncol=3)
     _tidy(ax)
@@ -323,7 +323,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     ax_dist.set_xlabel(tr("distance between the copies (characters)", "两份之间的距离（字符数）"), fontsize=8)
     ax_dist.set_ylabel(tr("gain: control - probe loss (nats/char)", "增益：对照损失 - 探针损失（nats/字符）"), fontsize=8)
     ax_dist.set_title(tr(f"retrieval by distance ({k} random letters, scored on the 2nd copy)",
-                         f"按距离看检索（{k} 个随机字母，在第 2 份上计分）"), fontsize=9, y=1.0)
+                         f"检索随距离的变化（{k} 个随机字母，在第 2 份上计分）"), fontsize=9, y=1.0)
     wins = data["groups"][names[0]]["by_window"]["x"] if names else []
     ax_win.set_xticks(wins, [f"{w // L}L={w}" if w > L else f"L={w}" for w in wins])
     ax_win.axvline(L, color="k", lw=0.8, ls=":")
@@ -402,7 +402,7 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_ratio.axhline(1.0, color="#bbbbbb", lw=0.8)
     ax_ratio.axhline(1.0 / factor, color="k", ls=":", lw=0.8)
     ax_ratio.text(0, 1.0 / factor, tr(" 1/factor: a shaded pair on or below stays in its trained angles",
-                                     " 1/factor：阴影中的频率对在此线上或线下，即不超出训练角度"), fontsize=7,
+                                     " 1/factor：阴影中的频率对只要不高于此线，就不超出训练角度"), fontsize=7,
                   va="bottom")
     unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
     if unseen.any():
@@ -447,7 +447,7 @@ def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16
         ax.plot(x, reach, "-", color=color, lw=0.8, alpha=0.5)
         ax.plot(x[d["slow"]], reach[d["slow"]], "o-", color=color, ms=3 if dim <= 32 else 1.5, lw=1.6,
                 label=tr(f"d={dim}, L0={l0}: first slow pair {d['first_slow']}, overshoot {d['overshoot']:.2f}x",
-                         f"d={dim}，L0={l0}：首个慢速对 {d['first_slow']}，超出 {d['overshoot']:.2f} 倍")
+                         f"d={dim}，L0={l0}：首个慢速对 {d['first_slow']}，达训练角度的 {d['overshoot']:.2f} 倍")
                 if d["slow"].any() else tr(f"d={dim}, L0={l0}: no slow pair", f"d={dim}，L0={l0}：没有慢速对"))
         if d["slow"].any():
             i0 = d["first_slow"]
@@ -508,7 +508,7 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
     ax.set_ylabel(tr("loss on the last L chars (nats/char)", "最后 L 个字符的损失（nats/字符）"), fontsize=8)
     ax.set_title(tr(f"RoPE trained at L={L}: extension methods (factor = window / L; dynamic: 2); dashed: fine-tuned "
                     f"{cfg['finetune_steps']} steps at {cfg['finetune_multiple'] * L}",
-                    f"在 L={L} 上训练的 RoPE：各扩展方法（因子 = 窗口 / L；dynamic 为 2）；虚线：在 "
+                    f"L={L} 上训练的 RoPE：各扩展方法（因子 = 窗口 / L；动态 NTK 取 2）；虚线：在 "
                     f"{cfg['finetune_multiple'] * L} 上微调 {cfg['finetune_steps']} 步"), fontsize=8.5, y=1.0)
     ax.legend(fontsize=6.5, ncol=2, loc="upper left")
     _tidy(ax)

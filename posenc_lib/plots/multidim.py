@@ -169,7 +169,7 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
         mine = data["axis"] == a
         label = (tr(f"{name}: {int(mine.sum())} pairs, shortest {data['fastest'][name]:.3g}",
                     f"{name}：{int(mine.sum())} 对，最短 {data['fastest'][name]:.3g}") if mine.any()
-                 else tr(f"{name}: no pairs", f"{name}：无"))
+                 else tr(f"{name}: no pairs", f"{name}：没有频率对"))
         ax.plot(i[mine], data["wavelength"][mine], "o", ms=3, color=color, label=label)  # cheaper than scatter
     ax.axhline(2 * math.pi * 32, color="0.6", lw=0.8, ls="--")  # above it: < 1 radian across 32 patches
     ax.set_title(tr(f"section {list(data['section'])}, {kind}", f"分段 {list(data['section'])}，{kind}"), fontsize=9)

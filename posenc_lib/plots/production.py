@@ -119,7 +119,7 @@ def render_base_context(axes, base: float = 10000.0, context: int = 4096, *, hea
     ax_wave, ax_sim = axes
     pairs = np.arange(len(waves))
     ax_wave.semilogy(pairs[~slow], waves[~slow], "o", ms=2.5, color="C0",
-                     label=tr(">= 1 turn in the context", "上下文内转满 >= 1 圈"))
+                     label=tr(">= 1 turn in the context", "上下文内转 >= 1 圈"))
     ax_wave.semilogy(pairs[slow], waves[slow], "o", ms=2.5, color="C3",
                      label=tr("< 1 turn in the context", "上下文内转不满 1 圈"))
     ax_wave.axhline(context, color="k", lw=1, ls="--")
@@ -140,7 +140,7 @@ def render_base_context(axes, base: float = 10000.0, context: int = 4096, *, hea
     first = int(below[0]) if below.size else None
     if first is not None:
         ax_sim.axvline(first, color="C3", lw=1.2)
-        title = tr(f"B(m) < 0 first at m = {first:,}", f"B(m) 首次 < 0：m = {first:,}")
+        title = tr(f"B(m) < 0 first at m = {first:,}", f"m = {first:,} 处 B(m) 首次 < 0")
     else:
         title = tr(f"B(m) >= 0 for every m < {context:,}", f"所有 m < {context:,} 都有 B(m) >= 0")
     ax_sim.set_xlim(0, context)
@@ -364,7 +364,7 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
         scale = to_numpy(chosen.query_scale(m))
         ax_right.semilogx(to_numpy(m), scale, color=KIND_COLORS["NoPE"], lw=1.6)
         ax_right.set_xlabel(tr("query position m", "查询位置 m"), fontsize=8)
-        ax_right.set_ylabel(tr("query x", "查询的缩放倍数"), fontsize=8)
+        ax_right.set_ylabel(tr("query x", "查询的乘数"), fontsize=8)
         ax_right.set_title(tr(f"layer {i}: NoPE, full attention; query temperature", f"第 {i} 层：NoPE，全注意力；查询温度"),
                            fontsize=8)
         tidy(ax_right, axis="y")

@@ -194,7 +194,7 @@ def render_alibi_window(ax, num_heads: int = 8, *, length: int = 4096, mass: flo
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(tr("distance D to the query", "到查询的距离 D"), fontsize=8)
-    ax.set_ylabel(tr("weight on keys within D", "距离 D 以内的键的权重"), fontsize=8)
+    ax.set_ylabel(tr("weight on keys within D", "距离 D 以内的键分到的权重"), fontsize=8)
     ax.set_title(tr(f"ALiBi's soft window: equal content scores, {length} keys",
                  f"ALiBi 的软窗口：内容分数都相同，{length} 个键"), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=tr("slope", "斜率"), title_fontsize=7)

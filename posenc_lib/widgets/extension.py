@@ -20,7 +20,7 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
     multiples = sorted(int(m) for m in results["runs"][0]["loss"])
     controls = {
         "encoding": widgets.Dropdown(options=[(tr("all", "全部"), "all")] + [(e, e) for e in results["summary"]],
-                                     value="all", description=tr("focus", "突出")),
+                                     value="all", description=tr("focus", "突出显示")),
         "multiple": widgets.SelectionSlider(options=[(f"{m}L = {m * L}", m) for m in multiples],
                                             value=4 if 4 in multiples else multiples[-1],
                                             description=tr("length", "长度")),

@@ -30,8 +30,8 @@ def patch_scores_widget() -> InteractiveFigure:
 def mrope_sections_widget() -> InteractiveFigure:
     """Sliders for M-RoPE's section split (pairs for t and for h; w gets the rest of 64) and a toggle between
     Qwen2-VL's chunks and Qwen3-VL's interleaving: the wavelength of every pair, coloured by its axis."""
-    temporal = widgets.IntSlider(value=16, min=0, max=32, description=tr("t pairs", "t 的对数"))
-    height = widgets.IntSlider(value=24, min=0, max=32, description=tr("h pairs", "h 的对数"))
+    temporal = widgets.IntSlider(value=16, min=0, max=32, description=tr("t pairs", "t 频率对"))
+    height = widgets.IntSlider(value=24, min=0, max=32, description=tr("h pairs", "h 频率对"))
     interleaved = widgets.ToggleButtons(options=[(tr("chunks (Qwen2-VL)", "分块（Qwen2-VL）"), False),
                                                  (tr("interleaved (Qwen3-VL)", "交错（Qwen3-VL）"), True)],
                                         value=False)

@@ -24,7 +24,7 @@ def permutation_explorer() -> InteractiveFigure:
                                      value="none", description=tr("encoding", "位置编码")),
         "causal": widgets.Checkbox(value=False, description=tr("causal mask", "因果掩码")),
         "layers": widgets.Dropdown(options=[(tr("1 layer (1 head)", "1 层（1 个头）"), 1),
-                                            (tr("2 stacked layers", "2 层堆叠"), 2)], value=1,
+                                            (tr("2 stacked layers", "堆叠 2 层"), 2)], value=1,
                                    description=tr("layers", "层数")),
     }
     return InteractiveFigure(render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
