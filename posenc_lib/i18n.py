@@ -8,9 +8,9 @@ A notebook sets the language once, in its first code cell: `posenc_lib.set_langu
 notebooks/, `posenc_lib.set_language("zh")` in notebooks/zh/ (the Chinese edition).
 
 Every such text is written as `tr(english, chinese)`, the two side by side at the place that uses
-them, so whoever changes one sees the other (a table of texts made at import time holds
-`Text(english, chinese)`, which picks its language when it is shown) (tests/test_i18n.py checks that both are there, that the
-Chinese one is Chinese, and that both interpolate the same values).
+them, so whoever changes one sees the other; a table of texts made at import time holds
+`Text(english, chinese)`, which picks its language when it is shown. tests/test_i18n.py checks that
+both are there, that the Chinese one is Chinese, and that both interpolate the same values.
 """
 from __future__ import annotations
 

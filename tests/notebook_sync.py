@@ -112,10 +112,11 @@ def has_english_prose(markdown: str) -> bool:
 
 
 def _first_difference(english: list, chinese: list) -> str:
-    for i, (e, c) in enumerate(zip(english, chinese)):
+    for e, c in zip(english, chinese):
         if e[0] != c[0]:
             return f"English line {e[1]} has `{e[0]}` where the Chinese line {c[1]} has `{c[0]}`"
-    shorter, longer, which = (english, chinese, "Chinese") if len(english) < len(chinese) else (chinese, english, "English")
+    shorter, longer, which = ((english, chinese, "Chinese") if len(english) < len(chinese)
+                              else (chinese, english, "English"))
     extra = longer[len(shorter)]
     return f"the {which} cell goes on with `{extra[0]}` (line {extra[1]}) where the other one ends"
 

@@ -182,3 +182,23 @@ def test_own_encoding_problems_speak_chinese_and_keep_their_english_rule(chinese
     problems = rule_report(NormalisedIndex)["problems"]
     assert [(p.rule, p.where) for p in problems] == [(RULE_FUTURE, "add_to_input"), (RULE_DEVICE, "add_to_input")]
     assert all(CJK.search(p) and p.startswith("[") for p in problems), problems
+
+
+def test_permutation_figures_show_the_characters_in_chinese_and_pinyin_in_english():
+    """Notebook 01 says so: the English figures label 我 爱 北京 by pinyin, the Chinese ones by the characters."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from posenc_lib.plots.permutation import PINYIN, TOKENS, render_permutation
+
+    for language, labels in (("en", [PINYIN[t] for t in TOKENS]), ("zh", list(TOKENS))):
+        set_language(language)
+        try:
+            fig, axes = plt.subplots(1, 3)
+            render_permutation(axes)
+            shown = [t.get_text() for t in axes[0].get_xticklabels()]
+            plt.close(fig)
+        finally:
+            set_language("en")
+        assert shown == labels, (language, shown)

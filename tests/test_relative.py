@@ -440,3 +440,11 @@ def test_t5_shares_one_bias_table_but_a_table_per_layer_is_a_valid_design():
                                 window_size=2))
     swin_tables = [name for name, _ in swin.named_parameters() if "relative_position_bias_table" in name]
     assert len(swin_tables) == 2 + 2  # one per block
+
+
+def test_t5s_code_computes_memory_minus_context_position():
+    """Notebook 09 (both editions) quotes T5's relative position as `memory_position - context_position`,
+    key - query: the course's sign. Read off the installed transformers' T5Attention."""
+    import inspect
+
+    assert "relative_position = memory_position - context_position" in inspect.getsource(T5Attention.compute_bias)

@@ -26,7 +26,8 @@ def encoding_summary(results: dict | None = None, extra=("shaw",)) -> list:
         base = None if row is None else row["1"]["mean"]
         rise = {str(m): None for m in cfg.eval_multiples if m != 1} if row is None else {
             m: (None if v is None else round(v["mean"] - base, 4)) for m, v in row.items() if m != "1"}
-        acts = tr(", ", "、").join(str(HOOK_PLACES[h]) for h in hooks) or tr("nowhere (no position)", "无（不含位置信息）")
+        acts = (tr(", ", "、").join(str(HOOK_PLACES[h]) for h in hooks)
+                or tr("nowhere (no position)", "无（不含位置信息）"))
         rows.append({"encoding": enc, "acts": acts,
                      "hooks": hooks, "parameters": sum(p.numel() for p in model.encoding.parameters()),
                      "measured": row is not None, "loss_at_L": base, "rise": rise})
