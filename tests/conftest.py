@@ -145,3 +145,37 @@ def float32_ulp(x: torch.Tensor) -> torch.Tensor:
     """Distance from |x| (float32) to the next float32 up, as float64."""
     x32 = x.to(torch.float32).abs()
     return (torch.nextafter(x32, torch.full_like(x32, math.inf)) - x32).to(torch.float64)
+
+
+# --------------------------------------------------------------------------- what another project's rotary module does
+def measured_rope_frequencies(rotary, head_dim: int, *, longest: int | None = None, **forward_kwargs):
+    """(inv_freq in float64, attention factor) read from what a transformers rotary-embedding module
+    *returns*, not from its private buffers (`inv_freq`, `attention_scaling`), which come and go
+    between releases (GPT-J's module keeps a sin/cos table and has no inv_freq at all).
+
+    The module is called at positions 0 and 1 (and `longest - 1`, which sets the length a dynamic or
+    LongRoPE module scales for). At position 0 one of the two returned tables is all zero: that one is
+    sin, so the order (cos, sin) or (sin, cos) is found, not assumed. At position 1 the angle is the
+    frequency itself: atan2(sin, cos), and the amplitude hypot(cos, sin) is the attention factor. A
+    table that repeats its frequencies (`[f, f]` for the half-split layout, `f0 f0 f1 f1 ...` for the
+    interleaved one) is reduced to one copy; GPT-J's table holds each frequency once. Llama 4's module
+    returns one complex tensor, factor * e^(i angle): its real and imaginary parts are cos and sin."""
+    positions = [0, 1] + ([longest - 1] if longest is not None and longest > 2 else [])
+    x = torch.zeros(1, 1, len(positions), head_dim, dtype=torch.float32)
+    out = rotary(x, torch.tensor([positions]), **forward_kwargs)
+    if isinstance(out, torch.Tensor) and out.is_complex():  # Llama 4: e^(i angle) in one complex tensor
+        out = (out.real, out.imag)
+    a, b = (t.reshape(len(positions), -1).double() for t in out)
+    if torch.all(a[0] == 0):
+        a, b = b, a                          # GPT-J returns (sin, cos)
+    cos, sin = a, b
+    assert torch.all(sin[0] == 0), "neither returned table is sin (zero at position 0)"
+    angle, amplitude = torch.atan2(sin[1], cos[1]), torch.hypot(cos[1], sin[1])
+    n = angle.numel()
+    if n % 2 == 0 and torch.equal(angle[: n // 2], angle[n // 2:]):
+        angle, amplitude = angle[: n // 2], amplitude[: n // 2]
+    elif n % 2 == 0 and torch.equal(angle[0::2], angle[1::2]):
+        angle, amplitude = angle[0::2], amplitude[0::2]
+    factor = amplitude.mean().item()
+    assert torch.allclose(amplitude, torch.full_like(amplitude, factor), rtol=1e-6, atol=0), "one factor for all pairs"
+    return angle, factor

@@ -344,9 +344,10 @@ def test_offset_matrix_leaves_a_tensor_of_offsets_as_it_was():
 
 def test_notebook_02_layout_claim_distilbert_is_interleaved():
     """Notebook 02 says Hugging Face's DistilBERT uses the paper's interleaved layout: check it there."""
-    distilbert = pytest.importorskip("transformers.models.distilbert.modeling_distilbert")
-    out = torch.empty(50, 32)
-    distilbert._create_sinusoidal_embeddings(50, 32, out)
+    transformers = pytest.importorskip("transformers")
+    config = transformers.DistilBertConfig(sinusoidal_pos_embds=True, max_position_embeddings=50, dim=32, n_heads=2,
+                                           n_layers=1, hidden_dim=8, vocab_size=10)
+    out = transformers.DistilBertModel(config).embeddings.position_embeddings.weight.detach()  # the model's table
     torch.testing.assert_close(out, sinusoidal_table(50, 32), atol=1e-6, rtol=0)
     assert not torch.allclose(out, sinusoidal_table(50, 32, layout="concat"), atol=1e-3)
 

@@ -329,8 +329,7 @@ def test_mha_with_partial_rotary_encoding_is_hf_gpt_neox_attention():
     d_model, heads, seq, pct = 64, 4, 12, 0.25
     head_dim = d_model // heads
     config = GPTNeoXConfig(hidden_size=d_model, num_attention_heads=heads, rotary_pct=pct, num_hidden_layers=1,
-                           attention_bias=True)
-    config._attn_implementation = "eager"
+                           attention_bias=True, attn_implementation="eager")
     theirs = hf.GPTNeoXAttention(config, 0).eval()
     ours = MultiHeadAttention(d_model, heads, encoding=RotaryEmbedding(head_dim, partial_rotary_factor=pct),
                               causal=True, bias=True)

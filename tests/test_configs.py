@@ -3,7 +3,8 @@ and for synthetic configs that exercise the other paths (new-format rope_paramet
 sliding windows by rule, NoPE patterns, legacy rope type names).
 
 For each config, transformers builds its own config object from the same fields (AutoConfig.for_model),
-then: its model's rotary-embedding class gives inv_freq and the attention factor per layer type; its
+then: its model's rotary-embedding module, called at positions 0 and 1, gives the frequencies and the
+attention factor per layer type (read from the cos/sin it returns, never from its buffers); its
 attention module (built on the meta device: no weights) gives the score scale, the sliding window and
 whether the layer uses RoPE; its own apply function rotates random q and k, which the layer's
 `apply` must reproduce. HF computes frequencies in float32, posenc_lib in float64: they agree to a
@@ -11,6 +12,7 @@ few float32 ulps, as in test_scaling.py.
 """
 import copy
 import importlib
+import inspect
 import json
 import math
 
@@ -20,7 +22,7 @@ from transformers import AutoConfig
 from transformers import masking_utils as hf_masks
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
 
-from conftest import float32_ulp
+from conftest import float32_ulp, measured_rope_frequencies
 from posenc_lib import from_hf_config
 from posenc_lib.configs import FAMILY_DEFAULTS, LayerPositions, ModelPositions, attention_temperature
 from posenc_lib.experiments.results import load_model_configs
@@ -54,17 +56,18 @@ def modeling(model_type):
 
 
 def hf_rotary(model_type, text):
-    """The model's text rotary-embedding module (None for GPT-J, which has a sin/cos table instead)."""
+    """The model's text rotary-embedding module (GPT-J's returns (sin, cos) from a table; the measurement
+    below tells the two apart)."""
     module = modeling(model_type)
     names = [n for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n]
     return getattr(module, names[0])(text) if names else None
 
 
-def hf_frequencies(rotary, layer_type):
-    """(inv_freq, attention factor) of HF's rotary module for a layer type (Gemma 3 keeps one per type)."""
-    if hasattr(rotary, f"{layer_type}_inv_freq"):
-        return getattr(rotary, f"{layer_type}_inv_freq"), getattr(rotary, f"{layer_type}_attention_scaling")
-    return rotary.inv_freq, rotary.attention_scaling
+def hf_frequencies(rotary, layer, longest=None):
+    """(inv_freq, attention factor) that HF's rotary module computes for this layer's type (Gemma 3's
+    forward takes the layer type), measured from its output."""
+    kwargs = {"layer_type": layer.layer_type} if "layer_type" in inspect.signature(rotary.forward).parameters else {}
+    return measured_rope_frequencies(rotary, layer.head_dim, longest=longest, **kwargs)
 
 
 def hf_attention(model_type, text, index):
@@ -124,13 +127,11 @@ def check_against_hf(config: dict) -> ModelPositions:
         if not layer.rope:
             assert layer.inv_freq is None and layer.rotary_dim == 0
             continue
-        if rotary is None:  # GPT-J: its sin/cos table is built from these frequencies
-            hf_inv, hf_factor = 1.0 / (10000 ** (torch.arange(0, attention.rotary_dim, 2) / attention.rotary_dim)), 1.0
-        else:
-            hf_inv, hf_factor = hf_frequencies(rotary, layer.layer_type)
+        hf_inv, hf_factor = hf_frequencies(rotary, layer)
         amplification = layer.scaling["factor"] if layer.rope_type == "llama3" else 1.0
         assert_close_to_hf(layer.inv_freq, hf_inv, layer.base, amplification)
-        assert layer.attention_factor == pytest.approx(hf_factor, rel=1e-12)
+        # measured from HF's float32 cos/sin: a few float32 ulps, far below any formula's difference
+        assert layer.attention_factor == pytest.approx(hf_factor, rel=1e-6)
     return ours
 
 
@@ -240,16 +241,15 @@ def test_longrope_switches_to_the_long_factors_past_the_trained_length_as_hf():
     entry = next(m for m in MODELS if m["name"].startswith("Phi-3"))
     layer, text = from_hf_config(entry["config"]).layer(0), hf_config(entry["config"])
     rotary = hf_rotary("phi3", text)
-    x = torch.randn(1, 2, 3, layer.head_dim)
     for last, long in ((4095, False), (4096, True), (9000, True), (100, False)):  # L = last + 1 vs L0 = 4096
-        rotary(x, torch.arange(last - 2, last + 1)[None])  # HF's per-call update of its inv_freq buffer
+        hf_inv, hf_factor = hf_frequencies(rotary, layer, longest=last + 1)  # a call that reaches position `last`
         inv, factor = layer.frequencies(last + 1)
-        assert_close_to_hf(inv, rotary.inv_freq, 10000.0)
+        assert_close_to_hf(inv, hf_inv, 10000.0)
         lambdas = entry["config"]["rope_scaling"]["long_factor" if long else "short_factor"]
         torch.testing.assert_close(inv, layer.frequencies()[0] * torch.tensor(
             entry["config"]["rope_scaling"]["short_factor"], dtype=torch.float64) / torch.tensor(
             lambdas, dtype=torch.float64), atol=0, rtol=1e-12)
-        assert factor == pytest.approx(rotary.attention_scaling, rel=1e-12)
+        assert factor == pytest.approx(hf_factor, rel=1e-6)
         hf_inv, _ = HF_ROPE_INIT["longrope"](text, seq_len=last + 1)
         assert_close_to_hf(inv, hf_inv, 10000.0)
 
@@ -360,7 +360,9 @@ def test_family_defaults_are_transformers_defaults(family):
     instance = cls()
     for key, value in FAMILY_DEFAULTS[family].items():
         if key == "sliding_window_pattern":
-            assert instance._sliding_window_pattern == value
+            types = instance.layer_types  # what the pattern does: every value-th layer is full, the rest slide
+            assert types == ["full_attention" if (i + 1) % value == 0 else "sliding_attention"
+                             for i in range(len(types))]
         elif key == "partial_rotary_factor":
             assert instance.rope_parameters["partial_rotary_factor"] == value
         elif key == "rotary_pct":
@@ -395,8 +397,7 @@ def test_attention_temperature_is_what_llama4_multiplies_its_nope_queries_by(mon
     torch.manual_seed(0)
     config = Llama4TextConfig(hidden_size=32, num_attention_heads=2, num_key_value_heads=2, head_dim=16,
                               num_hidden_layers=4, floor_scale=4, attn_scale=0.3, intermediate_size=8,
-                              intermediate_size_mlp=8)
-    config._attn_implementation = "eager"
+                              intermediate_size_mlp=8, attn_implementation="eager")
     attention = hf.Llama4TextAttention(config, 3)  # layer 3: NoPE by the default pattern
     assert not attention.use_rope
     seen = {}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from transformers import LlamaConfig
 from transformers.models.llama import modeling_llama as hf_llama
 
-from conftest import eager_rotate_half, float32_ulp, pair_indices, ref_frequencies, ref_rope
+from conftest import measured_rope_frequencies, eager_rotate_half, float32_ulp, pair_indices, ref_frequencies, ref_rope
 from posenc_lib import (RotaryEmbedding, apply_decoupled_rope, apply_rope, layout_permutation, rope_complex,
                         rope_cos_sin, rope_decay_bound, rope_inv_freq, rope_matrix, rotate_half)
 from posenc_lib import rope as rope_mod
@@ -112,7 +112,8 @@ def test_hf_frequencies_and_rotation_at_any_position(batch, heads, seq, head_dim
     ours_inv = rope_mod.rope_inv_freq(head_dim, base=base)[0]
     # HF rounds the exponent 2i/dim to float32 (exact only when dim is a power of 2) and the power
     # base ** e multiplies that rounding by ln(base): allow 2 + ln(base) float32 ulps
-    ulps = (rot.inv_freq.double() - ours_inv).abs() / float32_ulp(ours_inv)
+    hf_inv, _ = measured_rope_frequencies(rot, head_dim)  # read back from its cos/sin at position 1
+    ulps = (hf_inv - ours_inv).abs() / float32_ulp(ours_inv)
     assert ulps.max() <= 2 + math.log(base)
     cos, sin = rot(q, position_ids)  # (B, T, head_dim), the half-split layout's [c, c]
     q_hf, _ = hf_llama.apply_rotary_pos_emb(q, q, cos, sin)
@@ -468,8 +469,8 @@ def test_dynamic_has_no_history_unlike_hugging_face():
     hf = _hf_rotary(32, 10000.0, {"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=64)
     hf(q, torch.arange(260, 300)[None])
     inv_300, _ = rope_mod.rope_inv_freq(32, scaling=DYNAMIC, seq_len=300)
-    hf(q, positions[None])
-    ulps = (hf.inv_freq.double() - inv_300).abs() / float32_ulp(inv_300)
+    hf_inv, _ = measured_rope_frequencies(hf, 32, longest=100)  # a call reaching position 99, as `positions` does
+    ulps = (hf_inv - inv_300).abs() / float32_ulp(inv_300)
     assert ulps.max() <= 2 + math.log(10000.0)
 
 
