@@ -1,29 +1,35 @@
 # posenc: two commands for a newcomer (`make lab`, `make test`); everything else is optional.
-# The first target that needs the environment creates .venv and installs the project into it;
-# later runs skip the install until pyproject.toml changes (the stamp file below).
+# The first target that needs the environment creates .venv and installs into it exactly what
+# requirements/lock.txt lists (every package, direct and indirect, at one version); later runs skip the
+# install until pyproject.toml or the lock changes (the stamp file below).
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.posenc-installed
 PORT   ?= 8888
-# torch is pinned on this path, and taken from PyTorch's CPU wheel index: on Linux, PyPI's torch is
-# the CUDA build with gigabytes of NVIDIA libraries. TORCH_INDEX= (empty) uses PyPI's build;
-# a CUDA index (e.g. .../whl/cu126) gives a CUDA build. pip prefers the index's 2.13.0+cpu. Only torch
-# itself comes from there (--no-deps); its dependencies come with the next line, from PyPI.
-TORCH  ?= torch==2.13.0
+LOCK    := requirements/lock.txt
+UI_LOCK := requirements/lock-ui.txt
+# torch at the lock's version, taken from PyTorch's CPU wheel index: on Linux, PyPI's torch is the CUDA
+# build with gigabytes of NVIDIA libraries (the lock leaves those out: requirements/cuda-only.txt). pip
+# prefers the index's 2.13.0+cpu; on macOS PyPI's wheel is the CPU one already. TORCH_INDEX= (empty) uses
+# PyPI's build; point it at a mirror of the CPU wheels where download.pytorch.org is slow or blocked.
+TORCH  ?= $(shell grep -m1 -o '^torch==[^ ;]*' $(LOCK))
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui bench refresh experiments clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui test-latest test-wheel lock bench refresh experiments clean
 
 help:
 	@echo "make lab         open the course in JupyterLab (installs what is missing)"
 	@echo "make lab-zh      open the Chinese edition (notebooks/zh/) in JupyterLab with its interface in Chinese"
 	@echo "make test        unit tests + every notebook under nbval (installs what is missing)"
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
+	@echo "make test-latest the tests on the newest releases pyproject.toml admits (upstream drift), in .venv-latest"
+	@echo "make lock        re-resolve requirements/lock.txt (and lock-ui.txt) after changing dependencies"
 	@echo "make bench       speed ratios (apply_rope vs eager rotate-half and vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
 	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
@@ -31,10 +37,15 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# torch first (the CPU build, without its CUDA dependencies), then every other package at the lock's
+# version and the course itself, each with --no-deps: nothing outside the lock comes in. pip check then
+# fails if the lock misses something a package needs.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,zh]" "$(TORCH)"
+	$(PIP) install --quiet --no-deps "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(PIP) install --quiet --no-deps -r $(LOCK)
+	$(PIP) install --quiet --no-deps -e .
+	$(PIP) check
 	touch $(STAMP)
 
 lab: $(STAMP)
@@ -54,26 +65,57 @@ lab-zh: $(STAMP) $(ZH_LOCALE)
 	@echo "正在端口 $(PORT) 上启动 JupyterLab（中文版）：在浏览器中打开下面打印的 http://127.0.0.1:$(PORT)/lab?token=... 地址（Ctrl-C 停止）"
 	JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks/zh $(ALLOW_ROOT)
 
+# Strict nbval: every stored output of every code cell is compared (tools/nbval_sanitize.cfg rewrites
+# what legitimately varies). Both cores: pytest-xdist, one notebook's cells on one worker (loadscope).
+WORKERS ?= auto
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tools/nbval_sanitize.cfg
+XDIST  := -n $(WORKERS) --dist loadscope
 test: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)
+	MPLBACKEND=Agg $(BIN)/python -m pytest tests notebooks $(NBVAL) $(XDIST) $(PYTEST_FLAGS)
 
 test-unit: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(PYTEST_FLAGS)
+	MPLBACKEND=Agg $(BIN)/python -m pytest tests $(XDIST) $(PYTEST_FLAGS)
 
 test-notebooks: $(STAMP)
-	MPLBACKEND=Agg $(BIN)/python -m pytest notebooks --nbval-lax --nbval-current-env $(PYTEST_FLAGS)
+	MPLBACKEND=Agg $(BIN)/python -m pytest notebooks $(NBVAL) $(XDIST) $(PYTEST_FLAGS)
 
 # The browser test needs the "ui" extra (Playwright) on top of the dev install, and a Chromium
 # (/usr/bin/chromium: `apt-get install chromium`; or UI_FLAGS="--chromium PATH").
 UI_STAMP := $(VENV)/.posenc-ui-installed
 UI_FLAGS ?=
 
-$(UI_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev,ui]" "$(TORCH)"
+$(UI_STAMP): $(STAMP) $(UI_LOCK)
+	$(PIP) install --quiet --no-deps -r $(UI_LOCK)
+	$(PIP) check
 	touch $(UI_STAMP)
 
 test-ui: $(UI_STAMP)
 	$(BIN)/python tools/ui_check.py $(UI_FLAGS)
+
+# The lock: uv's universal resolution (one file for Linux, macOS and Windows/WSL, every Python from
+# requires-python on), of pyproject.toml's dependencies and extras, with requirements/pins.txt held and
+# the CUDA-only packages left out. uv runs from a venv of its own, so .venv stays what the lock says.
+UV_VERSION := 0.13.9
+LOCK_VENV  := .venv-lock
+UV_COMPILE  = $(LOCK_VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 \
+              --excludes requirements/cuda-only.txt --constraints requirements/pins.txt \
+              --custom-compile-command "make lock" --quiet
+lock:
+	test -x $(LOCK_VENV)/bin/uv || ($(PYTHON) -m venv $(LOCK_VENV) && \
+	  $(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)")
+	$(UV_COMPILE) --extra dev --extra zh -o $(LOCK) $(LOCK_FLAGS)
+	$(UV_COMPILE) --extra dev --extra zh --extra ui --constraints $(LOCK) -o $(UI_LOCK) $(LOCK_FLAGS)
+
+# Upstream drift: the newest releases pyproject.toml admits (torch too: LATEST_TORCH=$(TORCH) holds it),
+# in a venv of their own, under the same tests. Failures here are what a learner would meet next.
+LATEST_VENV  := .venv-latest
+LATEST_TORCH ?= torch
+test-latest:
+	rm -rf $(LATEST_VENV) && $(PYTHON) -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --upgrade-strategy eager \
+	  "$(LATEST_TORCH)" -e ".[dev,zh]" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(LATEST_VENV)/bin/python tools/lock_drift.py $(LOCK)
+	MPLBACKEND=Agg $(LATEST_VENV)/bin/python -m pytest tests notebooks $(NBVAL) $(XDIST) $(PYTEST_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py
@@ -89,4 +131,4 @@ experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots
+	rm -rf $(VENV) $(LOCK_VENV) $(LATEST_VENV) .pytest_cache .hypothesis build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots

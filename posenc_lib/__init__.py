@@ -13,6 +13,7 @@ from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
 from .i18n import get_language, set_language, tr
+from .numbers import below
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
 from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, relative_positions,
                        t5_relative_bucket)
@@ -26,7 +27,7 @@ __all__ = [
     "ALiBi", "ENCODINGS", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",
     "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
     "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
-    "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature",
+    "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below",
     "diagonal_spread", "from_hf_config", "get_language", "layout_permutation", "make_encoding",
     "offset_matrix", "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",

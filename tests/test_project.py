@@ -171,7 +171,7 @@ def test_refresh_settings_keep_widget_state_and_timestamps_out():
     assert "execution" not in config.ClearMetadataPreprocessor.preserve_cell_metadata_mask
 
 
-def test_strip_widget_views_drops_only_the_views(tmp_path):
+def test_strip_widget_views_drops_only_the_views_and_keeps_their_text(tmp_path):
     import importlib.util
     import json
 
@@ -182,15 +182,17 @@ def test_strip_widget_views_drops_only_the_views(tmp_path):
             "data": {tool.WIDGET_VIEW: {"model_id": "abc"}, "text/plain": ["IntSlider(value=3)"]}}
     figure = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": ["<Figure>"]}}
     text = {"output_type": "stream", "name": "stdout", "text": ["我 爱 北京\n"]}
+    bare_view = {"output_type": "display_data", "metadata": {}, "data": {tool.WIDGET_VIEW: {"model_id": "def"}}}
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": [], "execution_count": 1,
-                     "outputs": [figure, view, text]},
+                     "outputs": [figure, view, text, bare_view]},
                     {"cell_type": "markdown", "metadata": {}, "source": ["# 标题"]}],
           "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     assert tool.strip(str(path)) is True
     stripped = path.read_text(encoding="utf-8")
-    expected = dict(nb, cells=[dict(nb["cells"][0], outputs=[figure, text]), nb["cells"][1]])
+    view_text = {"output_type": "display_data", "metadata": {}, "data": {"text/plain": ["IntSlider(value=3)"]}}
+    expected = dict(nb, cells=[dict(nb["cells"][0], outputs=[figure, view_text, text]), nb["cells"][1]])
     assert stripped == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"  # nbformat's layout, UTF-8
     assert tool.strip(str(path)) is False and path.read_text(encoding="utf-8") == stripped  # nothing left to do
 

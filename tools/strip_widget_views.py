@@ -5,7 +5,10 @@ keeps out the saved widget state (`store_widget_state=False`) and the per-cell e
 (`record_timing=False`). The kernel still sends every displayed widget as an output of MIME type
 application/vnd.jupyter.widget-view+json, and a stored view whose state is not saved shows "model not
 found" in JupyterLab; without it, the learner sees the static figure above and re-runs the cell to
-get live sliders. This script removes those outputs and writes the notebook back as nbformat does.
+get live sliders. This script removes the widget view from those outputs and keeps their text/plain
+(the course's figures say there "live figure with sliders: run this cell"), which nbval compares in
+strict mode like any other output; an output left with nothing else is removed. It writes the notebook
+back as nbformat does.
 
 Usage: python tools/strip_widget_views.py notebooks/*.ipynb
 """
@@ -16,16 +19,22 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def strip(path: str) -> bool:
-    """Remove the widget-view outputs of the notebook at `path` in place; True when there were any."""
+    """Remove the widget views from the outputs of the notebook at `path` in place; True when there were any."""
     with open(path, encoding="utf-8") as f:
         nb = json.load(f)
     changed = False
     for cell in nb["cells"]:
-        outputs = cell.get("outputs", [])
-        kept = [o for o in outputs if WIDGET_VIEW not in o.get("data", {})]
-        if len(kept) != len(outputs):
+        kept = []
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                changed = True
+                if not data:
+                    continue
+            kept.append(output)
+        if "outputs" in cell:
             cell["outputs"] = kept
-            changed = True
     if changed:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(nb, f, indent=1, ensure_ascii=False)  # nbformat's own layout, so diffs stay small

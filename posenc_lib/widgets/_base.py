@@ -20,6 +20,8 @@ from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..i18n import tr
+
 
 def reset_axes(ax) -> None:
     """Bring axes back to a fresh state like `ax.clear()`, but keep its tick objects.
@@ -83,6 +85,16 @@ class InteractiveFigure(widgets.VBox):
         super().__init__(header + [widgets.HBox(list(self.controls.values()),
                                                 layout=widgets.Layout(flex_flow="row wrap")), self.image])
         self.redraw()
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live view, plus a line of text for where no widget can show: a stored notebook (its widget
+        views are not kept), GitHub, nbconvert's HTML. That line replaces ipywidgets' `VBox(children=...)`
+        repr, which lists every control's current value and is no help to a reader."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = tr("[live figure with sliders: run this cell in JupyterLab; the static figure above "
+                                  "shows the same]",
+                                  "[带滑块的交互图：在 JupyterLab 中运行这个单元格即可使用；上方的静态图内容相同]")
+        return bundle
 
     @property
     def values(self) -> dict:
