@@ -17,13 +17,27 @@ def cached():
     return S.load_results("extrapolation"), S.load_results("context_extension")
 
 
-def test_data_dir_is_the_repositorys(pytestconfig):
-    assert S.data_dir() == pytestconfig.rootpath / "data"
+def test_data_dir_is_the_clones_when_there_is_one(pytestconfig):
+    assert S.data_dir() == pytestconfig.rootpath / "data" == S.data_dir(must_exist=False)
+
+
+def test_an_installed_wheel_reads_its_package_data(tmp_path, monkeypatch):
+    """site-packages/posenc_lib/data (the wheel's copy of data/); a top-level site-packages/data of some other
+    package, with no pyproject.toml beside it, is not taken for a clone's."""
+    site = tmp_path / "site-packages"
+    (site / "posenc_lib" / "data").mkdir(parents=True)
+    (site / "data").mkdir()
+    monkeypatch.setattr(S, "CLONE_DATA", site / "data")
+    monkeypatch.setattr(S, "PACKAGE_DATA", site / "posenc_lib" / "data")
+    assert S.data_dir() == site / "posenc_lib" / "data"
+    (site / "pyproject.toml").write_text("")  # now it looks like a clone: its data/ wins
+    assert S.data_dir() == site / "data"
 
 
 def test_a_missing_data_dir_names_the_path_and_the_command(tmp_path, monkeypatch):
-    """As in an installed wheel: site-packages/posenc_lib/experiments/results.py, no site-packages/data."""
-    monkeypatch.setattr(S, "__file__", str(tmp_path / "posenc_lib" / "experiments" / "results.py"))
+    """Neither a clone's data/ nor a package's posenc_lib/data/ (a source tree copied without data/)."""
+    monkeypatch.setattr(S, "CLONE_DATA", tmp_path / "data")
+    monkeypatch.setattr(S, "PACKAGE_DATA", tmp_path / "posenc_lib" / "data")
     with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'data'}.*make experiments"):
         S.data_dir()
     with pytest.raises(FileNotFoundError, match="make experiments"):

@@ -76,19 +76,66 @@ def test_environment_yml_installs_the_project_itself():
     assert pip_sections and "-e ." in pip_sections[0]
 
 
+LOCK, UI_LOCK = ROOT / "requirements" / "lock.txt", ROOT / "requirements" / "lock-ui.txt"
+
+
+def _locked(path: Path) -> list:
+    """The lock's requirements: every line a name==version, perhaps with an environment marker."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    return [Requirement(line) for line in lines if line and not line.startswith(("#", "-"))]
+
+
 def _torch_pin() -> str:
-    """The torch version the Makefile's install path pins (TORCH ?= torch==X)."""
-    pin = re.search(r"^TORCH\s*\?=\s*torch==(\S+)\s*$", (ROOT / "Makefile").read_text(), re.M)
-    assert pin, "the Makefile pins no torch version (TORCH ?= torch==X)"
-    return pin.group(1)
+    """The torch version the lock holds, which the Makefile's torch step installs (TORCH := the lock's line)."""
+    pins = [str(r.specifier) for r in _locked(LOCK) if r.name == "torch"]
+    assert len(pins) == 1 and pins[0].startswith("=="), pins
+    return pins[0][2:]
 
 
-def test_makefile_pins_torch_on_the_install_path():
+def test_the_lock_pins_every_package_exactly_for_every_platform_and_python():
+    for path in (LOCK, UI_LOCK):
+        reqs = _locked(path)
+        assert reqs and all(len(r.specifier) == 1 and next(iter(r.specifier)).operator == "==" for r in reqs), path
+        names = {_norm(r.name) for r in reqs}
+        # universal: platform-only packages stay in, under markers (uv's --universal)
+        assert any(r.marker and "darwin" in str(r.marker) for r in reqs), "no macOS-only line: not universal"
+        # the CPU build: none of the CUDA-only packages PyPI's Linux torch asks for
+        cuda_only = {_norm(line) for line in (ROOT / "requirements" / "cuda-only.txt").read_text().splitlines()
+                     if line.strip() and not line.startswith("#")}
+        assert not names & cuda_only and not any(n.startswith("nvidia-") for n in names), path
+        # every direct dependency of pyproject.toml is in it, at a version its range admits
+        for name, spec in _pyproject_requirements().items():
+            if name == "playwright" and path == LOCK:
+                continue  # the ui extra: lock-ui.txt only
+            versions = [Version(str(r.specifier)[2:]) for r in reqs if _norm(r.name) == name]
+            assert versions and all(v in SpecifierSet(spec) for v in versions), (path.name, name, spec, versions)
+    python = SpecifierSet(_pyproject()["project"]["requires-python"])
+    assert "3.11" in python and "3.10" not in python  # the lock resolves from 3.11 on (make lock: --python-version)
+    both = {_norm(r.name): str(r.specifier) for r in _locked(LOCK) if not r.marker}
+    ui = {_norm(r.name): str(r.specifier) for r in _locked(UI_LOCK) if not r.marker}
+    assert all(ui.get(name) == spec for name, spec in both.items())  # the ui lock adds, it changes nothing
+
+
+def test_makefile_installs_the_lock_and_torch_at_its_version():
     makefile = (ROOT / "Makefile").read_text()
-    install = [line for line in makefile.splitlines() if "pip install" in line]
-    assert install and all('"$(TORCH)"' in line for line in install)  # every install line carries the pin
+    assert re.search(r"^TORCH\s*\?=\s*\$\(shell grep -m1 -o '\^torch==\[\^ ;\]\*' \$\(LOCK\)\)", makefile, re.M)
+    install = [line for line in makefile.splitlines() if "$(PIP) install" in line]
+    assert install and all("--no-deps" in line for line in install)  # nothing but what the lock lists
+    assert any("-r $(LOCK)" in line for line in install) and any("-r $(UI_LOCK)" in line for line in install)
     torch_range = Requirement([r for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")][0])
     assert Version(_torch_pin()) in torch_range.specifier  # the pin satisfies the declared range
+    pins = (ROOT / "requirements" / "pins.txt").read_text()
+    assert f"torch=={_torch_pin()}" in pins.splitlines()  # held there on purpose, with the reason beside it
+
+
+def test_declared_floors_are_the_tested_versions():
+    """Each direct dependency's lower bound is the locked version's major.minor: what the tests ran on."""
+    locked = {_norm(r.name): Version(str(r.specifier)[2:]) for r in _locked(UI_LOCK)
+              if not r.marker or r.marker.evaluate({"python_full_version": "3.11.0", "python_version": "3.11"})}
+    for name, spec in _pyproject_requirements().items():
+        floors = [Version(s.version) for s in SpecifierSet(spec) if s.operator == ">="]
+        assert floors, f"{name} has no floor"
+        assert floors[0].release[:2] == locked[name].release[:2] or name in ("pyyaml", "nbval"), (name, spec, locked[name])
 
 
 def _make_dry_run(*args) -> subprocess.CompletedProcess:
@@ -102,13 +149,15 @@ def _make_dry_run(*args) -> subprocess.CompletedProcess:
     return dry
 
 
-def test_make_test_runs_units_and_notebooks_under_nbval():
+def test_make_test_installs_from_the_lock_then_runs_units_and_notebooks_strictly():
     dry = _make_dry_run("test")
-    assert re.search(r"pytest tests notebooks --nbval-lax --nbval-current-env", dry.stdout)
+    assert re.search(r"pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with "
+                     r"tools/nbval_sanitize.cfg -n auto --dist loadscope", dry.stdout)
     assert "MPLBACKEND=Agg" in dry.stdout
-    assert f"torch=={_torch_pin()}" in dry.stdout  # the install recipe carries the pin ...
+    assert f'"torch=={_torch_pin()}"' in dry.stdout  # the torch step carries the lock's version ...
     # ... and takes the CPU build (PyPI's Linux torch is the multi-GB CUDA one)
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in dry.stdout
+    assert "install --quiet --no-deps -r requirements/lock.txt" in dry.stdout and "pip --disable-pip-version-check check" in dry.stdout
 
 
 def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
@@ -136,9 +185,11 @@ def test_make_lab_zh_serves_the_chinese_edition_with_a_chinese_interface():
 
 def test_make_installs_the_chinese_font_and_language_pack():
     dry = _make_dry_run("install")
-    assert re.search(r'pip install .*-e "\.\[[^]]*\bzh\b[^]]*\]"', dry.stdout), dry.stdout
+    assert "-r requirements/lock.txt" in dry.stdout, dry.stdout
     zh = [_norm(Requirement(r).name) for r in _pyproject()["project"]["optional-dependencies"]["zh"]]
     assert "mplfonts" in zh and _norm("jupyterlab-language-pack-zh-CN") in zh
+    locked = {_norm(r.name) for r in _locked(LOCK)}  # the lock is resolved with the zh extra
+    assert "mplfonts" in locked and _norm("jupyterlab-language-pack-zh-CN") in locked
 
 
 def test_refresh_and_nbval_cover_both_editions():

@@ -1,7 +1,9 @@
-"""The cached results in the repository's data/ folder: where it is, reading them, writing them.
+"""The cached results in data/: where it is, reading them, writing them.
 
-data/ sits beside posenc_lib/ in a clone of the repository; an installed package has no data/, so
-every reader goes through `data_file`, which names the missing path and the command that makes it.
+In a clone of the repository, data/ sits beside posenc_lib/ (next to pyproject.toml): the notebooks read
+it and `make experiments` writes it. An installed wheel carries the same files as package data,
+posenc_lib/data/, which the readers fall back on. Every reader goes through `data_file`, which names a
+missing path and the command that makes it.
 The files (formats in data/README.md):
     experiments_extrapolation.json       notebook 07 (run_all's "extrapolation" dict)
     experiments_context_extension.json   notebook 08 (run_all's "context_extension" dict)
@@ -28,12 +30,22 @@ MAKE_EXPERIMENTS = "run `make experiments` (python -m posenc_lib.experiments) in
 MODEL_CONFIGS_FILE = "model_configs.json"
 
 
+CLONE_DATA = Path(__file__).resolve().parents[2] / "data"        # a clone: <repo>/data beside posenc_lib/
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"      # a wheel: site-packages/posenc_lib/data
+
+
+def _is_clone() -> bool:
+    return CLONE_DATA.is_dir() and (CLONE_DATA.parent / "pyproject.toml").is_file()
+
+
 def data_dir(*, must_exist: bool = True) -> Path:
-    """The repository's data/ folder (the one place it is found). must_exist=False: the path only (to write to)."""
-    path = Path(__file__).resolve().parents[2] / "data"
+    """Where the cached results are: the clone's data/, else the installed package's posenc_lib/data/.
+    must_exist=False: the path only (to write to; `make experiments` writes into the clone's data/)."""
+    path = CLONE_DATA if _is_clone() or not PACKAGE_DATA.is_dir() else PACKAGE_DATA
     if must_exist and not path.is_dir():
         raise FileNotFoundError(f"{path} is missing: posenc_lib's cached results live in data/ of a clone of the "
-                                f"repository (an installed package has none); {MAKE_EXPERIMENTS} to make them")
+                                f"repository and in an installed wheel's posenc_lib/data/; {MAKE_EXPERIMENTS} "
+                                f"to make them")
     return path
 
 

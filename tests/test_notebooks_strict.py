@@ -1,0 +1,78 @@
+"""The notebooks are regression tests: `make test` runs nbval in strict mode (every stored output of every
+code cell compared, after tools/nbval_sanitize.cfg), in both editions. These tests show that the strict
+check fails when a stored number differs from what the cell prints, that the sanitizer forgives only
+what it says (a figure's pixel size, an address), and that the cells exempt from the comparison are few
+and say why."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZER = ROOT / "tools" / "nbval_sanitize.cfg"
+NOTEBOOKS = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb")) + sorted(ROOT.glob("notebooks/zh/[0-9][0-9]_*.ipynb"))
+IGNORE = re.compile(r"#\s*NBVAL_IGNORE_OUTPUT\b(.*)")
+
+
+def _notebook(path: Path, cells) -> Path:
+    """A notebook of (source, stored stdout) code cells."""
+    nb = {"cells": [{"cell_type": "code", "execution_count": i + 1, "id": f"c{i}", "metadata": {}, "source": source,
+                     "outputs": [{"output_type": "stream", "name": "stdout", "text": stored}] if stored else []}
+                    for i, (source, stored) in enumerate(cells)],
+          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    return path
+
+
+def _nbval(path: Path) -> subprocess.CompletedProcess:
+    """The notebook under `make test`'s nbval options, in a pytest of its own."""
+    return subprocess.run([sys.executable, "-m", "pytest", str(path), "--nbval", "--nbval-current-env",
+                           "--nbval-sanitize-with", str(SANITIZER), "-p", "no:cacheprovider", "-q",
+                           "-p", "no:xdist", "--rootdir", str(path.parent)],
+                          cwd=path.parent, capture_output=True, text=True, timeout=300)
+
+
+def test_strict_nbval_fails_when_a_printed_number_differs_from_the_stored_one(tmp_path):
+    code = "print(f'{1 / 3:.3f}')\n"
+    right = _nbval(_notebook(tmp_path / "right.ipynb", [(code, "0.333\n")]))
+    assert right.returncode == 0, right.stdout + right.stderr
+    wrong = _nbval(_notebook(tmp_path / "wrong.ipynb", [(code, "0.334\n")]))
+    assert wrong.returncode != 0 and "0.334" in wrong.stdout, wrong.stdout  # an unmarked cell is compared
+
+
+def test_the_sanitizer_forgives_a_figure_size_and_an_address_but_not_a_number(tmp_path):
+    forgiven = _nbval(_notebook(tmp_path / "sizes.ipynb", [(
+        "print('<Figure size 640x480 with 2 Axes>'); print(f'<object at {hex(id(object()))}>')\n",
+        "<Figure size 800x288 with 2 Axes>\n<object at 0x7f00deadbeef>\n")]))
+    assert forgiven.returncode == 0, forgiven.stdout + forgiven.stderr
+    axes = _nbval(_notebook(tmp_path / "axes.ipynb", [("print('<Figure size 640x480 with 2 Axes>')\n",
+                                                       "<Figure size 640x480 with 3 Axes>\n")]))
+    assert axes.returncode != 0, "a different number of axes is a different figure"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT / "notebooks")) for p in NOTEBOOKS])
+def test_few_cells_are_exempt_and_each_says_why(path):
+    """At most 10% of a notebook's code cells carry NBVAL_IGNORE_OUTPUT, each with its reason on that line."""
+    code = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    ignored = []
+    for index, cell in enumerate(code):
+        source = "".join(cell["source"])
+        for match in IGNORE.finditer(source):
+            reason = match.group(1).strip(" :-—")
+            assert len(reason) >= 10, f"code cell {index}: NBVAL_IGNORE_OUTPUT needs a reason on its line"
+            ignored.append(index)
+        assert "NBVAL_SKIP" not in source, f"code cell {index}: a skipped cell is not run at all"
+    assert len(ignored) <= 0.10 * len(code), f"{len(ignored)} of {len(code)} code cells ignored: {ignored}"
+
+
+def test_make_test_runs_the_notebooks_strictly_on_every_core():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "--nbval-lax" not in makefile
+    assert re.search(r"^NBVAL\s*:=\s*--nbval --nbval-current-env --nbval-sanitize-with tools/nbval_sanitize.cfg",
+                     makefile, re.M)
+    assert re.search(r"^XDIST\s*:=\s*-n \$\(WORKERS\) --dist loadscope", makefile, re.M)
+    assert re.search(r"^test: .*\n\t.*pytest tests notebooks \$\(NBVAL\) \$\(XDIST\)", makefile, re.M)
