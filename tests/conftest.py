@@ -8,6 +8,7 @@ bug in the library is not silently repeated by its own reference. Test modules i
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import matplotlib
@@ -24,7 +25,9 @@ settings.register_profile("posenc", max_examples=20, deadline=None, derandomize=
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors])
 settings.load_profile("posenc")
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# One thread per pytest-xdist worker when the workers already fill the cores (make test: -n auto), else two.
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _workers)))
 warnings.filterwarnings("ignore", message=".*rope_parameters.*")  # HF config chatter in the reference tests
 
 @pytest.fixture(autouse=True)

@@ -64,6 +64,32 @@ def _string_fields(literal: str) -> str:
     return kind + "".join(fields)
 
 
+def _whole_fstrings(stream: list, source: str) -> list:
+    """Python 3.12+ tokenizes an f-string into parts (FSTRING_START, FSTRING_MIDDLE, the fields' own tokens,
+    FSTRING_END; PEP 701); put each back together as one STRING token, as Python 3.11 gives it, so both
+    read the same."""
+    start_type = getattr(tokenize, "FSTRING_START", None)
+    if start_type is None:
+        return stream
+    lines = source.splitlines(keepends=True)
+    out, depth, first = [], 0, None
+    for tok in stream:
+        if tok.type == start_type:
+            depth, first = depth + 1, first if depth else tok
+            continue
+        if depth and tok.type == tokenize.FSTRING_END:
+            depth -= 1
+            if depth == 0:
+                (r0, c0), (r1, c1) = first.start, tok.end
+                text = lines[r0 - 1][c0:] + "".join(lines[r0:r1 - 1]) + lines[r1 - 1][:c1] if r1 > r0 \
+                    else lines[r0 - 1][c0:c1]
+                out.append(tokenize.TokenInfo(tokenize.STRING, text, first.start, tok.end, first.line))
+            continue
+        if not depth:
+            out.append(tok)
+    return out
+
+
 def code_tokens(code: str) -> list[tuple[str, int]]:
     """(token, line) for the code that runs: no comments, the text of string literals set aside
     (adjacent literals merged into one), IPython magic and shell lines kept whole."""
@@ -72,7 +98,7 @@ def code_tokens(code: str) -> list[tuple[str, int]]:
     python = "\n".join("" if i in magic else line for i, line in enumerate(lines)) + "\n"
     tokens: list[tuple[str, int]] = []
     try:
-        stream = list(tokenize.generate_tokens(io.StringIO(python).readline))
+        stream = _whole_fstrings(list(tokenize.generate_tokens(io.StringIO(python).readline)), python)
     except (tokenize.TokenError, IndentationError, SyntaxError) as error:
         stream, tokens = [], [(f"untokenizable: {error}", 0)]
     for tok in stream:

@@ -378,6 +378,7 @@ def test_patch_positions_order():
 def test_every_function_runs_on_the_callers_device(device):
     x = torch.randn(1, 2, 8, 16, device=device)
     positions = patch_positions(2, 4, merge_size=2, device=device)
+    device = x.device  # torch.device("cuda") as a tensor has it: cuda:0
     assert positions.device == device
     for out in (apply_axial_rope(x, positions), apply_axial_rope(x, positions, style="qwen2_vl"),
                 apply_mrope(x, mrope_position_ids([("text", 2), ("image", (1, 2, 12))], device=device),

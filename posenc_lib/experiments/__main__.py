@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import platform
 from dataclasses import replace
 from pathlib import Path
 
 from . import __doc__ as package_doc
 from .config import EXPERIMENT_ENCODINGS, ExperimentConfig
+from .corpus import CORPUS_ARCHIVE, CORPUS_FILES, write_corpus_archive
 from .learned import SNAPSHOT_STEM, make_learned_snapshots
 from .results import data_dir
 from .runner import run_all
@@ -28,8 +30,15 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke run: 60 steps, 1 seed, 16 eval windows and probes")
     parser.add_argument("--learned-snapshots", action="store_true",
                         help=f"instead: notebook 04's {SNAPSHOT_STEM}.npz/.json (about 5 s)")
+    parser.add_argument("--write-corpus", action="store_true",
+                        help=f"instead: this Python's standard-library text as {CORPUS_ARCHIVE}, the corpus every "
+                             f"run reads (the shipped one is Python 3.11.7's)")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else (QUICK_DIR if args.quick else data_dir(must_exist=False))
+    if args.write_corpus:
+        path = write_corpus_archive(out / CORPUS_ARCHIVE)
+        print(f"wrote {path}: {len(CORPUS_FILES)} files of Python {platform.python_version()}'s standard library")
+        return
     if args.learned_snapshots:
         run = make_learned_snapshots(out)
         print(f"wrote {out / SNAPSHOT_STEM}.npz/.json: steps {run['steps'][0]}..{run['steps'][-1]}, "

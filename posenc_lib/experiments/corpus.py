@@ -1,16 +1,22 @@
 """The experiment's text: the Python standard library's own .py sources, one character = one token.
 
-CORPUS_FILES is a FIXED list of modules present as single files in every CPython >= 3.10 (found with
-`sysconfig`; a missing one is a clear error). The text differs a little between Python versions, so
-`load_corpus` records the file list's hash, the text's hash and its character counts. VALID_FILES
-are held out for validation (about 10% of the characters).
+CORPUS_FILES is a FIXED list of modules present as single files in every CPython >= 3.10. Their text
+differs a little between Python versions, so the repository ships the text every cached result was made
+from (Python 3.11.7's) in data/corpus_stdlib.json.gz, and `load_corpus()` reads that copy: the same
+characters on every Python, so the notebooks print the same numbers everywhere. `load_corpus(stdlib_dir())`
+reads this Python's own files instead (a missing one is a clear error); `python -m
+posenc_lib.experiments --write-corpus` writes them into a new archive. Either way `load_corpus` records the file
+list's hash, the text's hash and its character counts. VALID_FILES are held out for validation (about 10%
+of the characters).
 
 Vocabulary: ASCII code points 0..127 are ids 0..127; every other character is the one unknown id
 UNK_ID = 128, so VOCAB_SIZE = 129.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import platform
 import sysconfig
 from dataclasses import dataclass
@@ -36,6 +42,8 @@ VALID_FILES = ("calendar.py", "csv.py", "fractions.py", "gzip.py", "heapq.py", "
                "shlex.py", "string.py", "textwrap.py")
 UNK_ID = 128
 VOCAB_SIZE = UNK_ID + 1
+#: data/'s copy of CORPUS_FILES' text: {"python": version, "source": ..., "files": {name: text}}, gzip'd JSON
+CORPUS_ARCHIVE = "corpus_stdlib.json.gz"
 
 
 def encode(text: str) -> torch.Tensor:
@@ -77,15 +85,50 @@ class Corpus:
     info: dict           # provenance: files, hashes, character counts, python version
 
 
+def stdlib_texts(root: Path | str | None = None) -> dict:
+    """{name: text} of CORPUS_FILES under `root` (default: this Python's stdlib_dir())."""
+    return {p.name: p.read_text(encoding="utf-8") for p in corpus_paths(root)}
+
+
+def shipped_texts() -> tuple[dict, str]:
+    """({name: text}, the Python version they come from) of data/corpus_stdlib.json.gz."""
+    from .results import data_file  # results -> training -> here: imported when used
+    path = data_file(CORPUS_ARCHIVE, made_by="it is part of the repository (python -m posenc_lib.experiments "
+                                             "--write-corpus wrote it from a Python 3.11.7 standard library); restore it from git")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        archive = json.load(f)
+    if sorted(archive["files"]) != sorted(CORPUS_FILES):
+        raise ValueError(f"{path} holds other files than CORPUS_FILES")
+    return archive["files"], archive["python"]
+
+
+def write_corpus_archive(path: Path | str, root: Path | str | None = None) -> Path:
+    """Write CORPUS_FILES' text under `root` (default: this Python's stdlib) as the archive load_corpus reads;
+    the same bytes for the same text (no timestamp in the gzip header)."""
+    archive = {"python": platform.python_version(), "source": "Python standard library .py files "
+               "(sysconfig.get_paths()['stdlib']), Python Software Foundation License", "files": stdlib_texts(root)}
+    path = Path(path)
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+        f.write(json.dumps(archive, ensure_ascii=False, indent=0).encode("utf-8"))
+    return path
+
+
 def load_corpus(root: Path | str | None = None) -> Corpus:
-    """Read CORPUS_FILES (files joined by a newline, in list order) and split off VALID_FILES."""
-    texts = {p.name: p.read_text(encoding="utf-8") for p in corpus_paths(root)}
+    """CORPUS_FILES (files joined by a newline, in list order), VALID_FILES split off. root=None: the shipped
+    text (data/corpus_stdlib.json.gz, Python 3.11.7's); else the files under `root` (stdlib_dir(): this
+    Python's own)."""
+    if root is None:
+        texts, python = shipped_texts()
+        source = f"data/{CORPUS_ARCHIVE}: the Python {python} standard library's .py files"
+    else:
+        texts, python = stdlib_texts(root), platform.python_version()
+        source = f"Python standard library .py files under {root}"
     train_text = "\n".join(texts[n] for n in CORPUS_FILES if n not in VALID_FILES)
     valid_text = "\n".join(texts[n] for n in CORPUS_FILES if n in VALID_FILES)
     whole = "\n".join(texts[n] for n in CORPUS_FILES)
     info = {
-        "source": "Python standard library .py files, sysconfig.get_paths()['stdlib']",
-        "python": platform.python_version(),
+        "source": source,
+        "python": python,
         "files": list(CORPUS_FILES),
         "valid_files": list(VALID_FILES),
         "file_list_sha256": hashlib.sha256("\n".join(CORPUS_FILES).encode()).hexdigest(),
@@ -97,3 +140,4 @@ def load_corpus(root: Path | str | None = None) -> Corpus:
         "vocab": "ASCII 0..127 -> ids 0..127, other characters -> 128",
     }
     return Corpus(encode(train_text), encode(valid_text), info)
+

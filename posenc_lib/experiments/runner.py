@@ -349,7 +349,7 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
     jobs in this process with `threads` torch threads, and sets its thread count back afterwards."""
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)  # fail early if it cannot be made
-    corpus = load_corpus()  # fail early (and clearly) if the stdlib files are missing
+    corpus = load_corpus()  # fail early (and clearly) if data/corpus_stdlib.json.gz is missing
     prov = provenance(cfg, workers, threads)  # the commit and date of the code that runs, taken now
     start_wall = time.perf_counter()
     extension = extension and "rope" in cfg.encodings
