@@ -21,7 +21,7 @@ PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui test-latest test-wheel lock bench refresh experiments clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui test-latest lock bench refresh experiments clean
 
 help:
 	@echo "make lab         open the course in JupyterLab (installs what is missing)"
@@ -30,7 +30,7 @@ help:
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
 	@echo "make test-latest the tests on the newest releases pyproject.toml admits (upstream drift), in .venv-latest"
 	@echo "make lock        re-resolve requirements/lock.txt (and lock-ui.txt) after changing dependencies"
-	@echo "make bench       speed ratios (apply_rope vs eager rotate-half and vs a copy; slider redraws)"
+	@echo "make bench       speed ratios (RoPE vs transformers at four sizes, compiled RoPE vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
 	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
 	@echo "make clean       remove the venv and caches"
@@ -110,10 +110,12 @@ lock:
 # in a venv of their own, under the same tests. Failures here are what a learner would meet next.
 LATEST_VENV  := .venv-latest
 LATEST_TORCH ?= torch
+LATEST_PIP   := $(LATEST_VENV)/bin/python -m pip --disable-pip-version-check
 test-latest:
 	rm -rf $(LATEST_VENV) && $(PYTHON) -m venv $(LATEST_VENV)
-	$(LATEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade --upgrade-strategy eager \
-	  "$(LATEST_TORCH)" -e ".[dev,zh]" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(LATEST_PIP) install --quiet --upgrade "$(LATEST_TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(LATEST_VENV)/bin/python -c "import torch; print('torch==' + torch.__version__)" > $(LATEST_VENV)/torch.txt
+	$(LATEST_PIP) install --quiet --upgrade --upgrade-strategy eager -c $(LATEST_VENV)/torch.txt -e ".[dev,zh]"
 	$(LATEST_VENV)/bin/python tools/lock_drift.py $(LOCK)
 	MPLBACKEND=Agg $(LATEST_VENV)/bin/python -m pytest tests notebooks $(NBVAL) $(XDIST) $(PYTEST_FLAGS)
 

@@ -12,7 +12,7 @@ from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, 
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
-from .i18n import get_language, set_language, tr
+from .i18n import get_language, language, set_language, tr
 from .numbers import below
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
 from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, relative_positions,
@@ -28,7 +28,7 @@ __all__ = [
     "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
     "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
     "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below",
-    "diagonal_spread", "from_hf_config", "get_language", "layout_permutation", "make_encoding",
+    "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation", "make_encoding",
     "offset_matrix", "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",
     "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",

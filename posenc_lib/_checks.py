@@ -70,11 +70,22 @@ def boolean(name: str, value) -> bool:
 MAX_POSITION = 2 ** 53
 
 
+def values_are_cheap(t: torch.Tensor) -> bool:
+    """Whether a check may read t's values: only for a CPU tensor outside torch.compile. Reading a CUDA
+    tensor's values back to the host (`int(t.max())`, `bool(t.all())`) waits for the GPU on every call,
+    every layer, every step, and under torch.compile it breaks the graph; the meta device has no values.
+    So value checks (a position's range, finite frequencies) run where they cost nothing, and on other
+    devices once, where a module or table is built from CPU values."""
+    return t.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
 def position_values(name: str, value: torch.Tensor) -> torch.Tensor:
     """An integer tensor of positions as int64 (uint8/int16/int32 would wrap around in key - query),
-    every value within +-MAX_POSITION (not checkable on the meta device, which has no values)."""
-    value = int_tensor(name, value).to(torch.int64)
-    if value.device.type != "meta" and value.numel():
+    every value within +-MAX_POSITION (checked where values are cheap: see `values_are_cheap`)."""
+    value = int_tensor(name, value)
+    if value.dtype != torch.int64:
+        value = value.to(torch.int64)
+    if values_are_cheap(value) and value.numel():
         low, high = (int(v) for v in torch.aminmax(value))
         if low < -MAX_POSITION or high > MAX_POSITION:
             raise ValueError(f"{name} must lie within +-2**53 (angles are computed in float64, exact up to 2**53), "
@@ -124,9 +135,9 @@ def positions(name: str, value, *, seq_len: int, device: torch.device, batch: in
 
 
 def finite_tensor(name: str, t: torch.Tensor) -> torch.Tensor:
-    """A floating tensor with no NaN or inf (skipped on the meta device, which has no values)."""
+    """A floating tensor with no NaN or inf (checked where values are cheap: see `values_are_cheap`)."""
     float_tensor(name, t)
-    if t.device.type != "meta" and t.numel() and not bool(torch.isfinite(t).all()):
+    if values_are_cheap(t) and t.numel() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
     return t
 

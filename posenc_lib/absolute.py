@@ -155,7 +155,7 @@ class LearnedEncoding(PositionalEncoding):
         if not given and x.shape[-2] > self.max_len:
             raise ValueError(f"sequence length {x.shape[-2]} exceeds max_len={self.max_len}: a learned table has "
                              f"no row for positions >= max_len. {_PAST_THE_TABLE}")
-        if given and positions.device.type != "meta" and positions.numel() and (
+        if given and _checks.values_are_cheap(positions) and positions.numel() and (  # elsewhere: torch's index check
                 int(positions.min()) < 0 or int(positions.max()) >= self.max_len):
             raise ValueError(f"positions must lie in [0, max_len={self.max_len}), got "
                              f"min {int(positions.min())}, max {int(positions.max())}: a learned table has no "

@@ -256,11 +256,13 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, *, encoding: PositionalEncoding | None = None,
-                 causal: bool = False, bias: bool = False, apply_input_encoding: bool = True):
+                 causal: bool = False, bias: bool = False, apply_input_encoding: bool = True,
+                 keep_weights: bool = False):
         super().__init__()
         _checks.positive_int("d_model", d_model)
         _checks.positive_int("num_heads", num_heads)
-        for name, flag in (("causal", causal), ("bias", bias), ("apply_input_encoding", apply_input_encoding)):
+        for name, flag in (("causal", causal), ("bias", bias), ("apply_input_encoding", apply_input_encoding),
+                           ("keep_weights", keep_weights)):
             _checks.boolean(name, flag)
         if d_model % num_heads:
             raise ValueError(f"d_model must be divisible by num_heads, got d_model={d_model}, num_heads={num_heads}")
@@ -271,7 +273,10 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.encoding = encoding if encoding is not None else NoPE()
-        self.last_weights = None  # (B, H, T, T) of the last forward, for plots
+        # keep_weights (as transformers' output_attentions): store the last forward's attention weights
+        # (B, H, T, T) in last_weights, for plots; off by default, so a forward keeps no T x T tensor alive
+        self.keep_weights = keep_weights
+        self.last_weights = None
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         _checks.float_tensor("x", x)
@@ -291,5 +296,6 @@ class MultiHeadAttention(nn.Module):
         extra = enc.value_bias(weights, positions, positions)
         if extra is not None:
             out = out + extra.to(out.dtype)
-        self.last_weights = weights.detach()
+        if self.keep_weights:
+            self.last_weights = weights.detach()
         return self.proj(out.transpose(1, 2).reshape(B, T, D))

@@ -45,7 +45,7 @@ import torch
 
 from . import _checks
 from .i18n import tr
-from .rope import _rope_slice
+from .rope import _rope_dims
 from .scaling import _validate, rope_inv_freq, rope_type_of, rotary_dim
 
 # model_type -> family whose rules read it (wrappers point to their text model)
@@ -168,7 +168,7 @@ class LayerPositions:
             last = int(positions.max()) if positions is not None and positions.numel() else x.shape[-2] - 1
             seq_len = max(last + 1, 1)
         inv_freq, factor = self.frequencies(seq_len, device=x.device)
-        return _rope_slice(x, positions, self.base, inv_freq, factor, self.layout, *self.rotary_dims)
+        return _rope_dims(x, positions, inv_freq, factor, self.layout, *self.rotary_dims)
 
     def visible_keys(self, seq_len: int, *, device=None) -> torch.Tensor:
         """(seq_len, seq_len) bool: True where query i may attend key j (positions 0 .. seq_len-1).

@@ -5,7 +5,10 @@ titles, axis labels and legends of the figures, the sliders' labels. Errors rais
 (ValueError, TypeError) stay in English, as torch's own do.
 
 A notebook sets the language once, in its first code cell: `posenc_lib.set_language("en")` in
-notebooks/, `posenc_lib.set_language("zh")` in notebooks/zh/ (the Chinese edition).
+notebooks/, `posenc_lib.set_language("zh")` in notebooks/zh/ (the Chinese edition). That is the
+process's default, seen by every thread and by the kernel's widget callbacks. `with language("zh"):`
+speaks Chinese inside the block only (a contextvars.ContextVar: scoped to this thread or asyncio task,
+undone on leaving the block), which is how tests and one-off cells switch without leaking.
 
 Every such text is written as `tr(english, chinese)`, the two side by side at the place that uses
 them, so whoever changes one sees the other; a table of texts made at import time holds
@@ -14,29 +17,49 @@ both are there, that the Chinese one is Chinese, and that both interpolate the s
 """
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+import contextvars
+from typing import Callable, Iterator
 
 LANGUAGES = ("en", "zh")
 
-_language = "en"
+_default = ["en"]  # set_language's choice for the whole process (a list: no `global` needed)
+_scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_language", default=None)
 _listeners: list[Callable[[str], None]] = []
 
 
-def set_language(language: str) -> None:
-    """Make the library speak `language` ("en" or "zh") from now on, in this Python process."""
-    global _language
+def _checked(language) -> str:
     if not isinstance(language, str):
         raise TypeError(f"language must be a str, one of {LANGUAGES}, got {type(language).__name__}")
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
-    _language = language
+    return language
+
+
+def set_language(language: str) -> None:
+    """Make the library speak `language` ("en" or "zh") from now on, in this Python process (outside any
+    `with language(...)` block, which wins where it applies)."""
+    _default[0] = _checked(language)
     for listener in _listeners:
         listener(language)
 
 
+@contextlib.contextmanager
+def language(name: str) -> Iterator[str]:
+    """`with language("zh"): ...`: the library speaks `name` inside the block, in this thread or task
+    only, and what was in force before comes back afterwards (also when the block raises)."""
+    token = _scoped.set(_checked(name))
+    try:
+        for listener in _listeners:
+            listener(name)
+        yield name
+    finally:
+        _scoped.reset(token)
+
+
 def get_language() -> str:
-    """The language set by set_language ("en" until then)."""
-    return _language
+    """The language in force here: the innermost `with language(...)`, else set_language's ("en" until then)."""
+    return _scoped.get() or _default[0]
 
 
 def on_language_change(listener: Callable[[str], None]) -> None:
@@ -47,14 +70,15 @@ def on_language_change(listener: Callable[[str], None]) -> None:
 
 def tr(en: str, zh: str) -> str:
     """The text in the current language: `en` in English, `zh` in Chinese."""
-    return zh if _language == "zh" else en
+    return zh if get_language() == "zh" else en
 
 
 class Text:
     """An English text and its Chinese twin, chosen when used (str(), an f-string, .format) rather than
     when made: for tables of messages built at import time, before a notebook sets its language.
-    It compares equal to, and is searched like, the string it shows now (Text("a", "甲") == "a" in
-    English), so a table entry still reads like the plain string it stands for."""
+    It compares equal to, hashes like and is searched like the string it shows now (Text("a", "甲") == "a"
+    in English), so a table entry still reads like the plain string it stands for; as a dict key or in a
+    set it is therefore found only under the language it was put there in."""
 
     __slots__ = ("en", "zh")
 
@@ -75,8 +99,8 @@ class Text:
             return (self.en, self.zh) == (other.en, other.zh)
         return str(self) == other if isinstance(other, str) else NotImplemented
 
-    def __hash__(self) -> int:
-        return hash((self.en, self.zh))
+    def __hash__(self) -> int:  # a == b must imply hash(a) == hash(b), also for Text == str
+        return hash(str(self))
 
     def __contains__(self, part: str) -> bool:
         return part in str(self)

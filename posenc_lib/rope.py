@@ -43,9 +43,6 @@ from .attention import PositionalEncoding, default_positions
 from .scaling import _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
 
 LAYOUTS = ("half", "interleaved")
-# On the CPU, `rotate` works through x in blocks of positions of about this many bytes, so that the
-# three passes over a block (x cos, x sin, their sum) find it in the cache instead of in memory.
-_BLOCK_BYTES = 2 << 20
 # RotaryEmbedding caches cos/sin tables up to this many positions; positions beyond it (2**40, say)
 # get their cos/sin computed for themselves alone, instead of a table with 2**40 rows.
 _MAX_TABLE_POSITIONS = 1 << 16
@@ -66,8 +63,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) turned counter-clockwise. Same as HF's rotate_half.
     """
     _check_pairs("x", x)
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
+    return _quarter_turn(x, "half")
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
@@ -77,7 +73,7 @@ def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
     with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) turned counter-clockwise.
     """
     _check_pairs("x", x)
-    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+    return _quarter_turn(x, "interleaved")
 
 
 # ----------------------------------------------------------------------------- angles and tables
@@ -94,7 +90,7 @@ def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | N
 
 def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     work = _checks.angle_dtype(positions.device)
-    return positions.to(work)[..., None] * inv_freq.to(work)  # (..., seq, dim/2): m * theta_i
+    return positions.to(work)[..., None] * _as(inv_freq, work)  # (..., seq, dim/2): m * theta_i
 
 
 def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
@@ -109,11 +105,12 @@ def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor
 
 
 def _cos_sin(positions, inv_freq, attention_factor, dtype):
+    """a cos(m theta_i), a sin(m theta_i): (..., dim/2), one value per pair."""
     angles = _angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
     cos, sin = angles.cos(), angles.sin()
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor
-    return cos.to(dtype), sin.to(dtype)
+    return _as(cos, dtype), _as(sin, dtype)
 
 
 def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
@@ -137,38 +134,6 @@ def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Ten
     if layout == "half":
         return t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]  # [x1 | x2]
     return t[..., 0::2], t[..., 1::2]  # (x1_0, x2_0, x1_1, x2_1, ...)
-
-
-def _eager_rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """The textbook form x * cos_full + turn(x) * sin_full in float32 or better (autograd uses it)."""
-    work = _checks.compute_dtype(x.dtype)
-    xw = x.to(work)
-    if layout == "half":  # cos_full = [c, c], turn = rotate_half
-        cos_full, sin_full, turn = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1), rotate_half
-    else:  # cos_full = (c0, c0, c1, c1, ...), turn = rotate_every_two
-        cos_full, sin_full, turn = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1), rotate_every_two
-    return (xw * cos_full.to(work) + turn(xw) * sin_full.to(work)).to(x.dtype)
-
-
-def _rotate_block(x, cos, sin, out, layout) -> None:
-    """out = R x for one block: x (..., t, D) in the working dtype, cos/sin (..., t, D/2), out (..., t, D).
-
-    Each line is the equation beside it, written into preallocated memory. The eager form's products
-    and sums, each rounded on its own, in its own order: y1 = x1 c + (-x2) s is x1 c - x2 s exactly.
-    (`addcmul` would be one pass less, but on CPUs with FMA it rounds x2 s and the sum together.)
-    """
-    x1, x2 = _pair_members(x, layout)
-    y = out if out.dtype == x.dtype else torch.empty_like(x)
-    y1, y2 = _pair_members(y, layout)
-    product = torch.empty(x1.shape, dtype=x.dtype, device=x.device)
-    torch.mul(x1, cos, out=y1)        # y1 = x1 cos
-    torch.mul(x2, sin, out=product)
-    y1.sub_(product)                  # y1 = x1 cos - x2 sin
-    torch.mul(x2, cos, out=y2)        # y2 = x2 cos
-    torch.mul(x1, sin, out=product)
-    y2.add_(product)                  # y2 = x2 cos + x1 sin
-    if y is not out:
-        out.copy_(y)                  # half-precision x: rounded once, as .to(dtype) would
 
 
 def _check_x(x, name: str = "x", *, even: bool = True) -> None:
@@ -197,33 +162,44 @@ def _check_tables(x: torch.Tensor, cos, sin) -> None:
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
     """Rotate x (..., seq, dim) by precomputed cos/sin that broadcast to (..., seq, dim/2).
 
-        y1 = x1 cos - x2 sin,   y2 = x2 cos + x1 sin      for every pair (x1, x2) of `layout`
-
     cos/sin: e.g. (seq, dim/2), or (batch, 1, seq, dim/2) for batched positions, on x's device.
-    Returns a new tensor of x's shape, dtype and device (x is not modified). The result equals the
-    eager form `x * cos_full + turn(x) * sin_full` (cos_full = [c, c] or c0 c0 c1 c1 ..., turn =
-    `rotate_half` / `rotate_every_two`) computed in float32 (float64 for float64 x) BIT FOR BIT: the
-    same products and sums, each rounded on its own (a NaN stays a NaN, though its sign bit may
-    differ). Under autograd the eager form itself runs. Otherwise the result is written into
-    preallocated memory, on the CPU in blocks of positions that stay in the cache: ~3x the eager
-    form's speed on large inputs, which makes ~10 passes over memory with its temporaries.
+    Returns a new tensor of x's shape, dtype and device (x is not modified), computed in float32
+    (float64 for float64 x). Given the same tables, it equals Hugging Face's eager
+    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: the same products and sums, each rounded once
+    (x1 c - x2 s is x1 c + (-x2) s exactly). For fused speed, compile it (`torch.compile`).
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
     _check_tables(x, cos, sin)
-    if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad):
-        return _eager_rotate(x, cos, sin, layout)
-    work = _checks.compute_dtype(x.dtype)
-    seq, half = x.shape[-2], x.shape[-1] // 2
-    cos = cos.to(work).expand(*cos.shape[:-2], seq, half)  # a view: the seq axis can be sliced in blocks
-    sin = sin.to(work).expand(*sin.shape[:-2], seq, half)
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    position_bytes = max(1, x.numel() // max(seq, 1) * work.itemsize)  # x[..., t, :] for one t, in `work`
-    step = max(1, _BLOCK_BYTES // position_bytes) if x.device.type == "cpu" else max(seq, 1)  # positions per block
-    for start in range(0, seq, step):
-        block = slice(start, start + step)  # positions start .. start+step-1
-        _rotate_block(x[..., block, :].to(work), cos[..., block, :], sin[..., block, :], out[..., block, :], layout)
-    return out
+    return _turn(x, cos, sin, layout)
+
+
+def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """The rotation itself: every pair (x1, x2) of `layout` turned counter-clockwise by its angle,
+
+        [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
+        [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
+
+    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair. (Hugging Face writes the same
+    products as x * [c, c] + rotate_half(x) * [s, s]; the results are equal bit for bit.)
+    """
+    work = _checks.compute_dtype(x.dtype)         # bf16/fp16 turn in float32, rounded once at the end
+    x1, x2 = _pair_members(_as(x, work), layout)  # (..., seq, dim/2) each
+    cos, sin = _as(cos, work), _as(sin, work)
+    y1 = x1 * cos - x2 * sin
+    y2 = x2 * cos + x1 * sin
+    y = torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
+    return _as(y, x.dtype)
+
+
+def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """Each pair (x1, x2) -> (-x2, x1): a turn by 90 degrees (unchecked; the public forms check)."""
+    x1, x2 = _pair_members(x, layout)
+    return torch.cat((-x2, x1), dim=-1) if layout == "half" else torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return t if t.dtype == dtype else t.to(dtype)  # (a no-op .to still costs a microsecond or two a call)
 
 
 # ----------------------------------------------------------------------------- the public forms
@@ -243,23 +219,38 @@ def _line_up(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch
     return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
 
 
-def _rotate_dims(x: torch.Tensor, cos, sin, layout: str, start: int, stop: int) -> torch.Tensor:
-    """Rotate dims start .. stop-1 of x (pairs of `layout` formed within them), copy the others unchanged."""
-    if start == 0 and stop == x.shape[-1]:
-        return rotate(x, cos, sin, layout)
-    return torch.cat((x[..., :start], rotate(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
+_PLAIN_FREQUENCIES: dict = {}  # (dim, base, device) -> base ** (-2i/dim): apply_rope's default, made once
 
 
-def _rope_slice(x, positions, base, inv_freq, attention_factor, layout, start, stop) -> torch.Tensor:
-    """apply_rope's work on dims start .. stop-1 of x (checked x and layout)."""
+def _plain_frequencies(dim: int, base: float, device) -> torch.Tensor:
+    """rope_inv_freq(dim, base=base) on `device`, kept after the first call (not while torch.compile traces)."""
+    if torch.compiler.is_compiling() or type(base) not in (int, float) or type(dim) is not int:
+        return rope_inv_freq(dim, base=base, device=device)[0]  # which also names a bad base
+    key = (dim, base, device)
+    if key not in _PLAIN_FREQUENCIES:
+        if len(_PLAIN_FREQUENCIES) > 256:  # a long session of many sizes: start again rather than grow
+            _PLAIN_FREQUENCIES.clear()
+        _PLAIN_FREQUENCIES[key] = rope_inv_freq(dim, base=base, device=device)[0]
+    return _PLAIN_FREQUENCIES[key]
+
+
+def _tables(x, positions, base, inv_freq, attention_factor, rotated: int, layout: str):
+    """cos/sin (..., seq, rotated/2) for x's positions, lined up to broadcast over x's heads."""
     positions = _positions(positions, x)
     if inv_freq is None:
-        inv_freq, _ = rope_inv_freq(stop - start, base=base, device=x.device)
+        inv_freq = _plain_frequencies(rotated, base, x.device)
     else:
-        _check_inv_freq(inv_freq, "x", x, stop - start)
+        _check_inv_freq(inv_freq, "x", x, rotated)
     attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))  # (..., seq, r/2)
-    return _rotate_dims(x, _line_up(cos, x, positions), _line_up(sin, x, positions), layout, start, stop)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
+    return _line_up(cos, x, positions), _line_up(sin, x, positions)
+
+
+def _rope_dims(x, positions, inv_freq, attention_factor, layout: str, start: int, stop: int) -> torch.Tensor:
+    """Dims start .. stop-1 of x turned by RoPE with these frequencies (pairs of `layout` formed within
+    them), the other dims copied: a checkpoint's layer (configs.LayerPositions.apply)."""
+    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start, layout)
+    return torch.cat((x[..., :start], _turn(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
@@ -289,8 +280,11 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     _check_x(x, even=partial_rotary_factor == 1 and not isinstance(partial_rotary_factor, bool))
     _checks.choice("layout", layout, LAYOUTS)
-    rotated = rotary_dim(x.shape[-1], partial_rotary_factor)
-    return _rope_slice(x, positions, base, inv_freq, attention_factor, layout, 0, rotated)
+    r = rotary_dim(x.shape[-1], partial_rotary_factor)       # the first r dims turn, the rest are copied
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, r, layout)  # (..., seq, r/2): a cos(m theta_i)
+    if r == x.shape[-1]:
+        return _turn(x, cos, sin, layout)
+    return torch.cat((_turn(x[..., :r], cos, sin, layout), x[..., r:]), dim=-1)
 
 
 def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
@@ -325,8 +319,9 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     rope_dim = _checks.even_int("rope_dim", rope_dim)
     if rope_dim > x.shape[-1]:
         raise ValueError(f"rope_dim={rope_dim} must be <= x's last dimension (head_dim {x.shape[-1]})")
-    head_dim = x.shape[-1]
-    return _rope_slice(x, positions, base, inv_freq, attention_factor, layout, head_dim - rope_dim, head_dim)
+    start = x.shape[-1] - rope_dim                           # [x_nope | x_rope]: only x_rope turns
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim, layout)
+    return torch.cat((x[..., :start], _turn(x[..., start:], cos, sin, layout)), dim=-1)
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
@@ -390,9 +385,16 @@ class RotaryEmbedding(PositionalEncoding):
     `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
     is a partial-rotary attention layer.
 
-    cos/sin tables are cached per (device, dtype), grown (doubled) only when a position beyond the
-    cached length is asked for, never rebuilt on every call; `cache_builds` counts the builds.
-    Positions past 65,536 get their cos/sin computed for themselves (no table of 2**40 rows).
+    What it caches, and when it recomputes:
+      * max_positions=N: one cos/sin table of N positions per (device, dtype), built at the first call
+        and indexed by the positions; nothing is read back from the device and torch.compile fuses the
+        lookup with the rotation. A position >= N is an error (named on the CPU, torch's index error
+        elsewhere). Not with dynamic NTK or LongRoPE, whose frequencies change with the length.
+      * otherwise, on the CPU: a table grown (doubled) when a later position is asked for, never rebuilt
+        on every call; positions past 65,536 get their cos/sin computed for themselves (no table of
+        2**40 rows). On other devices, and while torch.compile traces, cos/sin are computed from the
+        positions at every call (finding a table's length would read them back: a sync); only the
+        frequencies are kept. `cache_builds` counts the tables built.
 
     Dynamic NTK ({"rope_type": "dynamic"}): the frequencies depend on the length L, and ONE call
     uses one set of frequencies for q and k, with L = 1 + the largest position among q's and k's
@@ -414,7 +416,7 @@ class RotaryEmbedding(PositionalEncoding):
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
-                 partial_rotary_factor: float | None = None):
+                 partial_rotary_factor: float | None = None, max_positions: int | None = None):
         super().__init__()
         self.partial_rotary_factor = _resolve_partial(partial_rotary_factor, scaling)
         self.dim = (_checks.even_int("dim", dim) if self.partial_rotary_factor == 1
@@ -425,7 +427,12 @@ class RotaryEmbedding(PositionalEncoding):
         rope_inv_freq(self.dim, base=self.base, scaling=scaling,  # validate now, not at the first call
                       partial_rotary_factor=self.partial_rotary_factor)
         self.scaling, self.rope_type = scaling, rope_type_of(scaling)
-        self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin)
+        self.max_positions = None if max_positions is None else _checks.positive_int("max_positions", max_positions)
+        if self.max_positions is not None and self.rope_type in ("dynamic", "longrope"):
+            raise ValueError(f"max_positions: a fixed table cannot follow {self.rope_type} RoPE, whose frequencies "
+                             f"change with the length; leave max_positions=None")
+        self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin): the CPU's tables
+        self._frequency_cache: dict = {}  # (device, seq_len) -> (inv_freq, attention factor): other devices
         self.cache_builds = 0
 
     @classmethod
@@ -445,6 +452,13 @@ class RotaryEmbedding(PositionalEncoding):
     def _frequencies(self, device, seq_len):
         return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len,
                              partial_rotary_factor=self.partial_rotary_factor)
+
+    def _device_frequencies(self, device, seq_len):
+        """The frequencies for `seq_len` (None: the trained ones) on `device`, kept per device."""
+        key = (device, seq_len)
+        if key not in self._frequency_cache:
+            self._frequency_cache[key] = self._frequencies(device, seq_len)
+        return self._frequency_cache[key]
 
     def _frequency_length(self, length: int):
         """The length L the call's frequencies are made for (None: the trained ones). dynamic: L itself;
@@ -471,16 +485,48 @@ class RotaryEmbedding(PositionalEncoding):
     def _cos_sin(self, q_positions, k_positions, dtype):
         """(cos, sin) for q's positions and for k's: one set of frequencies for both."""
         device = q_positions.device
-        if device.type == "meta":  # no values to read: a table for exactly these positions (frequencies at L0)
-            inv_freq, factor = self._frequencies(device, None)
+        if self.max_positions is not None:
+            return self._fixed_lookup(q_positions, k_positions, dtype)
+        if not _checks.values_are_cheap(q_positions):  # GPU, meta, torch.compile: nothing read back
+            seq_len = None
+            if self.rope_type in ("dynamic", "longrope") and device.type != "meta":  # frequencies depend on L:
+                largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))  # one read
+                seq_len = self._frequency_length(largest + 1)
+            inv_freq, factor = self._device_frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
-        largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))
+        largest = 0
+        for name, p in (("q_positions", q_positions), ("k_positions", k_positions))[:1 + (k_positions is not q_positions)]:
+            if p.numel():
+                low, high = (int(v) for v in torch.aminmax(p))  # CPU values: free to read
+                if low < 0:
+                    raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {low}")
+                largest = max(largest, high)
         seq_len = self._frequency_length(largest + 1)  # L = 1 + the largest position, as in HF
         if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
             inv_freq, factor = self._frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
         cos, sin = self._table(device, dtype, largest + 1, seq_len)
-        return [(cos[p], sin[p]) for p in (q_positions, k_positions)]  # (..., seq, d/2) each
+        q_tables = (cos[q_positions], sin[q_positions])  # (..., seq, d/2) each
+        return [q_tables, q_tables if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
+
+    def _fixed_lookup(self, q_positions, k_positions, dtype):
+        """Rows of the max_positions table (built once per device and dtype)."""
+        device = q_positions.device
+        key = (device, dtype, "fixed")
+        if key not in self._cache:
+            inv_freq, factor = self._frequencies(device, None)
+            self._cache[key] = _cos_sin(torch.arange(self.max_positions, device=device), inv_freq, factor, dtype)
+            self.cache_builds += 1
+        cos, sin = self._cache[key]
+        pairs = (("q_positions", q_positions), ("k_positions", k_positions))[:1 + (k_positions is not q_positions)]
+        for name, p in pairs:
+            if _checks.values_are_cheap(p) and p.numel():
+                low, high = (int(v) for v in torch.aminmax(p))
+                if low < 0 or high >= self.max_positions:
+                    raise ValueError(f"{name} must lie in [0, max_positions={self.max_positions}), got min {low}, "
+                                     f"max {high}")
+        q_tables = (cos[q_positions], sin[q_positions])
+        return [q_tables, q_tables if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | None = None):
         """(R q, R k) with q and k at the same positions (seq,) or (batch, seq) (default 0 .. seq-1)."""
@@ -492,19 +538,22 @@ class RotaryEmbedding(PositionalEncoding):
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
         _checks.same_device("q", q, k=k)
-        q_positions, k_positions = _positions(q_positions, q, "q_positions"), _positions(k_positions, k, "k_positions")
-        for name, p in (("q_positions", q_positions), ("k_positions", k_positions)):
-            if p.device.type != "meta" and p.numel() and int(p.min()) < 0:
-                raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {int(p.min())}")
+        same = k_positions is q_positions and k.shape[:-1] == q.shape[:-1]  # forward(q, k, positions): one table
+        q_positions = _positions(q_positions, q, "q_positions")
+        k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
         (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
         r = self.rotary_dim  # the first r dims turn, the rest are copied
-        q_out = _rotate_dims(q, _line_up(q_cos, q, q_positions), _line_up(q_sin, q, q_positions), self.layout, 0, r)
-        k_out = _rotate_dims(k, _line_up(k_cos, k, k_positions), _line_up(k_sin, k, k_positions), self.layout, 0, r)
-        return q_out, k_out
+        turned = []
+        for t, cos, sin, p in ((q, q_cos, q_sin, q_positions), (k, k_cos, k_sin, k_positions)):
+            cos, sin = _line_up(cos, t, p), _line_up(sin, t, p)
+            turned.append(_turn(t, cos, sin, self.layout) if r == self.dim else
+                          torch.cat((_turn(t[..., :r], cos, sin, self.layout), t[..., r:]), dim=-1))
+        return turned[0], turned[1]
 
     def extra_repr(self):
         partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
-        return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
+        table = "" if self.max_positions is None else f", max_positions={self.max_positions}"
+        return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}{table}"
 
 
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:

@@ -12,7 +12,7 @@ import pytest
 import posenc_lib
 from posenc_lib import exercises as X
 from posenc_lib.exercises import ExerciseError
-from posenc_lib.i18n import Text, get_language, set_language, tr
+from posenc_lib.i18n import Text, get_language, language, set_language, tr
 
 PACKAGE = Path(posenc_lib.__file__).parent
 # what a learner reads: the checkers, figures and sliders, and the reports notebooks print
@@ -53,6 +53,40 @@ def test_text_picks_its_language_when_shown():
         assert label == "位置 {m}" and label != "position {m}" and "位置" in label
     finally:
         set_language("en")
+
+
+def test_with_language_is_scoped_to_its_block_its_thread_and_undone_on_errors():
+    import threading
+
+    assert get_language() == "en"
+    with language("zh"):
+        assert tr("position", "位置") == "位置"
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(get_language()))  # a thread starts afresh
+        worker.start()
+        worker.join()
+        assert seen == ["en"]
+        with language("en"):
+            assert get_language() == "en"
+        assert get_language() == "zh"
+    assert get_language() == "en"
+    with pytest.raises(RuntimeError), language("zh"):
+        raise RuntimeError("inside the block")
+    assert get_language() == "en"
+    set_language("zh")  # the process default: what a block leaves behind is what was in force before it
+    try:
+        with language("en"):
+            assert get_language() == "en"
+        assert get_language() == "zh"
+    finally:
+        set_language("en")
+
+
+def test_text_hashes_like_the_string_it_equals():
+    label = Text("position", "位置")
+    assert label == "position" and hash(label) == hash("position") and "position" in {label}
+    with language("zh"):
+        assert label == "位置" and hash(label) == hash("位置")
 
 
 @pytest.mark.parametrize("bad, error", [("fr", ValueError), ("ZH", ValueError), (None, TypeError)])
@@ -202,3 +236,19 @@ def test_permutation_figures_show_the_characters_in_chinese_and_pinyin_in_englis
         finally:
             set_language("en")
         assert shown == labels, (language, shown)
+
+
+def test_the_plots_one_matplotlib_setting_is_a_fallback_font_that_can_be_removed():
+    import matplotlib
+
+    from posenc_lib import plots
+    from posenc_lib.plots import _style
+    if _style.CJK_FONT is None:
+        pytest.skip("no CJK font on this machine")
+    families = list(matplotlib.rcParams["font.family"])
+    assert families[-1] == _style.CJK_FONT and families[0] != _style.CJK_FONT  # after the user's own
+    try:
+        plots.remove_cjk_font()
+        assert matplotlib.rcParams["font.family"] == families[:-1]
+    finally:
+        matplotlib.rcParams["font.family"] = families

@@ -66,6 +66,10 @@ def test_attention_logits_are_what_the_layers_softmax_sees(encoding):
     model = TinyLM(11, encoding=encoding, d_model=16, num_heads=2, num_layers=2, max_len=12)
     tokens = torch.randint(0, 11, (3, 12))
     model(tokens)
+    assert all(block.attn.last_weights is None for block in model.blocks)  # kept only when asked
+    for block in model.blocks:
+        block.attn.keep_weights = True
+    model(tokens)
     mask = torch.ones(12, 12, dtype=torch.bool).tril()
     for layer in (0, 1):
         weights = ld.attention_logits(model, tokens, layer=layer).masked_fill(~mask, float("-inf")).softmax(-1)

@@ -1,20 +1,22 @@
-"""`make bench` (python tools/bench.py): the speed numbers of DESIGN section 3, measured, not timed in tests.
+"""`make bench` (python tools/bench.py): the course's speed numbers, measured, not timed in tests.
 
-1. RoPE on a (4, 16, 2048, 128) float32 tensor, CPU with 2 threads (and CUDA when present):
-   `apply_rope` as a user calls it (positions in, angles and cos/sin computed inside), and the core
-   `rope.rotate` with cos/sin precomputed, against
-     - the eager rotate-half form `x * cos + rotate_half(x) * sin` with cos/sin precomputed, and
-     - `x.clone()` (one read and one write of the tensor: the memory-bound floor).
-   The candidates are timed round-robin in one run (one call of each per round), so a busy machine
-   slows them alike; the medians give the ratios (the verdict). Goals: eager / ours >= 2.5 and clone / ours
-   >= 0.6. The quartiles of the ratio within each round are printed too: their spread shows how much
-   the machine's speed moved during the run.
-   The results must be identical (torch.equal) to the eager form.
+1. RoPE against transformers' own path, at the shapes the course and its users run (SWEEP):
+   one decoding step at position 4000, the course's training batch, its evaluation at 8L, a prefill.
+     - `apply_rope(x, positions)` against transformers' LlamaRotaryEmbedding (cos/sin from the
+       positions) followed by the eager formula `x * cos + rotate_half(x) * sin`, on one tensor;
+     - `RotaryEmbedding(q, k, positions)` against LlamaRotaryEmbedding + `apply_rotary_pos_emb(q, k)`.
+   Goal: transformers' time / ours >= 1.0 at EVERY shape, for both (a speed-up at one size that is a
+   slow-down at another is not one). Then, at the prefill shape, `torch.compile(fullgraph=True)` of a
+   RotaryEmbedding(max_positions=4096) forward (its cos/sin table cached) against cloning q and k (one read and one write: the
+   memory-bound floor); goal: within ~1.2x of the clone. Compile is the route to fused speed.
+   The candidates of a shape are timed round-robin in one run (one call of each per round), so a busy
+   machine slows them alike; the ratio is taken within each round and its median reported, with the
+   quartiles, whose spread shows how much the machine moved. Results must agree with transformers'.
 2. Every interactive figure in posenc_lib.widgets.BUILDERS: its first control (the first one that
    has another valid value here) is moved to other valid values a few times, and the median redraw
    time (fig.last_redraw_seconds) is compared with the 100 ms goal.
 
-Options: --rounds N (default 15), --no-widgets, --no-rope, --threads N (default 2).
+Options: --rounds N (default 30), --no-widgets, --no-rope, --no-compile, --threads N (default 2).
 """
 from __future__ import annotations
 
@@ -26,9 +28,16 @@ import time
 
 import torch
 
-from posenc_lib import rope
+from posenc_lib import RotaryEmbedding, apply_rope
 
-EAGER_GOAL, COPY_GOAL, REDRAW_GOAL_MS = 2.5, 0.6, 100.0
+HF_GOAL, COMPILED_CLONE_GOAL, REDRAW_GOAL_MS = 1.0, 1.2, 100.0
+# name -> ((batch, heads, seq, head_dim), first position)
+SWEEP = {
+    "decoding step at 4000": ((1, 32, 1, 128), 4000),
+    "course training batch": ((32, 4, 64, 16), 0),
+    "course evaluation at 8L": ((8, 4, 512, 16), 0),
+    "prefill": ((1, 32, 4096, 128), 0),
+}
 
 
 def _sync(device: torch.device) -> None:
@@ -36,76 +45,123 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _eager_rotate_half(x, cos_full, sin_full):
-    return x * cos_full + rope.rotate_half(x) * sin_full
+def _hf(head_dim: int, device):
+    """transformers' Llama rotary module and its apply function (imported here: a test dependency)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as hf
+    config = LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    return hf.LlamaRotaryEmbedding(config).to(device), hf
 
 
-def bench_rope(device="cpu", *, shape=(4, 16, 2048, 128), rounds: int = 15, seed: int = 0) -> dict:
-    """Median seconds of each candidate and the ratios; raises if a result differs from the eager form."""
+def _round_robin(candidates: dict, device, rounds: int) -> dict:
+    """Seconds of every call of every candidate, one call of each per round (after two warm-up rounds)."""
+    times = {name: [] for name in candidates}
+    for _ in range(2):
+        for run in candidates.values():
+            run()
+    _sync(device)
+    for _ in range(rounds):
+        for name, run in candidates.items():
+            _sync(device)
+            start = time.perf_counter()
+            run()
+            _sync(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _ratio(times: dict, baseline: str, name: str) -> list:
+    """baseline's time / name's time within each round: the median and the quartiles of that ratio."""
+    ratios = [b / t for b, t in zip(times[baseline], times[name])]
+    return statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+
+
+def bench_rope(device="cpu", *, sweep: dict | None = None, rounds: int = 30, seed: int = 0) -> list[dict]:
+    """For each shape: median seconds of ours and transformers' path, and the per-round ratios."""
+    device = torch.device(device)
+    results = []
+    for label, (shape, first) in (sweep or SWEEP).items():
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        q, k = (torch.randn(shape, generator=generator).to(device) for _ in range(2))
+        positions = torch.arange(first, first + shape[-2], device=device)
+        position_ids = positions[None].expand(shape[0], -1)
+        hf_rotary, hf = _hf(shape[-1], device)
+        rope = RotaryEmbedding(shape[-1])
+
+        def hf_one():
+            cos, sin = hf_rotary(q, position_ids)
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+            return q * cos + hf.rotate_half(q) * sin
+
+        def hf_two():
+            cos, sin = hf_rotary(q, position_ids)
+            return hf.apply_rotary_pos_emb(q, k, cos, sin)
+
+        candidates = {"apply_rope": lambda: apply_rope(q, positions), "transformers (one tensor)": hf_one,
+                      "RotaryEmbedding(q, k)": lambda: rope(q, k, positions), "transformers (q, k)": hf_two}
+        with torch.no_grad():
+            # transformers rounds the angles m * theta to float32: up to ~1e-3 apart near position 4000
+            agree = (torch.allclose(candidates["apply_rope"](), hf_one(), atol=1e-2)
+                     and all(torch.allclose(a, b, atol=1e-2) for a, b in zip(rope(q, k, positions), hf_two())))
+            times = _round_robin(candidates, device, rounds)
+        results.append({"label": label, "shape": shape, "first": first, "device": str(device), "rounds": rounds,
+                        "agree": agree, "median_s": {n: statistics.median(t) for n, t in times.items()},
+                        "apply_rope": _ratio(times, "transformers (one tensor)", "apply_rope"),
+                        "RotaryEmbedding": _ratio(times, "transformers (q, k)", "RotaryEmbedding(q, k)")})
+    return results
+
+
+def bench_compiled(device="cpu", *, shape=(1, 32, 4096, 128), rounds: int = 30, seed: int = 0) -> dict:
+    """torch.compile(fullgraph=True) of a RotaryEmbedding(max_positions=seq) forward (its cos/sin table
+    cached) vs cloning q and k, at one shape."""
     device = torch.device(device)
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.randn(shape, generator=generator).to(device)
-    seq, dim = shape[-2], shape[-1]
-    positions = torch.arange(seq, device=device)
-    inv_freq, _ = rope.rope_inv_freq(dim, device=device)
-    cos, sin = rope.rope_cos_sin(positions, inv_freq)  # (seq, dim/2) float32, the tables apply_rope uses
-    cos_full, sin_full = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)  # (seq, dim)
-
-    candidates = {
-        "apply_rope": lambda: rope.apply_rope(x, positions),
-        "rope.rotate": lambda: rope.rotate(x, cos, sin),
-        "eager": lambda: _eager_rotate_half(x, cos_full, sin_full),
-        "clone": lambda: x.clone(),
-    }
+    q, k = (torch.randn(shape, generator=generator).to(device) for _ in range(2))
+    positions = torch.arange(shape[-2], device=device)
+    rope = RotaryEmbedding(shape[-1], max_positions=shape[-2])  # its table built once, indexed in the graph
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda a, b, p: rope(a, b, p), fullgraph=True)
+    candidates = {"compiled RotaryEmbedding(q, k)": lambda: compiled(q, k, positions),
+                  "q.clone(), k.clone()": lambda: (q.clone(), k.clone())}
     with torch.no_grad():
-        reference = candidates["eager"]()
-        identical = {name: bool(torch.equal(candidates[name](), reference)) for name in ("apply_rope", "rope.rotate")}
-        del reference
-        times = {name: [] for name in candidates}
-        for _ in range(2):  # warm-up: allocator, caches
-            for run in candidates.values():
-                run()
-        _sync(device)
-        for _ in range(rounds):
-            for name, run in candidates.items():
-                _sync(device)
-                start = time.perf_counter()
-                run()
-                _sync(device)
-                times[name].append(time.perf_counter() - start)
-    median = {name: statistics.median(values) for name, values in times.items()}
-
-    def paired(baseline, name):  # the ratio within each round, then its quartiles: how much the machine moved
-        return statistics.quantiles([b / t for b, t in zip(times[baseline], times[name])], n=4)
-
-    return {
-        "device": str(device), "shape": tuple(shape), "rounds": rounds, "median_s": median, "identical": identical,
-        "eager_ratio": {name: median["eager"] / median[name] for name in ("apply_rope", "rope.rotate")},
-        "copy_ratio": {name: median["clone"] / median[name] for name in ("apply_rope", "rope.rotate")},
-        "round_quartiles": {name: {"eager": paired("eager", name), "clone": paired("clone", name)}
-                            for name in ("apply_rope", "rope.rotate")},
-    }
+        agree = all(torch.allclose(a, b, atol=1e-5) for a, b in zip(compiled(q, k, positions), rope(q, k, positions)))
+        times = _round_robin(candidates, device, rounds)
+    quartiles = _ratio(times, "compiled RotaryEmbedding(q, k)", "q.clone(), k.clone()")  # compiled / clone
+    return {"device": str(device), "shape": shape, "rounds": rounds, "agree": agree,
+            "median_s": {n: statistics.median(t) for n, t in times.items()}, "compiled_over_clone": quartiles}
 
 
 def _verdict(ok: bool) -> str:
     return "PASS" if ok else "below goal"
 
 
-def print_rope(result: dict) -> bool:
-    m = result["median_s"]
-    print(f"\nRoPE on {result['device']}, x {result['shape']} float32, median of {result['rounds']} round-robin rounds")
-    for name in ("apply_rope", "rope.rotate", "eager", "clone"):
-        print(f"  {name:12s} {1e3 * m[name]:9.2f} ms")
+def print_rope(results: list[dict]) -> bool:
     ok = True
-    for name in ("apply_rope", "rope.rotate"):
-        eager, copy, same = result["eager_ratio"][name], result["copy_ratio"][name], result["identical"][name]
-        ok &= eager >= EAGER_GOAL and copy >= COPY_GOAL and same
-        print(f"  {name:12s} eager/ours = {eager:5.2f} (goal >= {EAGER_GOAL}: {_verdict(eager >= EAGER_GOAL)})   "
-              f"clone/ours = {copy:4.2f} (goal >= {COPY_GOAL}: {_verdict(copy >= COPY_GOAL)})   "
-              f"identical to eager: {'yes' if same else 'NO'}")
-    for name, q in result["round_quartiles"].items():
-        print(f"  {name:12s} per-round ratios, quartiles: eager/ours {q['eager'][0]:.2f} {q['eager'][1]:.2f} "
-              f"{q['eager'][2]:.2f}   clone/ours {q['clone'][0]:.2f} {q['clone'][1]:.2f} {q['clone'][2]:.2f}")
+    first = results[0]
+    print(f"\nRoPE on {first['device']} against transformers' path, float32, {first['rounds']} round-robin rounds "
+          f"a shape; ratio = transformers' time / ours within a round (median [quartiles]), goal >= {HF_GOAL}")
+    for r in results:
+        m = r["median_s"]
+        print(f"  {r['label']:24s} {str(r['shape']):18s} at {r['first']:>4}: "
+              f"apply_rope {1e3 * m['apply_rope']:8.3f} ms vs {1e3 * m['transformers (one tensor)']:8.3f} ms, "
+              f"RotaryEmbedding {1e3 * m['RotaryEmbedding(q, k)']:8.3f} ms vs {1e3 * m['transformers (q, k)']:8.3f} ms")
+        for name in ("apply_rope", "RotaryEmbedding"):
+            q1, q2, q3 = r[name]
+            ok &= q2 >= HF_GOAL and r["agree"]
+            print(f"      {name:16s} {q2:5.2f}x [{q1:.2f} {q3:.2f}]  {_verdict(q2 >= HF_GOAL)}"
+                  + ("" if r["agree"] else "   RESULTS DIFFER FROM TRANSFORMERS'"))
+    return ok
+
+
+def print_compiled(result: dict) -> bool:
+    q1, q2, q3 = result["compiled_over_clone"]
+    m = result["median_s"]
+    ok = q2 <= COMPILED_CLONE_GOAL and result["agree"]
+    print(f"\ncompiled (fullgraph) RotaryEmbedding(q, k) on {result['device']} at {result['shape']}: "
+          f"{1e3 * m['compiled RotaryEmbedding(q, k)']:.2f} ms vs clone {1e3 * m['q.clone(), k.clone()']:.2f} ms: "
+          f"{q2:.2f}x the clone [{q1:.2f} {q3:.2f}] (goal <= ~{COMPILED_CLONE_GOAL}: {_verdict(ok)})"
+          + ("" if result["agree"] else "   RESULTS DIFFER FROM EAGER"))
     return ok
 
 
@@ -184,9 +240,10 @@ def print_widgets(results: list[dict]) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/bench.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-rope", action="store_true")
+    parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--no-widgets", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -195,12 +252,14 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} CPUs, load average {load:.1f}, {platform.processor() or platform.machine()}")
     print("(timings on a shared machine are noisy; the ratios compare candidates measured in the same rounds)")
     ok = True
-    if not args.no_rope:
-        ok &= print_rope(bench_rope("cpu", rounds=args.rounds))
-        if torch.cuda.is_available():
-            ok &= print_rope(bench_rope("cuda", rounds=args.rounds))
-        else:
-            print("\n(no CUDA device: GPU numbers skipped)")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        if not args.no_rope:
+            ok &= print_rope(bench_rope(device, rounds=args.rounds))
+        if not args.no_compile:
+            ok &= print_compiled(bench_compiled(device, rounds=args.rounds))
+    if len(devices) == 1:
+        print("\n(no CUDA device: GPU numbers skipped)")
     if not args.no_widgets:
         import matplotlib
 

@@ -1,6 +1,8 @@
 """Pure figure functions: render_*(ax, ...) draws on the axes it is given and returns the data it
-drew (so tests can check a figure without a browser). No widgets, no global state, no training: a
-figure of trained models or experiments draws the results it is given.
+drew (so tests can check a figure without a browser). No widgets, no state of their own, no training: a
+figure of trained models or experiments draws the results it is given. The one matplotlib setting the
+package changes is documented in _style: on import it appends a CJK font to rcParams["font.family"] as a
+fallback after your own families (Latin text is drawn as before); `remove_cjk_font()` takes it out again.
 
 One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
 permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),
@@ -18,3 +20,4 @@ from .relative import *  # noqa: F401,F403
 from .review import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
+from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)

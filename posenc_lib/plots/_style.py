@@ -61,6 +61,13 @@ def setup_cjk_font() -> str | None:
 CJK_FONT = setup_cjk_font()
 
 
+def remove_cjk_font() -> None:
+    """Undo the import's one change to matplotlib's settings: take the CJK fallback out of
+    rcParams["font.family"] again (the figures' Chinese text then shows as boxes)."""
+    if CJK_FONT is not None:
+        matplotlib.rcParams["font.family"] = [f for f in matplotlib.rcParams["font.family"] if f != CJK_FONT]
+
+
 def _warn_without_cjk_font(language: str) -> None:
     if language == "zh" and CJK_FONT is None:
         warnings.warn(tr("no font with Chinese characters was found, so the figures' Chinese text will show as "
