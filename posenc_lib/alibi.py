@@ -82,6 +82,7 @@ class ALiBi(PositionalEncoding):
     def __init__(self, num_heads: int):
         super().__init__()
         self.num_heads = _checks.positive_int("num_heads", num_heads)
+        self._slopes: dict = {}  # (device, dtype) -> slopes: made once, so a forward never copies from the host
 
     @classmethod
     def from_config(cls, config):
@@ -90,7 +91,10 @@ class ALiBi(PositionalEncoding):
     def score_bias(self, q, q_positions, k_positions):
         q_positions, k_positions = check_query(q, q_positions, k_positions, owner="ALiBi", num_heads=self.num_heads)
         work = _checks.angle_dtype(q.device)  # float64: exact slopes and distances up to 2**53, rounded once
-        slopes = alibi_slopes(self.num_heads, device=q.device, dtype=work)
+        key = (q.device, work)
+        if key not in self._slopes:
+            self._slopes[key] = alibi_slopes(self.num_heads, device=q.device, dtype=work)
+        slopes = self._slopes[key]
         distance = relative_positions(q_positions, k_positions).abs().to(work)  # (B, Tq, Tk)
         return (-slopes[None, :, None, None] * distance[:, None]).to(q.dtype)
 
