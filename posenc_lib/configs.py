@@ -38,13 +38,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import unicodedata
 from dataclasses import dataclass, field
 
 import torch
 
 from . import _checks
-from .i18n import tr
+from .i18n import display_width as _width, ljust as _ljust, tr
 from .rope import _rope_dims
 from .scaling import _validate, rope_inv_freq, rope_type_of, rotary_dim
 
@@ -349,14 +348,6 @@ def table_cell(value, digits: int = 6) -> str:
     return str(value)
 
 
-def _width(text: str) -> int:
-    """Columns `text` takes in a monospaced font: a CJK character (or full-width punctuation) takes two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _ljust(text: str, width: int) -> str:
-    """`text` padded with spaces to `width` display columns (str.ljust counts a CJK character as one)."""
-    return text + " " * (width - _width(text))
 
 
 def layer_ranges(indices) -> str:

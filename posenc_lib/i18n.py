@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import unicodedata
 from typing import Callable, Iterator
 
 LANGUAGES = ("en", "zh")
@@ -71,6 +72,16 @@ def on_language_change(listener: Callable[[str], None]) -> None:
 def tr(en: str, zh: str) -> str:
     """The text in the current language: `en` in English, `zh` in Chinese."""
     return zh if get_language() == "zh" else en
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a monospaced font: a CJK character (or full-width punctuation) takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def ljust(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` display columns (str.ljust counts a CJK character as one)."""
+    return text + " " * (width - display_width(text))
 
 
 class Text:

@@ -23,7 +23,7 @@ def test_table_matches_float64_formula(num_positions, dim, base, layout):
     ref = ref_sinusoidal(num_positions, dim, base, layout)
     table = sinusoidal_table(num_positions, dim, base=base, layout=layout)
     assert table.dtype == torch.float32 and table.shape == (num_positions, dim)
-    torch.testing.assert_close(table.double(), ref, atol=1e-5, rtol=0)  # DESIGN section 3
+    torch.testing.assert_close(table.double(), ref, atol=1e-5, rtol=0)  # the course-wide tolerance for float32 tables
     exact = sinusoidal_table(num_positions, dim, base=base, layout=layout, dtype=torch.float64)
     torch.testing.assert_close(exact, ref, atol=1e-12, rtol=0)
 

@@ -71,7 +71,7 @@ def test_a_mask_goes_in_as_minus_infinity():
     assert (weights[..., 1] == 0).all() and (weights[..., [0, 2, 3]] > 0).all()
 
 
-# ------------------------------------------------------------------ permutation: DESIGN section 4, mistake 1
+# ------------------------------------------------------------------ permutation: attention without positions is equivariant
 @pytest.mark.parametrize("seed", [0, 1])
 def test_nope_self_attention_is_permutation_equivariant_not_invariant(seed):
     torch.manual_seed(seed)

@@ -98,9 +98,9 @@ def test_replacing_the_rope_keeps_the_weights(valid):
     x = valid[:40][None]
     before, _ = model(x)
     weights = {k: v.clone() for k, v in model.state_dict().items()}
-    assert V.with_rope_scaling(model, {"rope_type": "linear", "factor": 1.0}, cfg) is model
+    assert V.set_rope_scaling(model, {"rope_type": "linear", "factor": 1.0}, cfg) is model
     torch.testing.assert_close(model(x)[0], before)
-    V.with_rope_scaling(model, {"rope_type": "linear", "factor": 4.0}, cfg)
+    V.set_rope_scaling(model, {"rope_type": "linear", "factor": 4.0}, cfg)
     assert not torch.allclose(model(x)[0], before)
     assert all(torch.equal(weights[k], v) for k, v in model.state_dict().items())
 
@@ -154,6 +154,6 @@ def test_the_abf_arm_raises_the_base_only():
     scaling = V.rope_scaling("abf", 4.0, cfg)
     assert scaling == {"rope_type": "default", "rope_theta": 250000.0}
     torch.testing.assert_close(rope_inv_freq(16, scaling=scaling)[0], rope_inv_freq(16, base=250000.0)[0])
-    model = V.with_rope_scaling(build_model("rope", _tiny_cfg(), 0), scaling, cfg)
+    model = V.set_rope_scaling(build_model("rope", _tiny_cfg(), 0), scaling, cfg)
     q = torch.randn(2, 4, 10, 16, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(model.encoding(q, q)[0], apply_rope(q, base=250000.0))  # the model turns with it

@@ -4,7 +4,7 @@ get_rope_index, the properties the notebook relies on (scores depend on coordina
 tokens get plain RoPE), devices and dtypes, and a clear error naming the parameter for every bad input.
 
 Precision: transformers computes the angles in float32, the library in float64; positions here stay below 64,
-where transformers' float32 angles are within ~1e-6 of exact, so the DESIGN tolerance 1e-5 holds (test_rope.py
+where transformers' float32 angles are within ~1e-6 of exact, so the course-wide tolerance 1e-5 holds (test_rope.py
 splits the float32 error off at long positions). Position ids are integers and compared exactly.
 """
 import pytest

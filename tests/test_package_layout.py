@@ -108,3 +108,20 @@ def test_reference_solutions_stay_out_of_the_package_namespace():
     exercises = importlib.import_module("posenc_lib.exercises")
     assert not hasattr(exercises, "SOLUTIONS")
     assert not [name for name in dir(exercises) if name.startswith("_solution")]
+
+
+def test_the_readme_lists_the_core_modules_in_their_import_order():
+    """README's "a module imports only the modules below it in this list" holds: read the list from the
+    README, the imports from the source."""
+    import re
+
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("posenc_lib/          the library"):readme.index("  experiments/")]
+    listed = re.findall(r"^  (\w+)\.py ", block, re.M)
+    core = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert sorted(listed) == core, (sorted(set(core) - set(listed)), sorted(set(listed) - set(core)))
+    for position, name in enumerate(listed):
+        imported = {module.split(".")[1] for module, _ in imports(PACKAGE / f"{name}.py")
+                    if module.count(".") >= 1 and module.split(".")[1] in core}
+        above = set(listed[:position + 1])
+        assert not imported & above, f"{name}.py imports {sorted(imported & above)}, listed above it (or itself)"

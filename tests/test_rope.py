@@ -5,7 +5,7 @@ RoFormer's decay bound, and a clear error (or the right empty/huge answer) for e
 Precision note: Hugging Face computes the angles position * inv_freq in float32, which by itself
 loses precision at long positions (a float32 angle near 1e5 rad is off by up to ~4e-3 rad). The
 library computes them in float64. So HF is compared at moderate positions (< 8192) with the
-DESIGN tolerance 1e-5, and long positions are compared with the float64 formula instead.
+the course-wide tolerance 1e-5, and long positions are compared with the float64 formula instead.
 """
 import cmath
 import math

@@ -43,7 +43,7 @@ from .config import EXPERIMENT_ENCODINGS, FINETUNE_ARMS, ExperimentConfig, confi
 from .corpus import (CORPUS_FILES, UNK_ID, VALID_FILES, VOCAB_SIZE, Corpus, corpus_paths, decode, encode, load_corpus,
                      stdlib_dir)
 from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_loss, rope_scaling, supports_length,
-                         with_rope_scaling)
+                         set_rope_scaling)
 from .own_encoding import encoding_rule_problems, rule_report, train_own_encoding
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
 from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, data_dir, data_file,
@@ -64,5 +64,5 @@ __all__ = [
     "method_position_loss", "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe",
     "rule_report", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
     "summarize_probe", "supports_length", "train", "train_and_evaluate", "train_own_encoding", "training_exposure",
-    "warmup_cosine_lr", "where_it_acts", "with_rope_scaling", "write_results"
+    "warmup_cosine_lr", "where_it_acts", "set_rope_scaling", "write_results"
 ]

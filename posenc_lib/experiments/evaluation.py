@@ -9,7 +9,7 @@ characters, each predicted from exactly L preceding characters (one window of L 
 scored at its last position), so "loss at mL below the baseline" means the longer context helped.
 
 Notebook 08's context-extension methods swap a trained model's RoPE for a rescaled one
-(`with_rope_scaling`), weights untouched; `rope_scaling` also gives the fine-tune arm "abf" (the
+(`set_rope_scaling`), weights untouched; `rope_scaling` also gives the fine-tune arm "abf" (the
 base raised to config.abf_base).
 """
 from __future__ import annotations
@@ -112,8 +112,8 @@ def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | No
                              high_freq_factor=cfg.llama3_high_freq_factor)
 
 
-def with_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig) -> TinyLM:
-    """Swap the model's RoPE for one with `scaling` (weights untouched); returns the model."""
+def set_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig) -> TinyLM:
+    """Change `model` in place: its RoPE becomes one with `scaling` (weights untouched); returns the same model."""
     model.replace_encoding(make_encoding("rope", d_model=cfg.d_model, num_heads=cfg.num_heads, rope_scaling=scaling))
     return model
 
@@ -134,7 +134,7 @@ def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSIO
     curves, losses = {}, {}
     try:
         for label, scaling in todo.items():
-            with_rope_scaling(model, scaling, cfg)
+            set_rope_scaling(model, scaling, cfg)
             losses[label], curves[label] = evaluate(model, valid, context_len=n, score_len=cfg.train_len, ends=ends,
                                                     batch=cfg.eval_batch, per_position=True)
     finally:

@@ -30,7 +30,7 @@ from .. import __version__
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus
-from .evaluation import eval_ends, evaluate, evaluate_sliding, rope_scaling, with_rope_scaling
+from .evaluation import eval_ends, evaluate, evaluate_sliding, rope_scaling, set_rope_scaling
 from .probe import make_probes, probe_cells, retrieval_probe
 from .results import EXTRAPOLATION_FILE, write_results
 from .training import build_model, train
@@ -147,7 +147,7 @@ def extension_eval(state: dict, seed: int, cfg: ExperimentConfig, label: str = "
     for method in cfg.extension_methods:
         table[method] = {}
         for mult in sorted(cfg.eval_multiples):
-            with_rope_scaling(model, rope_scaling(method, float(mult), cfg), cfg)
+            set_rope_scaling(model, rope_scaling(method, float(mult), cfg), cfg)
             loss = evaluate(model, valid, context_len=cfg.train_len * mult, score_len=cfg.train_len, ends=ends,
                             batch=cfg.eval_batch)
             table[method][str(mult)] = round(loss, 5)
@@ -168,7 +168,7 @@ def finetune_and_evaluate(state: dict, seed: int, cfg: ExperimentConfig, method:
     wall, cpu = time.perf_counter(), time.process_time()
     mult = cfg.finetune_multiple
     scaling = rope_scaling(method, float(mult), cfg)
-    model = with_rope_scaling(build_model("rope", cfg, seed), scaling, cfg)
+    model = set_rope_scaling(build_model("rope", cfg, seed), scaling, cfg)
     model.load_state_dict(state)
     batch = max(1, cfg.batch_size // mult)
     curve = train(model, corpus.train, seq_len=cfg.train_len * mult, steps=cfg.finetune_steps, batch_size=batch,

@@ -14,7 +14,6 @@ a pair "makes less than one turn" in L tokens when its wavelength exceeds L.
 from __future__ import annotations
 
 import math
-import unicodedata
 
 import numpy as np
 import torch
@@ -24,7 +23,7 @@ from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
 from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
-from ..i18n import Text, tr
+from ..i18n import Text, display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
 from ._style import tidy, to_numpy, two_panels
@@ -551,13 +550,6 @@ def checkpoint_table(rows: list) -> str:
     return "\n".join(lines)
 
 
-def _width(text: str) -> int:
-    """Columns `text` takes in a monospaced font: a CJK character takes two (the same as len() for ASCII)."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _ljust(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
 
 
 def render_checkpoint_spectra(ax, rows: list):
