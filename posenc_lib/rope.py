@@ -267,11 +267,12 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     agree up to `layout_permutation`. inv_freq: (dim/2,) finite frequencies theta_i on x's device,
     e.g. from `rope_inv_freq` with a scaling; default base ** (-2i/dim). attention_factor a
     multiplies cos and sin (YaRN, LongRoPE; 1 otherwise).
-    partial_rotary_factor f in (0, 1]: only the FIRST r = int(dim * f) dims are turned (`rotary_dim`;
-    GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim = r), the layout's pairs formed within those r dims
-    ("half": (x[i], x[i + r/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
-    dims r .. dim-1 are copied unchanged; theta_i = base ** (-2i/r), and inv_freq must then have
-    r/2 entries (`rope_inv_freq(dim, partial_rotary_factor=f)`). dim may be odd when r is even.
+    partial_rotary_factor f in (0, 1]: only the FIRST rot = int(dim * f) dims are turned (`rotary_dim`;
+    GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim = rot), the layout's pairs formed within those rot dims
+    ("half": (x[i], x[i + rot/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
+    dims rot .. dim-1 are copied unchanged; theta_i = base ** (-2i/rot), and inv_freq must then have
+    rot/2 entries (`rope_inv_freq(dim, partial_rotary_factor=f)`). dim may be odd when rot is even.
+    (r stays the relative position, key - query, as everywhere in the course.)
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
     shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
     `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
@@ -280,11 +281,11 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     _check_x(x, even=partial_rotary_factor == 1 and not isinstance(partial_rotary_factor, bool))
     _checks.choice("layout", layout, LAYOUTS)
-    r = rotary_dim(x.shape[-1], partial_rotary_factor)       # the first r dims turn, the rest are copied
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, r, layout)  # (..., seq, r/2): a cos(m theta_i)
-    if r == x.shape[-1]:
+    turned = rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn, the rest are copied
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned, layout)  # (..., seq, turned/2)
+    if turned == x.shape[-1]:
         return _turn(x, cos, sin, layout)
-    return torch.cat((_turn(x[..., :r], cos, sin, layout), x[..., r:]), dim=-1)
+    return torch.cat((_turn(x[..., :turned], cos, sin, layout), x[..., turned:]), dim=-1)
 
 
 def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
@@ -542,13 +543,13 @@ class RotaryEmbedding(PositionalEncoding):
         q_positions = _positions(q_positions, q, "q_positions")
         k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
         (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
-        r = self.rotary_dim  # the first r dims turn, the rest are copied
-        turned = []
+        rot = self.rotary_dim  # the first `rot` dims turn, the rest are copied
+        out = []
         for t, cos, sin, p in ((q, q_cos, q_sin, q_positions), (k, k_cos, k_sin, k_positions)):
             cos, sin = _line_up(cos, t, p), _line_up(sin, t, p)
-            turned.append(_turn(t, cos, sin, self.layout) if r == self.dim else
-                          torch.cat((_turn(t[..., :r], cos, sin, self.layout), t[..., r:]), dim=-1))
-        return turned[0], turned[1]
+            out.append(_turn(t, cos, sin, self.layout) if rot == self.dim else
+                       torch.cat((_turn(t[..., :rot], cos, sin, self.layout), t[..., rot:]), dim=-1))
+        return out[0], out[1]
 
     def extra_repr(self):
         partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
