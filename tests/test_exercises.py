@@ -54,12 +54,13 @@ def test_attempt_names_a_reference_solution_that_exists(topic, name, capsys):
     assert capsys.readouterr().out.startswith("✓ ")
 
 
-def test_attempt_prints_what_is_wrong_and_lets_other_errors_through(capsys):
+def test_attempt_prints_what_is_wrong_and_names_a_crash_with_the_learners_line(capsys):
     sinusoidal = _topic("sinusoidal")
     assert X.attempt(sinusoidal.check_wavelength, lambda omega: 1 / omega) is False
     assert capsys.readouterr().out.startswith("Not yet right: ")
-    with pytest.raises(ZeroDivisionError):  # a bug the check does not catch keeps its traceback
-        X.attempt(sinusoidal.check_wavelength, lambda omega: 1 / 0)
+    assert X.attempt(sinusoidal.check_wavelength, lambda omega: 1 / 0) is False  # a crash is named, not a traceback
+    out = capsys.readouterr().out
+    assert "wavelength(0.1) raised ZeroDivisionError: division by zero (your line" in out and "1 / 0" in out
 
 
 def test_a_crash_inside_a_guarded_check_is_named():

@@ -2,9 +2,15 @@
 notebook cells, and the coercions of a learner's answer (tensor, number, closeness)."""
 from __future__ import annotations
 
+import math
+import traceback
+from pathlib import Path
+
 import torch
 
 from ..i18n import tr
+
+_LIBRARY = str(Path(__file__).resolve().parents[1])  # posenc_lib/: frames there are the checker's, not yours
 
 
 class ExerciseError(AssertionError):
@@ -40,16 +46,34 @@ def ok(message: str) -> None:
     print(f"✓ {message}")
 
 
-def call(fn, *args, what: str):
-    """Run the learner's function; a crash becomes an ExerciseError naming its type and message
-    (NotImplementedError and ExerciseError pass through: attempt() prints a hint for the first)."""
+def _your_line(error: BaseException) -> str:
+    """' (your line N: code)' for the innermost frame of the learner's code in error's traceback
+    (a frame outside posenc_lib and outside the libraries it calls), or '' when there is none."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_LIBRARY) and "site-packages" not in f.filename
+              and "/lib/python" not in f.filename]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": {frame.line.strip()}" if frame.line else ""
+    return tr(f" (your line {frame.lineno}{code})", f"（你的第 {frame.lineno} 行{code}）")
+
+
+def call(fn, *args, what: str, **kwargs):
+    """Run the learner's function; a crash becomes an ExerciseError naming its type, its message and the
+    line of the learner's code that raised; something that is not a function (None, a string: an
+    unfinished cell) is named too (NotImplementedError and ExerciseError pass through: attempt() prints
+    a hint for the first)."""
+    if not callable(fn):
+        raise ExerciseError(tr(f"pass your function itself (def ...), got {type(fn).__name__} ({fn!r:.40})",
+                               f"请把你的函数本身传进来（def ...），实际传入的是 {type(fn).__name__}（{fn!r:.40}）"))
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except (NotImplementedError, ExerciseError):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
         raise ExerciseError(tr(f"{what} raised {type(error).__name__}: {error}",
-                                f"{spaced(what)}抛出了 {type(error).__name__}：{error}")) from error
+                               f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + _your_line(error)) from error
 
 
 def tensor(value, what: str) -> torch.Tensor:
@@ -57,15 +81,27 @@ def tensor(value, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise ExerciseError(tr(f"{what} should be a torch.Tensor, got {type(value).__name__}",
                                 f"{spaced(what)}应当是 torch.Tensor，实际是 {type(value).__name__}"))
+    return _no_nan(value, what)
+
+
+def _no_nan(value: torch.Tensor, what: str) -> torch.Tensor:
+    """A floating answer with a NaN in it is called NaN, not measured against some other rule."""
+    if value.is_floating_point() and value.device.type != "meta" and bool(torch.isnan(value).any()):
+        raise ExerciseError(tr(f"{what} contains NaN ({int(torch.isnan(value).sum())} of {value.numel()} values): "
+                               "look for 0/0, inf - inf or a log/sqrt of a negative number",
+                               f"{spaced(what)}含有 NaN（{value.numel()} 个值中有 {int(torch.isnan(value).sum())} 个）："
+                               "检查一下有没有 0/0、inf - inf，或对负数取 log/sqrt"))
     return value
 
 
 def as_tensor(value, what: str) -> torch.Tensor:
     """A tensor, or a list of numbers made into one (an exercise that does not ask for a tensor accepts both)."""
     if isinstance(value, torch.Tensor):
-        return value
+        return _no_nan(value, what)
     try:
-        return torch.as_tensor(value)
+        return _no_nan(torch.as_tensor(value), what)
+    except ExerciseError:
+        raise
     except Exception as error:  # noqa: BLE001
         raise ExerciseError(tr(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}",
                                 f"{spaced(what)}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
@@ -74,8 +110,11 @@ def as_tensor(value, what: str) -> torch.Tensor:
 def number(value, what: str) -> float:
     """A Python number or a one-element tensor, as a float (a bool is not a number here)."""
     if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return float(value)
+        value = float(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if math.isnan(value):
+            raise ExerciseError(tr(f"{what} is NaN: look for 0/0, inf - inf or a log/sqrt of a negative number",
+                                   f"{spaced(what)}是 NaN：检查一下有没有 0/0、inf - inf，或对负数取 log/sqrt"))
         return float(value)
     raise ExerciseError(tr(f"{what} should be a number (or a one-element tensor), got {type(value).__name__}",
                             f"{spaced(what)}应当是一个数（或只含一个元素的张量），实际是 {type(value).__name__}"))

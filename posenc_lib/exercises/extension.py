@@ -20,7 +20,7 @@ from ..experiments import summarize
 from ..experiments.own_encoding import rule_report
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import ExerciseError, attempt, number, ok, same, tensor
+from ._common import ExerciseError, attempt, call, number, ok, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -46,7 +46,7 @@ def check_last_positions_loss(last_positions_loss) -> None:
     nll = torch.rand(5, 40, generator=gen, dtype=torch.float64) + torch.linspace(0, 3, 40, dtype=torch.float64)
     L = 8
     before = nll.clone()
-    got = number(last_positions_loss(nll, L), "last_positions_loss(nll, 8)")
+    got = number(call(last_positions_loss, nll, L, what="last_positions_loss(nll, 8)"), "last_positions_loss(nll, 8)")
     if not torch.equal(nll, before):
         raise ExerciseError(tr("your function changed the caller's nll tensor in place; compute on a copy (or without "
                                "in-place ops)",
@@ -96,7 +96,8 @@ def check_rise(rise) -> None:
     """rise(results, multiple) -> {encoding: mean loss at multiple*L minus mean loss at L, None where missing}."""
     results = _fake_results()
     for multiple in (2, 4):
-        got = rise(results, multiple)
+        what = f"rise(results, {multiple})"
+        got = call(rise, results, multiple, what=what)
         if not isinstance(got, dict):
             raise ExerciseError(tr(f"rise should return a dict encoding -> number or None, got {type(got).__name__}",
                                    f"rise 应返回一个 dict（编码 -> 数值或 None），得到的是 {type(got).__name__}"))
@@ -170,7 +171,8 @@ def check_encoding_rules(encoding) -> None:
 def check_pi_inv_freq(pi_inv_freq) -> None:
     """pi_inv_freq(dim, factor, base=10000.0) -> (dim/2,) frequencies of linear position interpolation."""
     for dim, factor in ((16, 4.0), (64, 2.0), (8, 8.0)):
-        got = tensor(pi_inv_freq(dim, factor, base=10000.0), f"pi_inv_freq({dim}, {factor})").double()
+        what = f"pi_inv_freq({dim}, {factor})"
+        got = tensor(call(pi_inv_freq, dim, factor, base=10000.0, what=what), what).double()
         right = _theta(dim) / factor
         if same(got, right, 1e-6):
             continue
@@ -213,7 +215,8 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
 def check_ntk_base(ntk_base) -> None:
     """ntk_base(base, factor, dim) -> the NTK-aware base whose LOWEST frequency is theta_low / factor."""
     for base, factor, dim in ((10000.0, 4.0, 16), (10000.0, 8.0, 128), (500000.0, 2.0, 64)):
-        got = number(ntk_base(base, factor, dim), f"ntk_base({base:g}, {factor:g}, {dim})")
+        what = f"ntk_base({base:g}, {factor:g}, {dim})"
+        got = number(call(ntk_base, base, factor, dim, what=what), what)
         right = base * factor ** (dim / (dim - 2))
         if math.isclose(got, right, rel_tol=1e-6):
             continue

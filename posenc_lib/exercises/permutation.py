@@ -15,7 +15,7 @@ import torch
 
 from ..attention import attention
 from ..i18n import tr
-from ._common import ExerciseError, attempt, ok, same, tensor
+from ._common import ExerciseError, attempt, call, ok, same, tensor
 
 __all__ = ["attempt", "check_permutation_matrix", "check_permuted_weights", "check_invariant_readout"]
 
@@ -28,7 +28,8 @@ def check_permutation_matrix(permutation_matrix) -> None:
     gen = torch.Generator().manual_seed(1)
     for perm in _PERMS:
         t = len(perm)
-        p = tensor(permutation_matrix(torch.tensor(perm)), f"permutation_matrix({perm})").double()  # perm as in 01
+        what = f"permutation_matrix({perm})"
+        p = tensor(call(permutation_matrix, torch.tensor(perm), what=what), what).double()  # perm as in 01
         if tuple(p.shape) != (t, t):
             raise ExerciseError(tr(f"permutation_matrix({perm}) should be ({t}, {t}), got {tuple(p.shape)}",
                                    f"permutation_matrix({perm}) 的形状应为 ({t}, {t})，实际是 {tuple(p.shape)}"))

@@ -20,7 +20,7 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import ExerciseError, as_tensor, attempt, number, ok, same, tensor
+from ._common import ExerciseError, as_tensor, attempt, call, number, ok, same, tensor
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -64,7 +64,7 @@ def check_make_positions(make_positions) -> None:
 def check_wavelength(wavelength) -> None:
     """wavelength(omega) -> the number of positions after which sin(omega * pos) repeats: 2*pi / omega."""
     omegas = (0.1, 2.5, 1e-4, 1.0)
-    got = [number(wavelength(omega), f"wavelength({omega})") for omega in omegas]
+    got = [number(call(wavelength, omega, what=f"wavelength({omega})"), f"wavelength({omega})") for omega in omegas]
 
     def matches(formula):
         return all(math.isclose(g, formula(w), rel_tol=1e-6) for g, w in zip(got, omegas))
