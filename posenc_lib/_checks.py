@@ -74,8 +74,9 @@ def values_are_cheap(t: torch.Tensor) -> bool:
     """Whether a check may read t's values: only for a CPU tensor outside torch.compile. Reading a CUDA
     tensor's values back to the host (`int(t.max())`, `bool(t.all())`) waits for the GPU on every call,
     every layer, every step, and under torch.compile it breaks the graph; the meta device has no values.
-    So value checks (a position's range, finite frequencies) run where they cost nothing, and on other
-    devices once, where a module or table is built from CPU values."""
+    So value checks (a position's range, finite frequencies) run where they cost nothing; on other devices
+    the settings a module is built from are still checked when it is built, and torch's own checks apply
+    to the values (an index out of range, say)."""
     return t.device.type == "cpu" and not torch.compiler.is_compiling()
 
 

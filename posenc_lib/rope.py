@@ -234,7 +234,7 @@ def _plain_frequencies(dim: int, base: float, device) -> torch.Tensor:
     return _PLAIN_FREQUENCIES[key]
 
 
-def _tables(x, positions, base, inv_freq, attention_factor, rotated: int, layout: str):
+def _tables(x, positions, base, inv_freq, attention_factor, rotated: int):
     """cos/sin (..., seq, rotated/2) for x's positions, lined up to broadcast over x's heads."""
     positions = _positions(positions, x)
     if inv_freq is None:
@@ -249,7 +249,7 @@ def _tables(x, positions, base, inv_freq, attention_factor, rotated: int, layout
 def _rope_dims(x, positions, inv_freq, attention_factor, layout: str, start: int, stop: int) -> torch.Tensor:
     """Dims start .. stop-1 of x turned by RoPE with these frequencies (pairs of `layout` formed within
     them), the other dims copied: a checkpoint's layer (configs.LayerPositions.apply)."""
-    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start, layout)
+    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start)
     return torch.cat((x[..., :start], _turn(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
 
 
@@ -282,7 +282,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     _check_x(x, even=partial_rotary_factor == 1 and not isinstance(partial_rotary_factor, bool))
     _checks.choice("layout", layout, LAYOUTS)
     turned = rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn, the rest are copied
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned, layout)  # (..., seq, turned/2)
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned)  # (..., seq, turned/2)
     if turned == x.shape[-1]:
         return _turn(x, cos, sin, layout)
     return torch.cat((_turn(x[..., :turned], cos, sin, layout), x[..., turned:]), dim=-1)
@@ -321,7 +321,7 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     if rope_dim > x.shape[-1]:
         raise ValueError(f"rope_dim={rope_dim} must be <= x's last dimension (head_dim {x.shape[-1]})")
     start = x.shape[-1] - rope_dim                           # [x_nope | x_rope]: only x_rope turns
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim, layout)
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim)
     return torch.cat((x[..., :start], _turn(x[..., start:], cos, sin, layout)), dim=-1)
 
 
@@ -496,7 +496,7 @@ class RotaryEmbedding(PositionalEncoding):
             inv_freq, factor = self._device_frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
         largest = 0
-        for name, p in (("q_positions", q_positions), ("k_positions", k_positions))[:1 + (k_positions is not q_positions)]:
+        for name, p in _named(q_positions, k_positions):
             if p.numel():
                 low, high = (int(v) for v in torch.aminmax(p))  # CPU values: free to read
                 if low < 0:
@@ -506,9 +506,7 @@ class RotaryEmbedding(PositionalEncoding):
         if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
             inv_freq, factor = self._frequencies(device, seq_len)
             return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
-        cos, sin = self._table(device, dtype, largest + 1, seq_len)
-        q_tables = (cos[q_positions], sin[q_positions])  # (..., seq, d/2) each
-        return [q_tables, q_tables if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
+        return _rows(*self._table(device, dtype, largest + 1, seq_len), q_positions, k_positions)
 
     def _fixed_lookup(self, q_positions, k_positions, dtype):
         """Rows of the max_positions table (built once per device and dtype)."""
@@ -518,16 +516,13 @@ class RotaryEmbedding(PositionalEncoding):
             inv_freq, factor = self._frequencies(device, None)
             self._cache[key] = _cos_sin(torch.arange(self.max_positions, device=device), inv_freq, factor, dtype)
             self.cache_builds += 1
-        cos, sin = self._cache[key]
-        pairs = (("q_positions", q_positions), ("k_positions", k_positions))[:1 + (k_positions is not q_positions)]
-        for name, p in pairs:
+        for name, p in _named(q_positions, k_positions):
             if _checks.values_are_cheap(p) and p.numel():
                 low, high = (int(v) for v in torch.aminmax(p))
                 if low < 0 or high >= self.max_positions:
                     raise ValueError(f"{name} must lie in [0, max_positions={self.max_positions}), got min {low}, "
                                      f"max {high}")
-        q_tables = (cos[q_positions], sin[q_positions])
-        return [q_tables, q_tables if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
+        return _rows(*self._cache[key], q_positions, k_positions)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | None = None):
         """(R q, R k) with q and k at the same positions (seq,) or (batch, seq) (default 0 .. seq-1)."""
@@ -555,6 +550,18 @@ class RotaryEmbedding(PositionalEncoding):
         partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
         table = "" if self.max_positions is None else f", max_positions={self.max_positions}"
         return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}{table}"
+
+
+def _named(q_positions, k_positions) -> tuple:
+    """("q_positions", q's) and, when k's are other positions, ("k_positions", k's)."""
+    pairs = (("q_positions", q_positions), ("k_positions", k_positions))
+    return pairs if k_positions is not q_positions else pairs[:1]
+
+
+def _rows(cos, sin, q_positions, k_positions) -> list:
+    """Rows of the tables for q's positions and k's: [(cos, sin) of q, (cos, sin) of k], (..., seq, d/2) each."""
+    q_rows = (cos[q_positions], sin[q_positions])
+    return [q_rows, q_rows if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
 
 
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
