@@ -495,3 +495,28 @@ def test_mixed_devices_are_named():
     with pytest.raises(ValueError, match=r"inv_freq must be on positions' device"):
         multiaxis_cos_sin(P2, FREQ.to(meta), AXIS)
 
+
+
+def test_qwen3_vl_vision_adds_an_interpolated_absolute_table_before_its_2d_rope():
+    """Notebook 11: Qwen3-VL's vision encoder is not RoPE alone: it adds a learned absolute table (pos_embed,
+    num_position_embeddings rows of a fixed grid, interpolated to the image's grid) to the patch embeddings,
+    and turns q and k with its 2-D RoPE inside attention. Read from what the model does: zeroing the table
+    changes the output, and the table has the grid's rows."""
+    torch.manual_seed(0)
+    config = cfg_qwen3.Qwen3VLVisionConfig(depth=1, hidden_size=32, intermediate_size=32, num_heads=2,
+                                           out_hidden_size=32, patch_size=4, temporal_patch_size=2,
+                                           spatial_merge_size=2, num_position_embeddings=16,
+                                           deepstack_visual_indexes=[], in_channels=3)
+    model = hf_qwen3.Qwen3VLVisionModel(config).eval()
+    grid, patches = torch.tensor([[1, 4, 6]]), torch.randn(24, 3 * 2 * 4 * 4)
+
+    def run():
+        with torch.no_grad():
+            out = model(patches, grid_thw=grid)
+        return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+    with_table = run()
+    assert model.pos_embed.num_embeddings == config.num_position_embeddings == 16
+    with torch.no_grad():
+        model.pos_embed.weight.zero_()
+    assert (run() - with_table).abs().max() > 1e-3  # the absolute table is part of the encoder's input
