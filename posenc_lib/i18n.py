@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 LANGUAGES = ("en", "zh")
 
-_default = ["en"]  # set_language's choice for the whole process (a list: no `global` needed)
+_default = "en"  # set_language's choice for the whole process
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_language", default=None)
 _listeners: list[Callable[[str], None]] = []
 
@@ -40,7 +40,8 @@ def _checked(language) -> str:
 def set_language(language: str) -> None:
     """Make the library speak `language` ("en" or "zh") from now on, in this Python process (outside any
     `with language(...)` block, which wins where it applies)."""
-    _default[0] = _checked(language)
+    global _default
+    _default = _checked(language)
     for listener in _listeners:
         listener(language)
 
@@ -60,7 +61,7 @@ def language(name: str) -> Iterator[str]:
 
 def get_language() -> str:
     """The language in force here: the innermost `with language(...)`, else set_language's ("en" until then)."""
-    return _scoped.get() or _default[0]
+    return _scoped.get() or _default
 
 
 def on_language_change(listener: Callable[[str], None]) -> None:

@@ -491,10 +491,9 @@ class RotaryEmbedding(PositionalEncoding):
         if not _checks.values_are_cheap(q_positions):  # GPU, meta, torch.compile: nothing read back
             seq_len = None
             if self.rope_type in ("dynamic", "longrope") and device.type != "meta":  # frequencies depend on L:
-                largest = max(int(p.max()) if p.numel() else 0 for p in (q_positions, k_positions))  # one read
+                largest = max(int(p.max()) if p.numel() else 0 for _, p in _named(q_positions, k_positions))
                 seq_len = self._frequency_length(largest + 1)
-            inv_freq, factor = self._device_frequencies(device, seq_len)
-            return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
+            return _computed(*self._device_frequencies(device, seq_len), dtype, q_positions, k_positions)
         largest = 0
         for name, p in _named(q_positions, k_positions):
             if p.numel():
@@ -504,8 +503,7 @@ class RotaryEmbedding(PositionalEncoding):
                 largest = max(largest, high)
         seq_len = self._frequency_length(largest + 1)  # L = 1 + the largest position, as in HF
         if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
-            inv_freq, factor = self._frequencies(device, seq_len)
-            return [_cos_sin(p, inv_freq, factor, dtype) for p in (q_positions, k_positions)]
+            return _computed(*self._frequencies(device, seq_len), dtype, q_positions, k_positions)
         return _rows(*self._table(device, dtype, largest + 1, seq_len), q_positions, k_positions)
 
     def _fixed_lookup(self, q_positions, k_positions, dtype):
@@ -562,6 +560,14 @@ def _rows(cos, sin, q_positions, k_positions) -> list:
     """Rows of the tables for q's positions and k's: [(cos, sin) of q, (cos, sin) of k], (..., seq, d/2) each."""
     q_rows = (cos[q_positions], sin[q_positions])
     return [q_rows, q_rows if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
+
+
+def _computed(inv_freq, attention_factor, dtype, q_positions, k_positions) -> list:
+    """cos/sin computed for q's positions and k's (once when they are the same positions), as `_rows` gives them."""
+    q_tables = _cos_sin(q_positions, inv_freq, attention_factor, dtype)
+    if k_positions is q_positions:
+        return [q_tables, q_tables]
+    return [q_tables, _cos_sin(k_positions, inv_freq, attention_factor, dtype)]
 
 
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
