@@ -24,8 +24,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 .PHONY: help install lab lab-zh test test-unit test-notebooks test-ui test-latest lock bench refresh experiments clean
 
 help:
-	@echo "make lab         open the course in JupyterLab (installs what is missing)"
-	@echo "make lab-zh      open the Chinese edition (notebooks/zh/) in JupyterLab with its interface in Chinese"
+	@echo "make lab         open the course in JupyterLab, your copies in my-notebooks/en (installs what is missing)"
+	@echo "make lab-zh      the Chinese edition (copies in my-notebooks/zh) with JupyterLab's interface in Chinese"
 	@echo "make test        unit tests + every notebook under nbval (installs what is missing)"
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
 	@echo "make test-latest the tests on the newest releases pyproject.toml admits (upstream drift), in .venv-latest"
@@ -48,9 +48,15 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PIP) check
 	touch $(STAMP)
 
+# The learner works in copies (my-notebooks/en, my-notebooks/zh; git-ignored): answers JupyterLab
+# autosaves never touch the tracked notebooks, so `git pull` and `make refresh` never meet them.
+# tools/learner_copies.py copies new notebooks and offers changed ones without overwriting edits.
+# Each edition keeps its own JupyterLab workspace (open tabs, layout).
+MY     := my-notebooks
 lab: $(STAMP)
+	$(BIN)/python tools/learner_copies.py notebooks $(MY)/en
 	@echo "Starting JupyterLab on port $(PORT): open the http://127.0.0.1:$(PORT)/lab?token=... address it prints below (Ctrl-C to stop; PORT=... to change)"
-	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
+	JUPYTERLAB_WORKSPACES_DIR=$(CURDIR)/$(MY)/.lab-workspaces/en $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=$(MY)/en $(ALLOW_ROOT)
 
 # The Chinese edition: JupyterLab's zh_CN language pack (the "zh" extra) chosen in a settings folder of
 # its own, so `make lab` keeps your usual settings and language.
@@ -62,8 +68,9 @@ $(ZH_LOCALE):
 	echo '{"locale": "zh_CN"}' > $@
 
 lab-zh: $(STAMP) $(ZH_LOCALE)
+	$(BIN)/python tools/learner_copies.py notebooks/zh $(MY)/zh
 	@echo "正在端口 $(PORT) 上启动 JupyterLab（中文版）：在浏览器中打开下面打印的 http://127.0.0.1:$(PORT)/lab?token=... 地址（Ctrl-C 停止）"
-	JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks/zh $(ALLOW_ROOT)
+	JUPYTERLAB_SETTINGS_DIR=$(ZH_SETTINGS) JUPYTERLAB_WORKSPACES_DIR=$(CURDIR)/$(MY)/.lab-workspaces/zh $(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=$(MY)/zh $(ALLOW_ROOT)
 
 # Strict nbval: every stored output of every code cell is compared (tools/nbval_sanitize.cfg rewrites
 # what legitimately varies). Both cores: pytest-xdist, one notebook's cells on one worker (loadscope).

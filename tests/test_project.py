@@ -163,7 +163,7 @@ def test_make_test_installs_from_the_lock_then_runs_units_and_notebooks_strictly
 def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
     dry = _make_dry_run("lab", "PORT=8123")
     command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
-    assert "--no-browser" in command and "--port=8123" in command and "root_dir=notebooks" in command
+    assert "--no-browser" in command and "--port=8123" in command and "root_dir=my-notebooks/en " in command
     # JupyterLab exits at once as root (containers, CI) without --allow-root; a normal user does not need it
     assert ("--allow-root" in command) == (os.geteuid() == 0)
 
@@ -171,7 +171,7 @@ def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
 def test_make_lab_zh_serves_the_chinese_edition_with_a_chinese_interface():
     dry = _make_dry_run("lab-zh", "PORT=8124")
     command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
-    assert "--port=8124" in command and "root_dir=notebooks/zh" in command
+    assert "--port=8124" in command and "root_dir=my-notebooks/zh " in command
     settings = re.search(r"JUPYTERLAB_SETTINGS_DIR=(\S+)", command).group(1)
     locale_file = f"{settings}/@jupyterlab/translation-extension/plugin.jupyterlab-settings"
     # the locale setting is written where JupyterLab reads it (or is there already from an earlier run)
