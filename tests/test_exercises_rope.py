@@ -182,3 +182,78 @@ def test_clockwise_rope_is_rope_at_negated_positions_with_mirrored_scores():
         assert abs(score(m, n, -1) - score(n, m, +1)) < 1e-12       # mirrored: n - m in place of m - n
     assert abs(score(5, 2, -1) - score(105, 102, -1)) < 1e-12       # still relative
     assert abs(score(5, 2, -1) - score(5, 2, +1)) > 1e-3            # but not the reference's score
+
+
+# ---- the mistakes notebook 06's "Common mistakes" lists, each recognised by name (issue: learner's desk)
+
+def _rope_doubled_exponent(x, positions, base):
+    d = x.shape[-1]
+    theta = base ** (-2 * torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return apply_rope(x, positions, inv_freq=theta)
+
+
+def _rope_bf16_positions(x, positions, base):
+    return apply_rope(x, positions.to(torch.bfloat16).long(), base=base)
+
+
+def _rope_low_precision_angles(dtype):
+    def rope(x, positions, base):
+        d = x.shape[-1]
+        angles = (positions.double()[:, None] * _theta(d, base)).to(dtype).double()
+        cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+        return x * cos + S["rotate_half"](x) * sin
+    return rope
+
+
+def _rope_float32(x, positions, base):  # right: float32 angles, as transformers computes them
+    d = x.shape[-1]
+    theta = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = positions.float()[:, None] * theta
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    return (x.float() * cos + S["rotate_half"](x.float()) * sin).to(x.dtype)
+
+
+def _rope_fixed_d8(x, positions, base):  # only right for the first input's d = 8 and base = 500
+    return apply_rope(x, positions, inv_freq=1.0 / 500.0 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+
+
+NOTEBOOK_06_MISTAKES = [
+    ("rope doubled exponent", ex.check_rope_half, _rope_doubled_exponent, ["doubled exponent", "base^2"]),
+    ("rope bf16 positions", ex.check_rope_half, _rope_bf16_positions, ["right up to position 256", "bf16"]),
+    ("rope bf16 angles", ex.check_rope_half, _rope_low_precision_angles(torch.bfloat16), ["rounded to bf16"]),
+    ("rope fp16 angles", ex.check_rope_half, _rope_low_precision_angles(torch.float16), ["fp16"]),
+    ("rope ignores base", ex.check_rope_half, lambda x, p, b: apply_rope(x, p), ["ignored the `base`"]),
+    ("rope ignores positions", ex.check_rope_half, lambda x, p, b: apply_rope(x, torch.arange(x.shape[0]), base=b),
+     ["ignored the `positions`"]),
+    ("rope fixed d", ex.check_rope_half, _rope_fixed_d8, ["(5, 16)", "x.shape[-1]"]),
+    ("rope returns None", ex.check_rope_half, lambda x, p, b: None, ["tensor", "NoneType"]),
+    ("rotate_half slices dim 1", ex.check_rotate_half,
+     lambda x: torch.cat((-x[:, x.shape[-1] // 2:], x[:, :x.shape[-1] // 2]), dim=-1), ["(2, 3, 8)", "x[..., :h]"]),
+    ("rotate_half cat dim 0", ex.check_rotate_half,
+     lambda x: torch.cat((-x[..., x.shape[-1] // 2:], x[..., :x.shape[-1] // 2])), ["dim 0", "dim=-1"]),
+]
+
+
+@each_mistake(NOTEBOOK_06_MISTAKES)
+def test_notebook_06_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+def test_float32_angles_pass_rope_half(capsys):
+    """float32 is the course's minimum for angles: its error grows with the position but stays far below
+    the bf16/fp16 one the checker names."""
+    ex.check_rope_half(_rope_float32)
+    ex.check_rope_half(S["rope_half"])
+    assert capsys.readouterr().out.count("✓ ") == 2
+
+
+def test_notebook_06_lists_the_mistakes_the_checker_names():
+    """The checker's table and the notebook's "Common mistakes" section stay together: each mistake the
+    rope_half checker names for 06 is in 06's list (both editions' English source has these words)."""
+    import json
+    from pathlib import Path
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_rope.ipynb").read_text())["cells"]
+    text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    for listed in ("A doubled exponent", "Positions or angles in bf16/fp16", "interleaved and half-split",
+                   "orientation"):
+        assert listed in text, listed

@@ -66,27 +66,27 @@ def check_rope_pair(rope_pair) -> None:
 # ------------------------------------------------------------------ 06: rotate_half, RoPE, layouts
 
 def check_rotate_half(fn) -> None:
-    """fn(x (..., d)) -> [-x2, x1] where x1, x2 are the first and second half of the last dim."""
+    """fn(x (..., d)) -> [-x2, x1] where x1, x2 are the first and second half of the last dim. Tried on a
+    (1, 8) row, then on a (2, 6) matrix and a batched (2, 3, 8) tensor (batch, heads, d): a hard-coded
+    half or a slice of dim 1 instead of the last dim is named."""
+    what = tr("your rotate_half", "你的 rotate_half 函数")
     x = torch.arange(1.0, 9.0).reshape(1, 8)
     before = x.clone()
-    got = as_tensor(call(fn, x, what=tr("your rotate_half", "你的 rotate_half 函数")),
-                    tr("your rotate_half", "你的 rotate_half 函数"))
+    got = as_tensor(call(fn, x, what=what), what)
     if not torch.equal(x, before):
         raise ExerciseError(tr("your rotate_half changed x in place: return a new tensor",
                                "你的 rotate_half 原地修改了 x：请返回一个新张量"))
     want = rotate_half(x)
     if got.shape != want.shape:
+        if got.shape == (2, 4) and torch.equal(got, torch.cat((-x[..., 4:], x[..., :4]), dim=0)):
+            raise ExerciseError(tr("got shape (2, 4) for a (1, 8) x: torch.cat joined the halves along dim 0, its "
+                                   "default; join them along the last dim, torch.cat((-x2, x1), dim=-1)",
+                                   "输入 (1, 8) 却得到形状 (2, 4)：torch.cat 默认沿第 0 维拼接；"
+                                   "要沿最后一维拼接前后两半，torch.cat((-x2, x1), dim=-1)"))
         raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
     if torch.equal(got, want):
-        other = torch.arange(1.0, 13.0).reshape(2, 6)  # another size and a batch: no hard-coded half of 4
-        got_other = as_tensor(call(fn, other, what=tr("your rotate_half", "你的 rotate_half 函数")),
-                              tr("your rotate_half", "你的 rotate_half 函数"))
-        if got_other.shape != other.shape or not torch.equal(got_other, rotate_half(other)):
-            raise ExerciseError(tr("right for d = 8, wrong for a (2, 6) input: split at d // 2 = x.shape[-1] // 2 of the "
-                                   "LAST dim, whatever its size and however many leading dims x has",
-                                   "d = 8 时对了，输入 (2, 6) 时却错了：要在最后一维的 d // 2 = x.shape[-1] // 2 处"
-                                   "切开，不管这一维多大、x 前面还有多少维"))
+        _rotate_half_other_shapes(fn, what)
         ok(tr(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.",
               f"rotate_half([1..8]) = {got[0].tolist()}：第 i 对 (x[i], x[i + d/2]) 转了 +90 度。"))
         return
@@ -107,15 +107,55 @@ def check_rotate_half(fn) -> None:
                            f"rotate_half([1..8]) 应为 {want[0].tolist()}，实际是 {got.reshape(-1).tolist()}"))
 
 
+def _rotate_half_other_shapes(fn, what) -> None:
+    """Right on (1, 8): also right for another d and for leading batch and head dims?"""
+    for shape in ((2, 6), (2, 3, 8)):
+        other = torch.arange(1.0, 1.0 + torch.Size(shape).numel()).reshape(shape)
+        try:
+            got = as_tensor(call(fn, other, what=what), what)
+            right = got.shape == other.shape and torch.equal(got, rotate_half(other))
+            problem = "" if right else tr(f"got shape {tuple(got.shape)}", f"得到的形状是 {tuple(got.shape)}")
+        except ExerciseError as error:
+            right, problem = False, str(error)
+        if right:
+            continue
+        if shape == (2, 6):
+            raise ExerciseError(tr(f"right for d = 8, wrong for a (2, 6) input ({problem}): split at d // 2 = "
+                                   "x.shape[-1] // 2 of the LAST dim, whatever its size and however many leading dims "
+                                   "x has",
+                                   f"d = 8 时对了，输入 (2, 6) 时却错了（{problem}）：要在最后一维的 d // 2 = "
+                                   "x.shape[-1] // 2 处切开，不管这一维多大、x 前面还有多少维"))
+        raise ExerciseError(tr(f"right for (1, 8) and (2, 6), wrong for a batched (2, 3, 8) x, as (batch, heads, d) "
+                               f"or (heads, T, d) tensors are in a model ({problem}): x[:, :h] slices dim 1; index the "
+                               "last dim, x[..., :h] and x[..., h:]",
+                               f"输入 (1, 8) 和 (2, 6) 都对了，换成模型里常见的三维输入 (2, 3, 8)（batch, heads, d）"
+                               f"却错了（{problem}）：x[:, :h] 切的是第 1 维；要切最后一维，x[..., :h] 和 x[..., h:]"))
+
+
+# check_rope_half's inputs: positions past 256 (the first integer bf16 cannot hold is 257) and near 1000
+# (fp16 angles there are 0.5 rad apart), so that low-precision positions or angles show.
+_ROPE_POSITIONS = (0, 1, 2, 5, 17, 100, 257, 1001)
+
+
+def _rope_close(got: torch.Tensor, want: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Per row: equal within 1e-5 + 1e-6 * position (float32 angles, whose error grows with the position,
+    pass; bf16/fp16 ones do not)."""
+    tolerance = 1e-5 + 1e-6 * positions.double().abs()[:, None]
+    return ((got.double() - want.double()).abs() <= tolerance).all(-1)
+
+
 def check_rope_half(fn) -> None:
-    """fn(x (T, d), positions (T,) int64, base) -> RoPE of x in the half-split layout (x * cos + rotate_half(x) * sin)."""
+    """fn(x (T, d), positions (T,) int64, base) -> RoPE of x in the half-split layout (x * cos + rotate_half(x) * sin).
+    Tried with base 500 at positions up to 1001, then with d = 16, base 10000 and other positions; the mistakes
+    of notebook 06's list are named: the other layout or orientation, an ignored `base` or `positions`, a wrong
+    or doubled exponent, mixed cos/sin tables, positions or angles in bf16/fp16."""
+    what = tr("your RoPE", "你的 RoPE 实现")
     gen = torch.Generator().manual_seed(7)
-    x = torch.randn(6, 8, generator=gen, dtype=torch.float64)
-    positions = torch.tensor([0, 1, 2, 5, 17, 100])
-    base = 100.0
+    x = torch.randn(len(_ROPE_POSITIONS), 8, generator=gen, dtype=torch.float64)
+    positions = torch.tensor(_ROPE_POSITIONS)
+    base = 500.0  # not 100: a doubled exponent at base 100 would be RoPE with base 10000, the default
     before = x.clone()
-    got = as_tensor(call(fn, x, positions, base, what=tr("your RoPE", "你的 RoPE 实现")),
-                    tr("your RoPE", "你的 RoPE 实现"))
+    got = as_tensor(call(fn, x, positions, base, what=what), what)
     if not torch.equal(x, before):
         raise ExerciseError(tr("your RoPE changed x in place: return a new tensor",
                                "你的 RoPE 原地修改了 x：请返回一个新张量"))
@@ -123,42 +163,106 @@ def check_rope_half(fn) -> None:
     if got.shape != want.shape:
         raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
-    if same(got, want, atol=1e-5):
+    rows_right = _rope_close(got, want, positions)
+    if bool(rows_right.all()):
+        _rope_half_other_inputs(fn, what)
         ok(tr("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).",
               "对半拆分（half-split）的 RoPE：每对 (x[i], x[i + d/2]) 转过的角度是 position * base^(-2i/d)。"))
         return
     if not same(got[0], x[0], atol=1e-5):
         raise ExerciseError(tr("position 0 must not move (angle 0: cos 1, sin 0); yours changes it",
                                "位置 0 不应有任何变化（角度为 0：cos 为 1，sin 为 0）；你的实现却改动了它"))
-    if same(got, apply_rope(x, positions, base=base, layout="interleaved"), atol=1e-5):
-        raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin "
-                               "must be torch.cat((c, c)), and rotate_half moves whole halves",
-                               "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
-                               "cos 和 sin 必须是 torch.cat((c, c))，rotate_half 则把前后两半整体搬动"))
-    if same(got, apply_rope(x, -positions, base=base, layout="half"), atol=1e-5):
-        raise ExerciseError(tr("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
-                               "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
-                               "the reference and every checkpoint that turns counter-clockwise). "
-                               "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]",
-                               "你的旋转是顺时针的（转 -m theta）：相当于在取负的位置上做 RoPE，分数取决于 n - m "
-                               "而不是 m - n（在用它训练出来的模型里无妨，但与参考实现以及所有逆时针旋转的检查点都对不上）。"
-                               "应写成 x * cos + rotate_half(x) * sin，其中 rotate_half(x) = [-x2, x1]"))
-    dim = x.shape[-1]
-    wrong_exponent = 1.0 / base ** (torch.arange(dim // 2, dtype=torch.float64) / dim)
-    if same(got, apply_rope(x, positions, inv_freq=wrong_exponent, layout="half"), atol=1e-5):
-        raise ExerciseError(tr("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
-                               "(torch.arange(0, d, 2) / d), you used i/d",
-                               "频率的指数错了：第 i 对（i = 0 .. d/2 - 1）的 theta_i = base^(-2i/d)"
-                               "（torch.arange(0, d, 2) / d），你用的是 i/d"))
-    ang = positions.double()[:, None] * (1.0 / base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    mixed = x * ang.cos().repeat_interleave(2, -1) + _solution_rotate_half(x) * ang.sin().repeat_interleave(2, -1)
-    if same(got, mixed, atol=1e-5):
-        raise ExerciseError(tr("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
-                               "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)",
-                               "你的 cos/sin 是用 repeat_interleave 展开的（c0 c0 c1 c1 ...，交错布局的表），"
-                               "但 rotate_half 配对的是前后两半：对半拆分布局要用 torch.cat((c, c), -1)"))
+    for mistake, reference in _rope_half_mistakes(x, positions, base):
+        if bool(_rope_close(got, reference, positions).all()):
+            raise ExerciseError(mistake)
+    low = positions <= 256
+    if bool(rows_right[low].all()):
+        wrong = positions[~rows_right].tolist()
+        raise ExerciseError(tr(f"right up to position 256, wrong at positions {wrong}: positions or angles rounded "
+                               "to a low precision (bf16 holds integers exactly only up to 256, so 257 becomes 256; "
+                               "fp16 angles near 1000 are 0.5 rad apart). Compute positions * theta in float32 or "
+                               "better (positions.float() or .double()) and round only the result",
+                               f"位置 256 以内都对，位置 {wrong} 却错了：位置或角度被舍入到了低精度（bf16 只能精确表示 "
+                               "256 以内的整数，257 会变成 256；fp16 的角度在 1000 附近相隔 0.5 弧度）。"
+                               "用 float32 或更高精度计算 positions * theta（positions.float() 或 .double()），"
+                               "只在最后对结果做舍入"))
     raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                            f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
+
+
+def _rope_half_mistakes(x, positions, base):
+    """(message, what that mistake returns) for the mistakes check_rope_half names, in the order it tries them."""
+    dim = x.shape[-1]
+    pairs = torch.arange(0, dim, 2, dtype=torch.float64)              # 2i for pair i
+    yield (tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: cos and sin must be "
+              "torch.cat((c, c)), and rotate_half moves whole halves",
+              "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
+              "cos 和 sin 必须是 torch.cat((c, c))，rotate_half 则把前后两半整体搬动"),
+           apply_rope(x, positions, base=base, layout="interleaved"))
+    yield (tr("your rotation turns clockwise (by -m theta): that is RoPE at negated positions, whose "
+              "scores depend on n - m instead of m - n (harmless in a model trained with it, wrong against "
+              "the reference and every checkpoint that turns counter-clockwise). "
+              "Use x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1]",
+              "你的旋转是顺时针的（转 -m theta）：相当于在取负的位置上做 RoPE，分数取决于 n - m "
+              "而不是 m - n（在用它训练出来的模型里无妨，但与参考实现以及所有逆时针旋转的检查点都对不上）。"
+              "应写成 x * cos + rotate_half(x) * sin，其中 rotate_half(x) = [-x2, x1]"),
+           apply_rope(x, -positions, base=base, layout="half"))
+    yield (tr(f"you ignored the `base` argument: your result is RoPE with base 10000, the check passed base={base:g}",
+              f"你没有用参数 `base`：你的结果是底数 10000 的 RoPE，而检查器传入的是 base={base:g}"),
+           apply_rope(x, positions, base=10000.0, layout="half"))
+    yield (tr("you ignored the `positions` argument: row t was turned as if at position t (torch.arange(T)); "
+              "the check passed positions " + str(list(_ROPE_POSITIONS)) + ", which need not be 0, 1, 2, ...",
+              "你没有用参数 `positions`：第 t 行按位置 t（torch.arange(T)）旋转了；检查器传入的位置是 "
+              + str(list(_ROPE_POSITIONS)) + "，不一定是 0, 1, 2, ..."),
+           apply_rope(x, torch.arange(len(positions)), base=base, layout="half"))
+    yield (tr("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
+              "(torch.arange(0, d, 2) / d), you used i/d",
+              "频率的指数错了：第 i 对（i = 0 .. d/2 - 1）的 theta_i = base^(-2i/d)"
+              "（torch.arange(0, d, 2) / d），你用的是 i/d"),
+           apply_rope(x, positions, inv_freq=base ** (-pairs / 2 / dim), layout="half"))
+    yield (tr("a doubled exponent: base ** (-2 * arange(0, d, 2) / d) is base^(-4i/d), every frequency of base^2; "
+              "arange(0, d, 2) already is 2i, so theta_i = base ** (-arange(0, d, 2) / d)",
+              "指数翻倍了：base ** (-2 * arange(0, d, 2) / d) 是 base^(-4i/d)，相当于把底数换成了 base^2；"
+              "arange(0, d, 2) 本身就是 2i，所以 theta_i = base ** (-arange(0, d, 2) / d)"),
+           apply_rope(x, positions, inv_freq=base ** (-2 * pairs / dim), layout="half"))
+    ang = positions.double()[:, None] * base ** (-pairs / dim)
+    for dtype, name in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
+        rounded = ang.to(dtype).double()
+        yield (tr(f"your angles are rounded to {name}: position * theta near 1000 rad is off by up to "
+                  f"{float((rounded - ang).abs().max()):.2g} rad at these positions, a low precision that turns every "
+                  "pair by a wrong angle. Compute the angles in float32 or better and round only the result",
+                  f"你的角度被舍入成了 {name}：在这些位置上 position * theta（约 1000 弧度）最多偏了 "
+                  f"{float((rounded - ang).abs().max()):.2g} 弧度，精度太低，每一对都转错了角度。"
+                  "用 float32 或更高精度计算角度，只在最后对结果做舍入"),
+               x * torch.cat((rounded.cos(),) * 2, -1) + _solution_rotate_half(x) * torch.cat((rounded.sin(),) * 2, -1))
+    yield (tr("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
+              "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)",
+              "你的 cos/sin 是用 repeat_interleave 展开的（c0 c0 c1 c1 ...，交错布局的表），"
+              "但 rotate_half 配对的是前后两半：对半拆分布局要用 torch.cat((c, c), -1)"),
+           x * ang.cos().repeat_interleave(2, -1) + _solution_rotate_half(x) * ang.sin().repeat_interleave(2, -1))
+
+
+def _rope_half_other_inputs(fn, what) -> None:
+    """Right at d = 8, base 500: also for d = 16, base 10000 and positions that start at 3?"""
+    gen = torch.Generator().manual_seed(17)
+    x = torch.randn(5, 16, generator=gen, dtype=torch.float64)
+    positions = torch.tensor([3, 4, 9, 40, 300])
+    want = apply_rope(x, positions, base=10000.0, layout="half")
+    try:
+        got = as_tensor(call(fn, x, positions, 10000.0, what=what), what)
+        problem = "" if got.shape == want.shape and bool(_rope_close(got, want, positions).all()) else \
+            tr(f"max |difference| {float((got.double() - want).abs().max()):.3g}" if got.shape == want.shape
+               else f"shape {tuple(got.shape)}", f"最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"
+               if got.shape == want.shape else f"形状 {tuple(got.shape)}")
+    except ExerciseError as error:
+        problem = str(error)
+    if problem:
+        raise ExerciseError(tr(f"right for x of shape (8, 8) with base 500, wrong for x of shape (5, 16), base 10000 and "
+                               f"positions [3, 4, 9, 40, 300] ({problem}): take d from x.shape[-1] and use the `base` and "
+                               "`positions` you are given, nothing fixed",
+                               "x 形状为 (8, 8)、base 为 500 时对了，换成形状 (5, 16)、base 10000、位置 "
+                               f"[3, 4, 9, 40, 300] 就错了（{problem}）：d 要从 x.shape[-1] 取，base 和 positions 用传进来的参数，"
+                               "不要写死"))
 
 
 def check_unpermute_qk_rows(fn) -> None:
