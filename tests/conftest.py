@@ -37,6 +37,30 @@ def _close_figures():
     plt.close("all")
 
 
+@pytest.fixture(autouse=True)
+def _readable_figures(request, monkeypatch):
+    """Every figure a plot or widget test draws has no text under MIN_TEXT_PX pixels (8 pt at 100 dpi):
+    the figures notebooks show are these figures."""
+    if not request.module.__name__.startswith(("test_plots_", "test_widgets_")):
+        yield
+        return
+    from matplotlib.figure import Figure
+    from posenc_lib.plots._style import MIN_TEXT_PX, smallest_text
+    made, original_init = [], Figure.__init__
+
+    def recording_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Figure, "__init__", recording_init)
+    yield
+    monkeypatch.undo()
+    for fig in made:
+        if fig.axes:
+            px, text = smallest_text(fig)
+            assert px >= MIN_TEXT_PX, f"text {text!r} is {px:.1f} px high (< {MIN_TEXT_PX} px) at dpi {fig.dpi:g}"
+
+
 DEVICE_NAMES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

@@ -294,3 +294,26 @@ def test_stored_notebook_is_executed_and_clean(path):
             assert "application/vnd.jupyter.widget-view+json" not in data, "stored widget view: run `make refresh`"
             images += "image/png" in data
     assert images >= 1, "no static figure stored"
+
+
+def test_the_browser_test_holds_figures_to_the_librarys_text_size():
+    from posenc_lib.plots._style import FIGURE_DPI, MIN_TEXT_PT, MIN_TEXT_PX
+    ui_check = (ROOT / "tools" / "ui_check.py").read_text()
+    assert re.search(rf"^MIN_TEXT_PX = {MIN_TEXT_PX}\b", ui_check, re.M)
+    assert MIN_TEXT_PT * FIGURE_DPI / 72 >= MIN_TEXT_PX
+
+
+def test_notebook_figures_are_drawn_at_the_course_dpi_and_fit_the_column():
+    """Static figures in the notebooks: no dpi below FIGURE_DPI (text would shrink below MIN_TEXT_PX)
+    and no wider than FIGURE_MAX_WIDTH_IN (it would be shown shrunk in a 1200-px column)."""
+    import json
+    from posenc_lib.plots._style import FIGURE_DPI, FIGURE_MAX_WIDTH_IN
+    problems = []
+    for path in sorted((ROOT / "notebooks").glob("**/[0-9][0-9]_*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            code = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+            problems += [f"{path.name} cell {i}: dpi={d}" for d in re.findall(r"\bdpi=([0-9.]+)", code)
+                         if float(d) < FIGURE_DPI]
+            problems += [f"{path.name} cell {i}: figsize width {w}" for w in re.findall(r"\bfigsize=\(([0-9.]+)", code)
+                         if float(w) > FIGURE_MAX_WIDTH_IN]
+    assert not problems, problems

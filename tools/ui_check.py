@@ -18,8 +18,12 @@ the redraw timings, which it would not shorten.
    widget", the ipywidgets views rendered; and for every interactive figure (a widget box holding an
    ipywidgets Image) it moves the FIRST control with the mouse (drags a slider's handle, picks
    another dropdown option, clicks another toggle button...) and asserts the image's bytes change,
-   timing the move -> new image. It fails when a notebook shows an error, a control does not
-   redraw, or a notebook's median redraw exceeds --max-median-ms (300 ms).
+   timing the move -> new image. Readability, in the notebook column a learner reads (file browser
+   folded away, ~1200 px in the 1280-px window): the smallest text of every figure the kernel draws
+   (measured in the kernel as it makes each PNG) must be at least MIN_TEXT_PX = 11 px on screen, no
+   figure may be shown shrunk to fit, and no printed table row may wrap. It fails when a notebook shows
+   an error, a control does not redraw, a notebook's median redraw exceeds --max-median-ms (300 ms), or
+   a readability check fails.
 Both editions are checked, each with its own server: notebooks/ with the interface in English and
 notebooks/zh/ with it in Chinese (JupyterLab's zh_CN language pack, as `make lab-zh` serves it; the
 Run menu is clicked by its Chinese name, so an English interface fails), after checking that the
@@ -53,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MIN_TEXT_PX = 11  # posenc_lib.plots._style.MIN_TEXT_PX (tests/test_project.py holds the two equal)
 VENV_BIN = Path(sys.executable).parent  # `make test-ui` runs .venv/bin/python
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
@@ -411,6 +416,48 @@ FIGURE_TIMES_EXPR = ("__import__('json').dumps({k: [v.redraw_count, v.last_redra
                      "__import__('ipywidgets').widgets.widget._instances.items() if isinstance(v, "
                      "__import__('posenc_lib.widgets._base', fromlist=['_']).InteractiveFigure)})")
 
+# Installed in the kernel (through a user expression) before Run All: every figure the kernel turns into
+# a PNG (inline output and widget images alike go through FigureCanvasBase.print_figure) is measured once
+# for its smallest text, in pixels at the figure's dpi (posenc_lib.plots._style.smallest_text).
+TEXT_AUDIT_CODE = """
+import weakref, matplotlib.backend_bases as _uic_b
+from posenc_lib.plots._style import smallest_text as _uic_smallest
+__uic_text_audit, _uic_seen = [], weakref.WeakSet()
+_uic_print = _uic_b.FigureCanvasBase.print_figure
+def _uic_audited(self, *args, **kwargs):
+    fig = self.figure
+    if fig not in _uic_seen and fig.axes:
+        _uic_seen.add(fig)
+        px, text = _uic_smallest(fig)
+        __uic_text_audit.append([round(px, 1), text[:40], round(fig.get_figwidth() * fig.dpi)])
+    return _uic_print(self, *args, **kwargs)
+_uic_b.FigureCanvasBase.print_figure = _uic_audited
+"""
+TEXT_AUDIT_INSTALL = f"exec({TEXT_AUDIT_CODE!r}) or 'installed'"
+TEXT_AUDIT_EXPR = "__import__('json').dumps(__uic_text_audit)"
+
+# What a learner sees of the outputs in the notebook column: each figure's PNG shown at its own size or
+# shrunk to fit, and each printed table row (columns aligned with two or more spaces) on one line or
+# wrapped. Widths from the browser's own layout and font metrics.
+LAYOUT_JS = r"""() => {
+  const panel = [...document.querySelectorAll('.jp-NotebookPanel')].find(p => p.offsetParent !== null);
+  const images = [...document.querySelectorAll('.jp-OutputArea-output img')].filter(i => i.naturalWidth > 0)
+    .map(i => ({natural: i.naturalWidth, shown: i.clientWidth}));
+  const ctx = document.createElement('canvas').getContext('2d');
+  const wraps = [];
+  for (const pre of document.querySelectorAll('.jp-OutputArea-output pre')) {
+    const cs = getComputedStyle(pre);
+    ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
+    const room = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    for (const line of pre.textContent.split('\n')) {
+      if (!/\S {2,}\S.*\S {2,}\S/.test(line)) continue;
+      const width = ctx.measureText(line).width;
+      if (width > room + 1) wraps.push({width: Math.round(width), room: Math.round(room), line: line.slice(0, 70)});
+    }
+  }
+  return {column: panel ? panel.clientWidth : null, images, wraps};
+}"""
+
 READ_REC_JS = r"""() => { const r = window.__uicRec; return r ? {action: r.action, change: r.change, load: r.load,
   src1: r.src1, changes: r.changes} : null; }"""
 
@@ -450,6 +497,8 @@ class LiveResult:
     problems: list = field(default_factory=list)
     kernel: str = ""
     notes: list = field(default_factory=list)
+    min_text_px: float | None = None   # the smallest figure text on screen, in px
+    column_px: int | None = None       # the notebook column's width
 
     @property
     def ok_redraws(self):
@@ -547,6 +596,11 @@ class Runner:
             res.problems.append(f"kernel is {st['kernelName']!r}, expected the venv's default 'python3'")
         if not page.evaluate(WATCH_KERNEL_JS, name):
             raise UICheckError("could not attach to the notebook's kernel")
+        # The notebook column a learner reads in: the file browser folded away (Ctrl+B), so the
+        # notebook gets the window's width (~1200 px in the 1280-px window).
+        page.evaluate("() => { const s = window.jupyterapp.shell; if (!s.leftCollapsed) s.collapseLeft(); }")
+        if page.evaluate(KERNEL_EXPR_JS, [name, TEXT_AUDIT_INSTALL]) != "'installed'":
+            res.problems.append("could not install the figure text audit in the kernel")
 
         # Run > Run All Cells, with the mouse, as a learner would.
         # (the menu is found by its name in the edition's interface language: "运行" in Chinese)
@@ -616,6 +670,7 @@ class Runner:
         if not all(health["images"]):
             res.problems.append(f"{health['images'].count(False)} widget image(s) empty or not loaded")
 
+        self._check_readability(page, res)
         figs = page.evaluate(FIND_FIGURES_JS, CONTROL_SELECTOR)
         res.figures = len(figs)
         res.controls = sum(len(f["kinds"]) for f in figs)
@@ -656,6 +711,31 @@ class Runner:
             page.locator('[data-uic-fig="0"]').scroll_into_view_if_needed()
         page.mouse.move(2, 2)
         time.sleep(0.2)
+
+    def _check_readability(self, page, res: LiveResult):
+        """The smallest text of every figure the kernel drew (>= MIN_TEXT_PX), each figure shown at its own
+        size (not shrunk to the column), and no printed table row wrapped."""
+        import ast
+        text = page.evaluate(KERNEL_EXPR_JS, [self.name, TEXT_AUDIT_EXPR])
+        audit = json.loads(ast.literal_eval(text)) if text else []
+        layout = page.evaluate(LAYOUT_JS)
+        res.column_px = layout["column"]
+        shrink = min((i["shown"] / i["natural"] for i in layout["images"]), default=1.0)
+        if audit:
+            px, words, _ = min(audit)
+            res.min_text_px = px * min(shrink, 1.0)  # on screen: a shrunk PNG shrinks its text too
+            if res.min_text_px < MIN_TEXT_PX:
+                res.problems.append(f"figure text {words!r} is {res.min_text_px:.1f} px high on screen "
+                                    f"(< {MIN_TEXT_PX} px)")
+        for i in layout["images"]:
+            if i["shown"] < 0.98 * i["natural"]:
+                res.problems.append(f"a {i['natural']}-px-wide figure is shown shrunk to {i['shown']} px in a "
+                                    f"{layout['column']}-px notebook column: its text shrinks with it")
+        for w in layout["wraps"][:5]:
+            res.problems.append(f"a printed table row needs {w['width']} px but has {w['room']} px, so it wraps: "
+                                f"{w['line']!r}")
+        if len(layout["wraps"]) > 5:
+            res.problems.append(f"... and {len(layout['wraps']) - 5} more wrapped table rows")
 
     def _check_kernel_python(self, res: LiveResult):
         argv0 = self.server.kernel_argv0()
@@ -1000,7 +1080,7 @@ def check_edition(paths: list, edition: dict, a):
         kernels = sorted({r.kernel for r in live if r.kernel})
         print(f"\n   kernel python: {', '.join(kernels) or '?'}")
         head = (f"   {'notebook':<30} {'load s':>6} {'run s':>6} {'figs':>4} {'ctrls':>5} {'redraws':>7} "
-                f"{'median ms':>9} {'kernel ms':>9} {'max ms':>6} {'HTML PNGs':>9}  result")
+                f"{'median ms':>9} {'kernel ms':>9} {'max ms':>6} {'text px':>7} {'HTML PNGs':>9}  result")
         print(head)
         for r in live:
             s = static.get(r.name)
@@ -1008,7 +1088,7 @@ def check_edition(paths: list, edition: dict, a):
                    or (r.median_ms is not None and r.median_ms > a.max_median_ms) or (s and s.problems))
             print(f"   {r.name:<30} {fmt(r.load_s):>6} {fmt(r.run_s):>6} {r.figures:>4} {r.controls:>5} "
                   f"{len(r.ok_redraws):>7} {fmt(r.median_ms, '.0f'):>9} {fmt(r.median_kernel_ms, '.0f'):>9} "
-                  f"{fmt(r.max_ms, '.0f'):>6} "
+                  f"{fmt(r.max_ms, '.0f'):>6} {fmt(r.min_text_px):>7} "
                   f"{(s.html_pngs if s else '-'):>9}  {'FAIL' if bad else 'ok'}")
         print(f"   screenshots: {shots}")
     return failed, live, static

@@ -1,4 +1,11 @@
-"""The figures' shared look: few, small tick labels, room between two panels, one colour per encoding.
+"""The figures' shared look: few tick labels, room between two panels, one colour per encoding, and text
+a learner can read.
+
+Readable: every figure is drawn at FIGURE_DPI (100, matplotlib's default; widgets too) and no text is
+smaller than 8 points, so the smallest label is MIN_TEXT_PX = 11 px high (font size in pixels, at 100%
+zoom; a PNG is shown at its own size when it is at most ~950 px wide, FIGURE_MAX_WIDTH_IN inches).
+`smallest_text(fig)` measures it; the plot and widget tests hold every figure to it, and the browser
+test (tools/ui_check.py) checks that no figure is shown shrunk.
 
 Text is most of a slider redraw's cost (see posenc_lib.widgets._base), so every figure keeps its tick
 labels few and small, and places its panels itself (constrained layout would cost ~50 ms a redraw).
@@ -17,6 +24,7 @@ import warnings
 from pathlib import Path
 
 import matplotlib
+import matplotlib.text
 import numpy as np
 import torch
 from matplotlib import font_manager
@@ -82,7 +90,28 @@ on_language_change(_warn_without_cjk_font)
 _warn_without_cjk_font(get_language())
 
 
-def tidy(ax, nbins: int = 4, *, axis: str = "both", labelsize: int = 7, minor_ticks: bool = True) -> None:
+FIGURE_DPI = 100
+MIN_TEXT_PT = 8
+MIN_TEXT_PX = 11          # 8 pt at 100 dpi = 11.1 px
+FIGURE_MAX_WIDTH_IN = 9.5  # 950 px at FIGURE_DPI: fits JupyterLab's notebook column unshrunk
+
+
+def smallest_text(fig) -> tuple[float, str]:
+    """(font size in pixels, the text) of the smallest visible, non-empty text in `fig` at its own dpi,
+    tick labels included (laid out first, without rendering); (inf, "") for a figure without text."""
+    fig.draw_without_rendering()
+    sizes = [(text.get_fontsize() * fig.dpi / 72, text.get_text()) for text in fig.findobj(matplotlib.text.Text)
+             if text.get_visible() and text.get_text().strip() and _shown(text)]
+    return min(sizes, default=(float("inf"), ""))
+
+
+def _shown(text) -> bool:
+    """A text inside the figure (matplotlib keeps tick labels of ticks outside the view, invisible or not)."""
+    axes = text.axes
+    return axes is None or axes.get_visible()
+
+
+def tidy(ax, nbins: int = 4, *, axis: str = "both", labelsize: int = 8, minor_ticks: bool = True) -> None:
     """Tick labels of `labelsize` points, at most about `nbins` major ticks on the linear axes named by
     `axis` ("x", "y" or "both"; a log axis keeps its own ticks), and no minor ticks unless `minor_ticks`."""
     ax.tick_params(labelsize=labelsize)
@@ -113,5 +142,5 @@ def side_colorbar(ax, image):
     box = ax.get_position()
     cax = ax.figure.add_axes([box.x1 + 0.008, box.y0, 0.012, box.height])
     bar = ax.figure.colorbar(image, cax=cax)
-    bar.ax.tick_params(labelsize=7)
+    bar.ax.tick_params(labelsize=8)
     return bar

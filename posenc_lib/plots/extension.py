@@ -102,7 +102,7 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         i = multiples.index(int(multiple))
         out["rise"][enc] = None if np.isnan(mean[i]) else float(mean[i] - mean[0])
     ax_curve.axvline(L, color="k", lw=0.8, ls="--")
-    ax_curve.text(L * 0.97, 0.03, tr("train length L", "训练长度 L"), fontsize=7, rotation=90, ha="right", va="bottom",
+    ax_curve.text(L * 0.97, 0.03, tr("train length L", "训练长度 L"), fontsize=8, rotation=90, ha="right", va="bottom",
                   transform=ax_curve.get_xaxis_transform())
     ax_curve.axvline(int(multiple) * L, color="k", lw=0.8, ls=":")
     ax_curve.set_xscale("log", base=2)
@@ -123,12 +123,12 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
     for y, enc in enumerate(order):
         rise = out["rise"][enc]
         if rise is None:
-            ax_bar.text(0, y, tr(" n/a (no value past L)", " n/a（超过 L 没有值）"), va="center", fontsize=7,
+            ax_bar.text(0, y, tr(" n/a (no value past L)", " n/a（超过 L 没有值）"), va="center", fontsize=8,
                         color=ENCODING_COLORS.get(enc, "k"))
         else:
-            ax_bar.text(rise, y, f" {rise:+.2f}", va="center", fontsize=7)
+            ax_bar.text(rise, y, f" {rise:+.2f}", va="center", fontsize=8)
     _tidy(ax_bar)
-    ax_bar.set_yticks(range(len(order)), order, fontsize=7)
+    ax_bar.set_yticks(range(len(order)), order, fontsize=8)
     for label, enc in zip(ax_bar.get_yticklabels(), order):  # the colour key of both panels
         label.set_color(ENCODING_COLORS.get(enc, "k"))
     ax_bar.axvline(0, color="k", lw=0.6)
@@ -155,12 +155,12 @@ def render_position_loss(ax, results: dict, encodings=None, bin_size: int = 8):
         ax.plot(centers, binned, color=ENCODING_COLORS.get(enc, "k"), lw=1.4, label=enc)
         out[enc] = (centers, binned)
     ax.axvline(L, color="k", lw=0.8, ls="--")
-    ax.text(L, ax.get_ylim()[1], " L", fontsize=7, va="top")
+    ax.text(L, ax.get_ylim()[1], " L", fontsize=8, va="top")
     ax.set_xlabel(tr("position in the window", "窗口内的位置"), fontsize=8)
     ax.set_ylabel(tr("loss (nats/char)", "损失（nats/字符）"), fontsize=8)
     ax.set_title(tr(f"loss at each position of a {len(mean)}-char window (bins of {bin_size})",
                  f"{len(mean)} 字符窗口中各位置的损失（每 {bin_size} 个位置一组）"), fontsize=9, y=1.0)
-    ax.legend(fontsize=7, ncol=3)
+    ax.legend(fontsize=8, ncol=3)
     _tidy(ax)
     return out
 
@@ -178,7 +178,7 @@ def render_training_curves(ax, results: dict):
     ax.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
     ax.set_title(tr("training at L (windows the same for every encoding)", "在 L 上训练（各编码用的窗口相同）"),
                  fontsize=9, y=1.0)
-    ax.legend(fontsize=7, ncol=3)
+    ax.legend(fontsize=8, ncol=3)
     _tidy(ax)
     return out
 
@@ -236,7 +236,7 @@ def render_own_encoding(axes, results: dict, run: dict):
     ax_train.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
     ax_train.set_title(tr("training loss at L (the same batches at the same step)", "L 上的训练损失（同一步用同一批数据）"),
                        fontsize=9, y=1.0)
-    ax_train.legend(*ax_curve.get_legend_handles_labels(), fontsize=7, loc="upper right")  # the key of both panels
+    ax_train.legend(*ax_curve.get_legend_handles_labels(), fontsize=8, loc="upper right")  # the key of both panels
     tidy(ax_train, nbins=5)
     ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.25, bottom=0.16)
     return out
@@ -309,7 +309,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     if copier is not None and copier[0] > ylim[1]:
         ax_dist.text(0.98, 0.97, tr(f"a perfect copier would gain {copier[0]:.1f}-{copier[1]:.1f} (off the scale)",
                                     f"完美照抄的模型增益为 {copier[0]:.1f}-{copier[1]:.1f}（超出坐标范围）"),
-                     fontsize=7, ha="right", va="top", transform=ax_dist.transAxes)
+                     fontsize=8, ha="right", va="top", transform=ax_dist.transAxes)
     for ax in (ax_dist, ax_win):
         ax.axhline(0.0, color="k", lw=0.8, ls="--")
         ax.set_xscale("log", base=2)
@@ -318,7 +318,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     dist = data["groups"][names[0]]["by_distance"]["x"] if names else []
     ax_dist.set_xticks(dist, [f"{d:g}" for d in dist])
     ax_dist.axvline(L - k, color="k", lw=0.8, ls=":")
-    ax_dist.text(L - k, 0.03, tr(" both copies fit in L to the left", " 此线左侧两份都落在 L 之内"), fontsize=7, va="bottom",
+    ax_dist.text(L - k, 0.03, tr(" both copies fit in L to the left", " 此线左侧两份都落在 L 之内"), fontsize=8, va="bottom",
                  transform=ax_dist.get_xaxis_transform())
     ax_dist.set_xlabel(tr("distance between the copies (characters)", "两份之间的距离（字符数）"), fontsize=8)
     ax_dist.set_ylabel(tr("gain: control - probe loss (nats/char)", "增益：对照损失 - 探针损失（nats/字符）"), fontsize=8)
@@ -329,7 +329,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     ax_win.axvline(L, color="k", lw=0.8, ls=":")
     ax_win.set_xlabel(tr("window (the copies back to back at its end)", "窗口（两份首尾相接放在末尾）"), fontsize=8)
     ax_win.set_title(tr(f"distance {k}, ever further into the window", f"距离 {k}，在窗口中越来越靠后"), fontsize=9, y=1.0)
-    ax_win.legend(fontsize=6.5, ncol=2, loc="upper left")
+    ax_win.legend(fontsize=8, ncol=2, loc="upper left")
     ax_dist.figure.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16)
     return {**data, "ylim": ylim, "copier_gain": copier}
 
@@ -387,11 +387,11 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
         ax_wave.semilogy(i, d["scaled_wavelength"], "o-", color=color, ms=3, lw=1.4, label=str(METHOD_LABELS[method]))
     ax_wave.axhline(original_max, color="k", ls="--", lw=0.8)
     ax_wave.axhline(d["long_len"], color="k", ls=":", lw=0.8)
-    ax_wave.text(i[-1], original_max, f"L0={original_max}", fontsize=7, ha="right", va="bottom")
-    ax_wave.text(i[-1], d["long_len"], f"{factor:g}·L0={d['long_len']}", fontsize=7, ha="right", va="bottom")
+    ax_wave.text(i[-1], original_max, f"L0={original_max}", fontsize=8, ha="right", va="bottom")
+    ax_wave.text(i[-1], d["long_len"], f"{factor:g}·L0={d['long_len']}", fontsize=8, ha="right", va="bottom")
     ax_wave.set_xlabel(tr("pair index i (high frequency -> low)", "频率对序号 i（高频 -> 低频）"), fontsize=8)
     ax_wave.set_ylabel(tr("wavelength 2π/θ (tokens)", "波长 2π/θ（token 数）"), fontsize=8)
-    ax_wave.legend(fontsize=7, loc="upper left")
+    ax_wave.legend(fontsize=8, loc="upper left")
     ax_wave.set_title(tr(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}, L0 {original_max}",
                          f"{METHOD_LABELS[method]}，因子 {factor:g}，头维度 {dim}，L0 {original_max}"), fontsize=9, y=1.0)
     _tidy(ax_wave)
@@ -402,18 +402,18 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_ratio.axhline(1.0, color="#bbbbbb", lw=0.8)
     ax_ratio.axhline(1.0 / factor, color="k", ls=":", lw=0.8)
     ax_ratio.text(0, 1.0 / factor, tr(" 1/factor: a shaded pair on or below stays in its trained angles",
-                                     " 1/factor：阴影中的频率对只要不高于此线，就不超出训练角度"), fontsize=7,
+                                     " 1/factor：阴影中的频率对只要不高于此线，就不超出训练角度"), fontsize=8,
                   va="bottom")
     unseen = d["turns_train"] < 1.0  # pairs that never made a full turn in training
     if unseen.any():
         ax_ratio.axvspan(i[unseen][0] - 0.5, i[-1] + 0.5, color="#f3d7d7", lw=0, zorder=0)
         ax_ratio.text(i[-1] + 0.4, 0.02, tr("shaded: < 1 turn in L0 (angles unseen past L0)",
-                                            "阴影：L0 内转不满 1 圈（超过 L0 的角度没见过）"), fontsize=7,
+                                            "阴影：L0 内转不满 1 圈（超过 L0 的角度没见过）"), fontsize=8,
                       color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
         if d["overshoot"] > 1.0 + 1e-9:  # some slow pair turns past the angles it saw in training
             ax_ratio.text(i[-1] + 0.4, 0.1, tr(f"slow pairs reach {d['overshoot']:.2f}x their trained angles",
                                                f"慢速频率对转到训练角度的 {d['overshoot']:.2f} 倍"),
-                          fontsize=7, color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
+                          fontsize=8, color="#a33", ha="right", transform=ax_ratio.get_xaxis_transform())
     ax_ratio.set_ylim(0, 1.1)
     ax_ratio.set_xlabel(tr("pair index i", "频率对序号 i"), fontsize=8)
     ax_ratio.set_ylabel(tr("θ' / θ (1 = untouched)", "θ' / θ（1 = 不变）"), fontsize=8)
@@ -453,7 +453,7 @@ def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16
             i0 = d["first_slow"]
             ax.plot([x[i0]], [reach[i0]], "D", color=color, ms=6, mfc="none")
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
-    ax.text(0.01, 1.0, tr("trained range", "训练范围"), fontsize=7, ha="left", va="bottom",
+    ax.text(0.01, 1.0, tr("trained range", "训练范围"), fontsize=8, ha="left", va="bottom",
             transform=ax.get_yaxis_transform())
     ax.set_xlabel(tr("pair index / number of pairs (fast -> slow)", "频率对序号 / 总对数（快 -> 慢）"), fontsize=8)
     ax.set_ylabel(tr("turns over factor·L0 / turns over L0", "factor·L0 内圈数 / L0 内圈数"), fontsize=8)
@@ -461,7 +461,7 @@ def render_overshoot(ax, method: str = "ntk", factor: float = 4.0, settings=((16
                     f"{METHOD_LABELS[method]}，因子 {factor:g}：各频率对超出训练角度多少"),
                  fontsize=9, y=1.0)
     ax.set_ylim(0, factor * 1.08)
-    ax.legend(fontsize=6.5, loc="upper right")
+    ax.legend(fontsize=8, loc="upper right")
     _tidy(ax)
     return out
 
@@ -510,7 +510,7 @@ def render_extension(ax, extension: dict, highlight: str = "all", show_finetuned
                     f"{cfg['finetune_steps']} steps at {cfg['finetune_multiple'] * L}",
                     f"L={L} 上训练的 RoPE：各扩展方法（因子 = 窗口 / L；动态 NTK 取 2）；虚线：在 "
                     f"{cfg['finetune_multiple'] * L} 上微调 {cfg['finetune_steps']} 步"), fontsize=8.5, y=1.0)
-    ax.legend(fontsize=6.5, ncol=2, loc="upper left")
+    ax.legend(fontsize=8, ncol=2, loc="upper left")
     _tidy(ax)
     return out
 
@@ -528,12 +528,12 @@ def render_method_position_loss(ax, data: dict, bin_size: int = 16):
                 label=str(METHOD_LABELS.get(label, label)))
         out[label] = (centers, binned)
     ax.axvline(data["L"], color="k", lw=0.8, ls="--")
-    ax.text(data["L"], 0.02, " L", fontsize=7, transform=ax.get_xaxis_transform())
+    ax.text(data["L"], 0.02, " L", fontsize=8, transform=ax.get_xaxis_transform())
     ax.set_xlabel(tr("position in the window", "窗口内的位置"), fontsize=8)
     ax.set_ylabel(tr("loss (nats/char)", "损失（nats/字符）"), fontsize=8)
     ax.set_title(tr(f"RoPE model, windows of {data['multiple']}L, factor {data['multiple']} (bins of {bin_size})",
                     f"RoPE 模型，窗口 {data['multiple']}L，因子 {data['multiple']}（每 {bin_size} 个位置一组）"),
                  fontsize=9, y=1.0)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, ncol=2)
     _tidy(ax)
     return out

@@ -32,7 +32,7 @@ def render_similarity(ax, similarity, *, title: str = "", colorbar: bool = False
     ax.set_title(str(title), fontsize=9)
     tidy(ax)
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=7)
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(labelsize=8)
     return data
 
 
@@ -72,7 +72,7 @@ def render_learned_snapshot(axes, step: int, *, snapshots: dict, reference=None)
     ax_curve.set_ylim(-1, 1.05)
     ax_curve.set_xlabel(tr("distance k = |i - j|", "距离 k = |i - j|"), fontsize=8)
     ax_curve.set_title(tr("mean similarity of positions k apart", "相距 k 的位置的平均相似度"), fontsize=9)
-    ax_curve.legend(fontsize=7, loc="upper right")
+    ax_curve.legend(fontsize=8, loc="upper right")
     tidy(ax_curve)
     two_panels(axes)
     return {"step": step, "similarity": data, "by_distance": by_distance, "loss": loss}
@@ -89,7 +89,7 @@ def render_position_accuracy(ax, accuracy, *, trained_len: int, label: str = "")
     ax.set_ylabel(tr("accuracy", "准确率"), fontsize=8)
     tidy(ax)
     if label:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return acc
 
 
@@ -123,5 +123,5 @@ def render_attention_logits(axes, logits, *, lag: int = 1, title: str = Text("he
         tidy(ax)
     axes[0].set_ylabel(tr("query position t", "查询位置 t"), fontsize=8)
     bar = side_colorbar(axes[-1], image)
-    bar.set_label(tr("logit - row max", "logit - 行最大值"), fontsize=7)
+    bar.set_label(tr("logit - row max", "logit - 行最大值"), fontsize=8)
     return {"argmax": argmax, "hits": hits}

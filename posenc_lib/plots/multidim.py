@@ -34,7 +34,7 @@ _MODALITY_NAMES = {"text": Text("text", "文本"), "image": Text("image", "图�
 def _grid_ticks(ax, height: int, width: int) -> None:
     ax.set_xticks(range(width))
     ax.set_yticks(range(height))
-    ax.tick_params(labelsize=7, length=0)
+    ax.tick_params(labelsize=8, length=0)
     ax.set_xlabel(tr("column", "列"), fontsize=8)
     ax.set_ylabel(tr("row", "行"), fontsize=8)
 
@@ -112,7 +112,7 @@ def render_patch_scores(axes, height: int = 8, width: int = 8, row: int = 3, col
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(0, width, max(1, width // 5)))
         ax.set_yticks(range(0, height, max(1, height // 5)))
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         ax.set_xlabel(tr("key column", "键所在列"), fontsize=8)
     axes[0].set_ylabel(tr("key row", "键所在行"), fontsize=8)
     two_panels(axes)
@@ -162,7 +162,7 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
                 fontsize=8, color="C3")
         ax.set_title(tr(f"section {list(data['section'])}, {kind}: impossible",
                         f"分段 {list(data['section'])}，{kind}：不可行"), fontsize=9)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         return data
     i = np.arange(pairs)
     for a, (name, color) in enumerate(AXIS_COLORS.items()):
@@ -173,8 +173,8 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
         ax.plot(i[mine], data["wavelength"][mine], "o", ms=3, color=color, label=label)  # cheaper than scatter
     ax.axhline(2 * math.pi * 32, color="0.6", lw=0.8, ls="--")  # above it: < 1 radian across 32 patches
     ax.set_title(tr(f"section {list(data['section'])}, {kind}", f"分段 {list(data['section'])}，{kind}"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", markerscale=1.5, handletextpad=0.2)
-    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=8, loc="upper left", markerscale=1.5, handletextpad=0.2)
+    ax.tick_params(labelsize=8)
     ax.minorticks_off()
     return data
 
@@ -201,10 +201,10 @@ def render_mrope_positions(ax, segments, *, spatial_merge_size: int = 2, tokens_
     table = np.vstack((np.arange(seq), ids))                                   # (4, seq)
     ax.imshow(np.broadcast_to(kinds, (4, seq)), cmap=_MODALITY_TINTS, vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
-    size = 7 if seq <= 32 else 5
+    every = -(-seq // 32)  # past 32 tokens, label every `every`-th column: 8-pt numbers need the room
     for r in range(4):
-        for c in range(seq):
-            ax.text(c, r, str(table[r, c]), ha="center", va="center", fontsize=size)
+        for c in range(0, seq, every):
+            ax.text(c, r, str(table[r, c]), ha="center", va="center", fontsize=8)
     ax.axhline(0.5, color="k", lw=0.8)
     ax.set_yticks(range(4))
     ax.set_yticklabels([tr("token index", "token 序号"), "t", "h", "w"], fontsize=8)

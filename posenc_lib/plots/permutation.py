@@ -102,7 +102,7 @@ def _attention_map(ax, weights, tokens, title):
     ax.set_ylabel(tr("query", "查询"), fontsize=8)
     ax.set_title(title, fontsize=9)
     for (i, j), w in np.ndenumerate(weights.double().numpy()):
-        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="white" if w > 0.6 else "black")
+        ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="white" if w > 0.6 else "black")
 
 
 def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: bool = False, layers: int = 1,
@@ -123,7 +123,7 @@ def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: boo
     ax_c.set_xticks(range(len(values)), labels, fontsize=8)
     ax_c.set_ylim(0, max(0.5, 1.15 * max(values)))
     for j, value in enumerate(values):
-        ax_c.text(j, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom", fontsize=7)
+        ax_c.text(j, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom", fontsize=8)
     ax_c.set_ylabel(tr("change of the word's output", "该词输出的变化"), fontsize=8)
     tidy(ax_c)
     ax_c.figure.subplots_adjust(bottom=0.17, wspace=0.45)
@@ -148,7 +148,7 @@ def render_causal_layers(ax, perm=(1, 0, 2), *, encoding: str = "none", setup: d
         ax.bar(np.arange(len(values)) + shift, values, width, color=color, label=label)
         for j, value in enumerate(values):
             ax.text(j + shift, value, f"{value:.0e}" if value < 1e-3 else f"{value:.2f}", ha="center", va="bottom",
-                    fontsize=7)
+                    fontsize=8)
     labels = [tr(f"{_label(t)}\n(pos {i})", f"{_label(t)}\n（位置 {i}）") for i, t in enumerate(one["tokens_perm"])]
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     top = float(max(one["token_errors"].max(), two["token_errors"].max()))
@@ -158,7 +158,7 @@ def render_causal_layers(ax, perm=(1, 0, 2), *, encoding: str = "none", setup: d
     name = tr("no encoding", "无位置编码") if encoding == "none" else encoding
     ax.set_title(tr(f"causal mask, {name}: '{sentence}' vs the original", f"因果掩码，{name}：“{sentence}”对比原句"),
                  fontsize=9)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    ax.legend(fontsize=8, loc="upper right", frameon=False)
     tidy(ax)
     ax.figure.subplots_adjust(bottom=0.2)
     return {"one_layer": one["token_errors"], "two_layers": two["token_errors"]}

@@ -128,7 +128,7 @@ def render_base_context(axes, base: float = 10000.0, context: int = 4096, *, hea
     ax_wave.set_title(tr(f"base {base:.3g}: {int(slow.sum())} of {len(waves)} pairs < 1 turn in {context:,}",
                          f"底数 {base:.3g}：{len(waves)} 对中有 {int(slow.sum())} 对在 {context:,} 内转不满 1 圈"),
                       fontsize=9)
-    ax_wave.legend(fontsize=7, loc="upper left", frameon=False)
+    ax_wave.legend(fontsize=8, loc="upper left", frameon=False)
     tidy(ax_wave, axis="x")
     _few_log_ticks(ax_wave)
     similarity = rope_self_similarity(theta, context)
@@ -185,15 +185,15 @@ def render_rotated_dims(ax, layers: dict):
         start, stop = layer.rotary_dims
         ax.text(layer.head_dim + 3, row, tr(f"{stop - start} of {layer.head_dim}, {layer.layout}",
                                            f"{stop - start}/{layer.head_dim} 维，{layer.layout}"), va="center",
-                fontsize=7)
+                fontsize=8)
     ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, 1.35 * max(layer.head_dim for layer in layers.values()))
     ax.set_xlabel(tr("dim of the head (grey: not rotated; colour: pair, dark = fast, light = slow)",
                      "头内的维度（灰：不旋转；颜色：所属频率对，深 = 快，浅 = 慢）"), fontsize=8)
     ax.set_title(tr("which dims of a q/k head RoPE turns", "RoPE 旋转 q/k 头的哪些维度"), fontsize=9)
-    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="x", labelsize=8)
     ax.figure.subplots_adjust(left=0.27, right=0.97, bottom=0.16)
     return out
 
@@ -237,7 +237,7 @@ def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, s
     ax_score.set_xlabel(tr("m - n (query - key)", "m - n（查询 - 键）"), fontsize=8)
     ax_score.set_title(tr(f"score against the distance ({r // 2} pairs turn)", f"分数随距离的变化（{r // 2} 对旋转）"),
                        fontsize=9)
-    ax_score.legend(fontsize=7, loc="upper right", frameon=False)
+    ax_score.legend(fontsize=8, loc="upper right", frameon=False)
     tidy(ax_score)
     two_panels(axes)
     return {**data, "pairs": pairs}
@@ -264,19 +264,19 @@ def render_longrope(axes, layer: LayerPositions, context: int):
     ax_f.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
     ax_f.set_ylabel(tr("rescale factor lambda_i", "缩放因子 lambda_i"), fontsize=8)
     ax_f.set_title(tr("one factor per pair, two sets", "每对一个因子，共两套"), fontsize=9)
-    ax_f.legend(fontsize=7, loc="upper left", frameon=False)
+    ax_f.legend(fontsize=8, loc="upper left", frameon=False)
     tidy(ax_f, axis="x")
     ax_w.semilogy(pairs, plain, color="0.6", lw=1.2, label=tr("plain RoPE", "原始 RoPE"))
     ax_w.semilogy(pairs, short_waves, color="C0", lw=1.4, label=tr("theta / short", "theta / 短因子"))
     ax_w.semilogy(pairs, long_waves, color="C3", lw=1.4, label=tr("theta / long", "theta / 长因子"))
     ax_w.axhline(l0, color="k", lw=0.9, ls="--")
     ax_w.axhline(context, color="k", lw=0.9, ls=":")
-    ax_w.text(0, l0 * 1.3, f"L0 = {l0:,}", fontsize=7)
-    ax_w.text(0, context * 1.3, tr(f"context {context:,}", f"上下文 {context:,}"), fontsize=7)
+    ax_w.text(0, l0 * 1.3, f"L0 = {l0:,}", fontsize=8)
+    ax_w.text(0, context * 1.3, tr(f"context {context:,}", f"上下文 {context:,}"), fontsize=8)
     ax_w.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
     ax_w.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
     ax_w.set_title(tr("wavelengths with each set", "两套因子下的波长"), fontsize=9)
-    ax_w.legend(fontsize=7, loc="lower right", frameon=False)
+    ax_w.legend(fontsize=8, loc="lower right", frameon=False)
     tidy(ax_w, axis="x")
     two_panels(axes)
     return {"short": short, "long": long, "plain": plain, "short_waves": short_waves, "long_waves": long_waves,
@@ -329,7 +329,7 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
     present = [kind for kind in KIND_COLORS if kind in kinds]
     for n, kind in enumerate(present):  # a legend of the kinds this model has, left to right
         ax_layers.text(0.02 + n / len(present), 0.88, str(_KIND_NAMES.get(kind, kind)), color=KIND_COLORS[kind],
-                       fontsize=7, fontweight="bold",
+                       fontsize=8, fontweight="bold",
                        transform=ax_layers.transAxes)
     ax_layers.set_xlim(-0.6, len(kinds) - 0.4)
     ax_layers.set_ylim(-1.2, 1.9)
@@ -398,7 +398,7 @@ def render_absorption_error(ax, distance, errors: dict):
     ax.set_ylabel(tr("|absorbed - true score|", "|吸收后分数 - 真实分数|"), fontsize=8)
     ax.set_title(tr("one fixed absorbed matrix: exact only when RoPE is kept out of it",
                     "同一个吸收后的固定矩阵：只有不含 RoPE 时才精确"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)  # the first case is largest far from 0
+    ax.legend(fontsize=8, loc="upper right", frameon=False)  # the first case is largest far from 0
     ax.figure.subplots_adjust(left=0.12, bottom=0.16)
     return errors
 
@@ -467,7 +467,7 @@ def render_attention_budget(axes, factor: float = 32.0, *, original: int = 4096,
                       f"YaRN x{float(yarn_attention_factor(factor)) ** 2:.3f}",
                       f"s = {factor:g} 时：log-n x{float(log_n_scale(factor * original, original)):.3f}，"
                       f"YaRN x{float(yarn_attention_factor(factor)) ** 2:.3f}"), fontsize=9)
-    ax_f.legend(fontsize=7, loc="upper left", frameon=False)
+    ax_f.legend(fontsize=8, loc="upper left", frameon=False)
     tidy(ax_f, axis="y")
     _few_log_ticks(ax_f, "x")
     advantage = math.log(original)
@@ -487,7 +487,7 @@ def render_attention_budget(axes, factor: float = 32.0, *, original: int = 4096,
     ax_w.set_ylabel(tr("weight of the one right key", "唯一正确键的权重"), fontsize=8)
     ax_w.set_title(tr(f"a key ln L0 = {advantage:.2f} logits ahead (L0 = {original:,} dotted)",
                       f"该键的 logit 高出 ln L0 = {advantage:.2f}（点线：L0 = {original:,}）"), fontsize=9)
-    ax_w.legend(fontsize=7, loc="lower left", frameon=False)
+    ax_w.legend(fontsize=8, loc="lower left", frameon=False)
     tidy(ax_w, axis="y")
     _few_log_ticks(ax_w, "x")
     two_panels(axes)
@@ -564,7 +564,7 @@ def render_checkpoint_spectra(ax, rows: list):
         if row["wavelengths"] is None:
             what = (tr("learned absolute positions", "可学习绝对位置") if row["position_encoding"] != "rope"
                     else tr("NoPE: no rotation", "NoPE：不旋转"))
-            ax.text(2.0, y, what, va="center", fontsize=7, color="0.4")
+            ax.text(2.0, y, what, va="center", fontsize=8, color="0.4")
             continue
         waves = row["wavelengths"]
         slow = waves > row["seen"]
@@ -574,15 +574,15 @@ def render_checkpoint_spectra(ax, rows: list):
         if row["seen"] != row["context"]:
             ax.plot([row["context"]], [y], "s", ms=4, color="0.6")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(1, 1e9)
     ax.set_xlabel(tr("wavelength of each pair (tokens per turn); black square: the longest distance the layer sees, "
                      "grey: the context",
                      "各频率对的波长（每圈的 token 数）；黑方块：该层能看到的最远距离，"
-                     "灰方块：上下文长度"), fontsize=7)
+                     "灰方块：上下文长度"), fontsize=8)
     ax.set_title(tr("every checkpoint's RoPE spectrum against its context (red: < 1 turn)",
                     "各检查点的 RoPE 波长谱与其上下文（红：转不满 1 圈）"), fontsize=9)
-    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="x", labelsize=8)
     ax.figure.subplots_adjust(left=0.36, right=0.98, bottom=0.08, top=0.95)
     return rows

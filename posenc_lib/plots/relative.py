@@ -51,7 +51,7 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     ax_row.set_xlabel(tr("key j", "键 j"), fontsize=8)
     ax_row.set_title(tr(f"query i = {i}: keys farther than {k} share an embedding",
                         f"查询 i = {i}：距离超过 {k} 的键共用一个嵌入"), fontsize=9)
-    ax_row.legend(fontsize=7, loc="upper left")
+    ax_row.legend(fontsize=8, loc="upper left")
     tidy(ax_row)
     return {"clipped": clipped, "distinct": int(np.unique(clipped).size)}
 
@@ -86,8 +86,8 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
         ax.set_title(tr(f"{name}: {used} of {total} buckets used", f"{name}：用到 {total} 个桶中的 {used} 个"), fontsize=9)
         tidy(ax)
     axes[0].set_ylabel(tr("bucket", "桶"), fontsize=8)
-    axes[1].text(-span * 0.8, num_buckets * 0.1, tr("past (r < 0)", "过去（r < 0）"), fontsize=7)
-    axes[1].text(2, num_buckets * 0.1, tr("future: bucket 0", "未来：桶 0"), fontsize=7)
+    axes[1].text(-span * 0.8, num_buckets * 0.1, tr("past (r < 0)", "过去（r < 0）"), fontsize=8)
+    axes[1].text(2, num_buckets * 0.1, tr("future: bucket 0", "未来：桶 0"), fontsize=8)
     two_panels(axes)
     return {"relative": r, "bidirectional": both.numpy(), "causal": causal.numpy(), "linthresh": linthresh}
 
@@ -128,7 +128,7 @@ def render_t5_learned_bias(axes, tables, *, max_distance: int, span: int, titles
         ax.set_title(title, fontsize=9)
         tidy(ax)
     axes[0].set_ylabel(tr("learned bias", "学到的偏置"), fontsize=8)
-    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[0].figure.subplots_adjust(bottom=0.17, wspace=0.3, right=0.85)
     return {"relative": r, "buckets": buckets, "bias": bias}
 
@@ -160,7 +160,7 @@ def render_alibi(axes, num_heads: int = 8, head: int = 0, *, length: int = 16):
     power = (num_heads & (num_heads - 1)) == 0
     kind = tr("a power of 2", "是 2 的幂") if power else tr("not a power of 2", "不是 2 的幂")
     ax_slopes.set_title(tr(f"{num_heads} heads ({kind})", f"{num_heads} 个头（{kind}）"), fontsize=9)
-    ax_slopes.tick_params(labelsize=7)
+    ax_slopes.tick_params(labelsize=8)
     return {"slopes": slopes.numpy(), "bias": bias}
 
 
@@ -197,9 +197,9 @@ def render_alibi_window(ax, num_heads: int = 8, *, length: int = 4096, mass: flo
     ax.set_ylabel(tr("weight on keys within D", "距离 D 以内的键分到的权重"), fontsize=8)
     ax.set_title(tr(f"ALiBi's soft window: equal content scores, {length} keys",
                  f"ALiBi 的软窗口：内容分数都相同，{length} 个键"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=tr("slope", "斜率"), title_fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=tr("slope", "斜率"), title_fontsize=8)
     tidy(ax, axis="y")
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     ax.figure.subplots_adjust(bottom=0.17, right=0.8)
     return data
 

@@ -65,17 +65,17 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
         v = np.maximum(np.array(values[1:]), floor)
         ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
     ax.axhline(1e-12, color="k", lw=0.6, ls=":")
-    ax.text(shifts[0], 1e-12, tr(" rounding level", " 舍入误差量级"), fontsize=7, va="bottom")
+    ax.text(shifts[0], 1e-12, tr(" rounding level", " 舍入误差量级"), fontsize=8, va="bottom")
     zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
     if zeros:
         ax.text(shifts[0], floor * 4, tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(zeros),
-                fontsize=7, va="bottom")
+                fontsize=8, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel(tr("shift of the whole sequence (positions)", "整个序列平移的位置数"), fontsize=8)
     ax.set_ylabel(tr("max |scores(shift) - scores(0)|", "max |分数(shift) - 分数(0)|"), fontsize=8)
     ax.set_title(tr("same tokens, moved: which scores notice? (exact 0 drawn at 1e-17)",
                  "同样的 token 整体平移：哪些分数会变？（恰为 0 的画在 1e-17）"), fontsize=9, y=1.0)
-    ax.legend(fontsize=7, ncol=3, loc="center right")
+    ax.legend(fontsize=8, ncol=3, loc="center right")
     tidy(ax, 5, axis="y", minor_ticks=False)
     return data
 

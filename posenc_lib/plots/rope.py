@@ -84,7 +84,7 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         ax.set_xlabel(tr(f"dashed: q, k before turning; thin arcs: the turns {pm}θ, {pn}θ;\n"
                          "black arc: the angle between the turned vectors",
                          f"虚线：旋转前的 q、k；细弧：转角 {pm}θ、{pn}θ；\n"
-                         "黑弧：旋转后两个向量的夹角"), fontsize=7)
+                         "黑弧：旋转后两个向量的夹角"), fontsize=8)
         out["angles"].append(angle)
         out["scores"].append(score)
         out["rotated_q"].append(rq)
@@ -163,7 +163,7 @@ def render_rope_decay_bound(ax, base: float = 10000.0, dim: int = 128, *, max_di
     ax.set_ylabel(tr("relative upper bound", "相对上界"), fontsize=8)
     ax.set_title(tr(f"RoPE long-term decay: {bound[0]:.1f} at 0 -> {bound[-1]:.2f} at {max_distance}",
                  f"RoPE 远程衰减：0 处为 {bound[0]:.1f} -> {max_distance} 处为 {bound[-1]:.2f}"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.figure.subplots_adjust(left=0.1, right=0.66, bottom=0.15)
     tidy(ax)
     return {"distance": distance.numpy(), "bound": bound, "reference": reference}
@@ -236,7 +236,7 @@ def render_rope_precision(ax, errors: dict):
     ax.set_ylabel(tr("max |error| vs float64", "相对 float64 的最大 |误差|"), fontsize=8)
     ax.set_title(tr("RoPE on a bf16 vector: where the angles are computed matters",
                     "对 bf16 向量做 RoPE：角度用什么精度算很关键"), fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     ax.figure.subplots_adjust(left=0.1, right=0.68, bottom=0.15)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     return errors

@@ -72,14 +72,14 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
     ax_error.set_ylim(1e-17, 10)
     ax_error.set_yticks([1e-16, 1e-8, 1.0], ["1e-16", "1e-8", "1"])  # few labels, no mathtext: faster
     ax_error.minorticks_off()
-    ax_error.tick_params(labelsize=7)
+    ax_error.tick_params(labelsize=8)
     ax_error.locator_params(axis="x", nbins=3)
     ax_error.figure.subplots_adjust(bottom=0.17, wspace=0.3)
     ax_error.set_xlabel(tr("position", "位置"), fontsize=8)
     ax_error.set_title(tr(f"max |error| vs float64: library {library_error.max():.1e}, naive {naive_error.max():.1e}",
                           f"相对 float64 的最大 |误差|：本库 {library_error.max():.1e}，朴素 {naive_error.max():.1e}"),
                        fontsize=9)
-    ax_error.legend(fontsize=7, loc="lower right")
+    ax_error.legend(fontsize=8, loc="lower right")
     return {"device": device, "dtype": dtype, "library_error": float(library_error.max()),
             "naive_error": float(naive_error.max()), "seconds": seconds}
 
@@ -98,7 +98,7 @@ def render_table(ax, table, *, title: str = "", position: int | None = None, col
     image = ax.imshow(data, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     if colorbar:
         scale = ax.figure.colorbar(image, cax=ax.inset_axes([1.02, 0.0, 0.03, 1.0]), ticks=[-1, 0, 1])
-        scale.ax.tick_params(labelsize=7, length=2, pad=1)
+        scale.ax.tick_params(labelsize=8, length=2, pad=1)
     ax.set_xlabel(tr("dimension", "维度"), fontsize=8)
     ax.set_ylabel(tr("position", "位置"), fontsize=8)
     tidy(ax)
@@ -131,7 +131,7 @@ def render_sinusoidal_heatmap(axes, d_model: int = 128, base: float = 10000.0, l
     ax_vec.set_xlabel(tr("dimension", "维度"), fontsize=8)
     tidy(ax_vec)
     ax_vec.set_title(f"PE(position={position})", fontsize=9)
-    ax_vec.legend(fontsize=7, loc="lower right")
+    ax_vec.legend(fontsize=8, loc="lower right")
     ax_vec.figure.subplots_adjust(bottom=0.16, wspace=0.32)  # room for the table's colour scale
     return {"table": table, "vector": table[position], "position": position}
 
@@ -148,7 +148,7 @@ def render_wavelengths(ax, d_model: int = 128, base: float = 10000.0):
     ax.text(last, 2 * math.pi / 1.15, "2π", fontsize=8, ha="right", va="top")
     ax.text(0, 2 * math.pi * base * 1.15, "2π·base", fontsize=8, va="bottom")
     ax.locator_params(axis="x", nbins=6)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     ax.set_xlabel(tr("pair index i (dims 2i, 2i+1)", "频率对序号 i（第 2i、2i+1 维）"), fontsize=8)
     ax.set_ylabel(tr("wavelength (tokens)", "波长（token 数）"), fontsize=8)
     ax.set_title(tr(f"wavelengths, d_model={d_model}, base={base:g}: a straight line = geometric",
@@ -174,7 +174,7 @@ def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int =
     tidy(ax, 6)
     ax.set_title(tr(f"PE({position})·PE(q): depends on |q - {position}| only (max d/2 = {d_model // 2})",
                  f"PE({position})·PE(q)：只取决于 |q - {position}|（最大值 d/2 = {d_model // 2}）"), fontsize=9)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=8, loc="lower left")
     ax.figure.subplots_adjust(bottom=0.16)
     return {"dots": dots, "closed_form": closed, "offsets": offsets, "position": position}
 
@@ -209,7 +209,7 @@ def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int =
     ax.plot(np.sin(trail_pos * omega), np.cos(trail_pos * omega), ".", color="silver", ms=3)
     numbered = _numbered_positions(omega, trail)
     for p in numbered:  # the position's number just outside its dot
-        ax.text(1.14 * math.sin(p * omega), 1.14 * math.cos(p * omega), str(p), fontsize=7, color="dimgray",
+        ax.text(1.14 * math.sin(p * omega), 1.14 * math.cos(p * omega), str(p), fontsize=8, color="dimgray",
                 ha="center", va="center")
     ax.plot(*start.numpy(), "o", color="black", ms=5, label=f"PE({position})")
     ax.annotate("", xy=tuple(moved.numpy()), xytext=tuple(start.numpy()),
@@ -226,10 +226,10 @@ def render_unit_circle(ax, k: int = 5, i: int = 1, position: int = 3, dim: int =
     ax.set_ylabel(tr(f"cos(pos·ω_{i})  (dim {2 * i + 1})", f"cos(pos·ω_{i})（第 {2 * i + 1} 维）"), fontsize=8)
     ax.set_xticks([-1, 0, 1])
     ax.set_yticks([-1, 0, 1])
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     ax.set_title(tr(f"pair i={i}: ω={omega:.3g}, k={k}, kω={beta:.3g} rad; grey: positions 0..{trail}",
                  f"频率对 i={i}：ω={omega:.3g}，k={k}，kω={beta:.3g} rad；灰点：位置 0..{trail}"), fontsize=9)
-    ax.legend(fontsize=7, loc="center", framealpha=0.8)
+    ax.legend(fontsize=8, loc="center", framealpha=0.8)
     return {"point": start, "offset": moved, "rope": rotated, "beta": beta, "omega": omega, "numbered": numbered}
 
 
@@ -274,5 +274,5 @@ def render_score_maps(axes, maps: dict):
                      fontsize=8)
         ax.set_xlabel(tr("key n", "键 n"), fontsize=8)
         ax.set_ylabel(tr("query m", "查询 m"), fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     return spreads

@@ -65,7 +65,7 @@ def reset_axes(ax) -> None:
 class InteractiveFigure(widgets.VBox):
     """controls: name -> widget whose .value is passed to render(axes, **values)."""
 
-    def __init__(self, render, controls: dict, *, figsize=(6.4, 3.6), ncols: int = 1, dpi: int = 80,
+    def __init__(self, render, controls: dict, *, figsize=(6.4, 3.6), ncols: int = 1, dpi: int = 100,
                  title: str | None = None, extra: dict | None = None, layout: str | None = None):
         self.render = render
         self.controls = dict(controls)

@@ -27,7 +27,7 @@ def permutation_explorer() -> InteractiveFigure:
                                             (tr("2 stacked layers", "堆叠 2 层"), 2)], value=1,
                                    description=tr("layers", "层数")),
     }
-    return InteractiveFigure(render_permutation, controls, figsize=(9.5, 3.0), ncols=3, dpi=72,
+    return InteractiveFigure(render_permutation, controls, figsize=(9.5, 3.0), ncols=3,
                              extra={"setup": setup}, title=tr("attention on a permuted sentence", "打乱语序后的注意力"))
 
 

@@ -22,7 +22,7 @@ def base_context_widget() -> InteractiveFigure:
     context = widgets.SelectionSlider(options=[(f"{2 ** e:,}", 2 ** e) for e in range(10, 19)], value=4096,
                                       description=tr("context", "上下文"))
     return InteractiveFigure(render_base_context, {"base": base, "context": context}, figsize=(8.4, 3.2), ncols=2,
-                             dpi=72, title=tr("the RoPE base against the context length (head dim 128)",
+                             title=tr("the RoPE base against the context length (head dim 128)",
                                               "RoPE 底数与上下文长度（头维度 128）"))
 
 
@@ -33,7 +33,7 @@ def partial_rotary_widget() -> InteractiveFigure:
     fraction = widgets.SelectionSlider(options=[(tr(f"{f:g} ({int(96 * f)} dims)", f"{f:g}（{int(96 * f)} 维）"), f)
                                                 for f in fractions], value=0.25,
                                        description=tr("fraction", "比例"))
-    return InteractiveFigure(render_partial_rotary, {"fraction": fraction}, figsize=(8.4, 3.2), ncols=2, dpi=72,
+    return InteractiveFigure(render_partial_rotary, {"fraction": fraction}, figsize=(8.4, 3.2), ncols=2,
                              title=tr("partial rotary on a 96-dim head", "96 维头上的部分旋转"))
 
 
@@ -50,14 +50,14 @@ def layer_widget(reports: dict | None = None) -> InteractiveFigure:
     # registered before the figure's own observers, so the layer exists when the figure redraws
     model.observe(lambda change: setattr(layer, "max", reports[change["new"]].num_layers - 1), names="value")
     return InteractiveFigure(render_layer_positions, {"model": model, "layer": layer}, figsize=(8.4, 3.2), ncols=2,
-                             dpi=72, extra={"reports": reports}, title=tr("one layer of a real model", "真实模型中的一层"))
+                             extra={"reports": reports}, title=tr("one layer of a real model", "真实模型中的一层"))
 
 
 def attention_budget_widget() -> InteractiveFigure:
     """A slider for the context-extension factor s (trained length L0 = 4096): the q.k multipliers of log-n
     scaling, LongRoPE, YaRN and Llama 4, and what they do to the weight of one right key among n."""
     factor = widgets.FloatLogSlider(value=32.0, base=2, min=0, max=7, step=0.5, description=tr("factor s", "因子 s"))
-    return InteractiveFigure(render_attention_budget, {"factor": factor}, figsize=(8.4, 3.2), ncols=2, dpi=72,
+    return InteractiveFigure(render_attention_budget, {"factor": factor}, figsize=(8.4, 3.2), ncols=2,
                              title=tr("one budget of attention: scaling q.k with the length",
                                       "注意力只有一份预算：q.k 随长度放大"))
 

@@ -31,7 +31,7 @@ def device_picker() -> InteractiveFigure:
                                    description=tr("device", "设备")),
         "dtype": widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype"),
     }
-    return InteractiveFigure(render_device_check, controls, figsize=(8.5, 2.8), ncols=2, dpi=72,
+    return InteractiveFigure(render_device_check, controls, figsize=(8.5, 2.8), ncols=2,
                              title=tr("device / dtype picker", "设备 / dtype 选择"))
 
 
@@ -46,7 +46,7 @@ def sinusoidal_explorer() -> InteractiveFigure:
         "layout": widgets.Dropdown(options=["interleaved", "concat"], value="interleaved",
                                    description=tr("layout", "布局")),
     }
-    fig = InteractiveFigure(render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2, dpi=72,
+    fig = InteractiveFigure(render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2,
                             title=tr("sinusoidal position encoding", "正弦位置编码"))
     position = controls["position"]
 
@@ -65,7 +65,7 @@ def pe_dot_explorer() -> InteractiveFigure:
                                        description=tr("base", "底数")),
         "position": widgets.IntSlider(value=50, min=0, max=199, description=tr("position", "位置")),
     }
-    return InteractiveFigure(render_pe_dot, controls, figsize=(7.0, 3.0), dpi=72, extra={"length": 200},
+    return InteractiveFigure(render_pe_dot, controls, figsize=(7.0, 3.0), extra={"length": 200},
                              title=tr("dot products of position encodings", "位置编码之间的点积"))
 
 
@@ -77,7 +77,7 @@ def unit_circle_explorer() -> InteractiveFigure:
         "i": widgets.IntSlider(value=1, min=0, max=7, description=tr("pair i", "频率对 i")),
         "position": widgets.IntSlider(value=3, min=0, max=40, description=tr("position", "位置")),
     }
-    return InteractiveFigure(render_unit_circle, controls, figsize=(4.6, 4.6), dpi=72,
+    return InteractiveFigure(render_unit_circle, controls, figsize=(4.6, 4.6),
                              extra={"dim": 16, "base": 10000.0}, title=tr("PE(pos + k) = M_k · PE(pos), one pair",
                                       "PE(pos + k) = M_k · PE(pos)，单个频率对"))
 
