@@ -5,11 +5,15 @@ thread count, another BLAS kernel); printing those digits would make the stored 
 differ from machine to machine, and it would teach nothing: the claim is "below 1e-12". `below` prints
 the claim, and the value itself when the claim is false, so a stored output still shows a regression.
 Results of live training are printed at 2-3 significant digits in the notebooks themselves (`:.3g`).
+
+`seed_stats` summarises one number measured once per seed (mean, std, min, max).
 """
 from __future__ import annotations
 
 import math
 import re
+
+import torch
 
 
 def below(value, bound: float) -> str:
@@ -25,3 +29,18 @@ def below(value, bound: float) -> str:
         return "nan"
     text = f"< {bound:.0e}" if abs(number) < bound else f"{number:.1e}"
     return re.sub(r"e([+-])0(\d)", r"e\1\2", text)  # 1e-05 -> 1e-5
+
+
+def seed_stats(values: list, *, decimals: int | None = 5) -> dict | None:
+    """{"mean", "std", "min", "max", "n"} of one value per seed, in float64 (std 0 for one seed), each
+    rounded to `decimals` (None: not rounded); None if there is no value or any is None. The one place
+    the course summarises seeds: the stored summaries (experiments.runner), experiments.summary's
+    comparisons and the figures' bands (plots.extension). Sample std (n - 1), as torch.std."""
+    if not values or any(v is None for v in values):
+        return None
+    t = torch.tensor(values, dtype=torch.float64)
+    stats = {"mean": float(t.mean()), "std": float(t.std()) if len(values) > 1 else 0.0,
+             "min": float(t.min()), "max": float(t.max())}
+    if decimals is not None:
+        stats = {k: round(v, decimals) for k, v in stats.items()}
+    return {**stats, "n": len(values)}

@@ -76,15 +76,29 @@ def _dynamic(dim, base, device, p, seq_len):
     return _default(dim, base * effective ** (dim / (dim - 2)), device), 1.0
 
 
-def _yarn_attention_factor(p) -> float:
-    def mscale(scale, m=1.0):
-        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+def yarn_attention_factor(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention factor (Peng et al. 2023, "YaRN", eq. for sqrt(1/t); transformers' get_mscale):
+    0.1 * mscale * ln(s) + 1 for a scale factor s > 1, else 1. It multiplies cos and sin, so q.k is
+    multiplied by its square. DeepSeek's configs give mscale and mscale_all_dim: the factor is then the
+    ratio yarn_attention_factor(s, mscale) / yarn_attention_factor(s, mscale_all_dim)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
 
+
+def longrope_attention_factor(factor: float, original_max_position_embeddings: int) -> float:
+    """LongRoPE's attention factor (transformers' Phi-3 rule): sqrt(1 + ln(s) / ln(L0)) for s > 1, else 1.
+    On cos and sin, so q.k is multiplied by 1 + ln(s) / ln(L0) = ln(s L0) / ln(L0): log-n scaling, but
+    a constant set by s, equal to ln(n) / ln(L0) only at n = s L0."""
+    if factor <= 1:
+        return 1.0
+    return math.sqrt(1 + math.log(factor) / math.log(original_max_position_embeddings))
+
+
+def _yarn_attention_factor(p) -> float:
     if p.get("attention_factor") is not None:
         return p["attention_factor"]
     if p.get("mscale") and p.get("mscale_all_dim"):
-        return mscale(p["factor"], p["mscale"]) / mscale(p["factor"], p["mscale_all_dim"])
-    return mscale(p["factor"])
+        return yarn_attention_factor(p["factor"], p["mscale"]) / yarn_attention_factor(p["factor"], p["mscale_all_dim"])
+    return yarn_attention_factor(p["factor"])
 
 
 def _yarn(dim, base, device, p, seq_len):
@@ -110,8 +124,7 @@ def _yarn(dim, base, device, p, seq_len):
 def _longrope_attention_factor(p) -> float:
     if p.get("attention_factor") is not None:
         return p["attention_factor"]
-    factor, l0 = p["factor"], p["original_max_position_embeddings"]
-    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(l0))
+    return longrope_attention_factor(p["factor"], p["original_max_position_embeddings"])
 
 
 def _longrope(dim, base, device, p, seq_len):

@@ -48,7 +48,8 @@ from .own_encoding import encoding_rule_problems, rule_report, train_own_encodin
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
 from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, data_dir, data_file,
                       load_model_configs, load_results, load_rope_model, write_results)
-from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, seed_stats, summarize, summarize_probe,
+from ..numbers import seed_stats
+from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, summarize, summarize_probe,
                      train_and_evaluate)
 from .summary import (context_effect, early_positions, encoding_summary, finetune_leads, finetune_share, probe_gains,
                       rankings, training_exposure)

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..numbers import seed_stats
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus
@@ -265,16 +266,6 @@ def provenance(cfg: ExperimentConfig, workers: int, threads: int) -> dict:
         "cpu_count": os.cpu_count(), "workers": workers, "threads_per_worker": threads,
         "config": asdict(cfg),
     }
-
-
-def seed_stats(values: list) -> dict | None:
-    """{"mean", "std", "min", "max", "n"} of one value per seed (float64, rounded to 5 decimals; std 0 for
-    one seed); None if any value is None."""
-    if any(v is None for v in values):
-        return None
-    t = torch.tensor(values, dtype=torch.float64)
-    return {"mean": round(float(t.mean()), 5), "std": round(float(t.std()) if len(values) > 1 else 0.0, 5),
-            "min": round(float(t.min()), 5), "max": round(float(t.max()), 5), "n": len(values)}
 
 
 def summarize(runs: list, multiples, key: str = "encoding") -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..attention import HOOK_PLACES, where_it_acts
 from ..i18n import tr
+from ..numbers import seed_stats
 from .config import config_from
 from .results import load_results
 from .training import build_model
@@ -94,10 +95,9 @@ def finetune_share(extension: dict | None = None) -> dict:
 
 
 def _spread(values: list) -> dict | None:
-    """{"mean", "min", "max", "values"} of per-seed numbers; None if any is None."""
-    if not values or any(v is None for v in values):
-        return None
-    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values), "values": values}
+    """runner.seed_stats of per-seed numbers, unrounded, with the values themselves; None if any is None."""
+    stats = seed_stats(values, decimals=None)
+    return None if stats is None else {**stats, "values": values}
 
 
 def context_effect(results: dict | None = None, encoding: str = "alibi") -> dict:

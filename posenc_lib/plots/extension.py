@@ -23,6 +23,7 @@ from matplotlib.patches import Polygon
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from ..i18n import Text, tr
+from ..numbers import seed_stats
 from ..scaling import extension_scaling, rope_inv_freq
 from ._style import ENCODING_COLORS, tidy
 
@@ -58,14 +59,15 @@ def _band(ax, x, low, high, *, color, alpha: float) -> None:
 
 
 def _seed_stats(results: dict, encoding: str, multiples) -> tuple:
-    """(means, lows, highs) over seeds for one encoding; NaN where a run has no value."""
+    """(means, lows, highs) over seeds for one encoding (numbers.seed_stats at each multiple);
+    NaN where a run has no value."""
     runs = [r for r in results["runs"] if r["encoding"] == encoding]
     if not runs:
         raise ValueError(f"encoding {encoding!r} is not in these results; have "
                          f"{sorted({r['encoding'] for r in results['runs']})}")
-    values = np.array([[np.nan if r["loss"][str(m)] is None else r["loss"][str(m)] for m in multiples] for r in runs])
-    with np.errstate(all="ignore"):
-        return values.mean(0), values.min(0), values.max(0)
+    stats = [seed_stats([r["loss"][str(m)] for r in runs], decimals=None) for m in multiples]
+    mean, low, high = (np.array([np.nan if s is None else s[k] for s in stats]) for k in ("mean", "min", "max"))
+    return mean, low, high
 
 
 def _multiples(results: dict) -> list:

@@ -25,6 +25,7 @@ from .. import _checks
 from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
 from ..i18n import Text, display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
+from .. import scaling
 from ..scaling import rope_inv_freq, rotary_dim
 from ._style import tidy, to_numpy, two_panels
 
@@ -415,17 +416,13 @@ def needle_weight(n, advantage: float, scale=1.0) -> np.ndarray:
 
 
 def yarn_attention_factor(factor) -> np.ndarray:
-    """YaRN's attention factor (Peng et al. 2023; HF's get_mscale with mscale 1): 0.1 ln(s) + 1 for s > 1,
-    1 otherwise. It multiplies cos and sin, so q.k is multiplied by its square."""
-    s = np.asarray(factor, dtype=float)
-    return np.where(s > 1, 0.1 * np.log(np.maximum(s, 1)) + 1, 1.0)
+    """posenc_lib.scaling.yarn_attention_factor (0.1 ln(s) + 1 for s > 1) for each factor in an array."""
+    return np.vectorize(scaling.yarn_attention_factor, otypes=[float])(factor)
 
 
 def longrope_attention_factor(factor, original: int) -> np.ndarray:
-    """LongRoPE's attention factor (HF, Phi-3): sqrt(1 + ln(s) / ln(L0)) for s > 1, 1 otherwise; on cos/sin,
-    so q.k is multiplied by 1 + ln(s) / ln(L0) = ln(s L0) / ln(L0): log-n scaling at n = s L0."""
-    s = np.asarray(factor, dtype=float)
-    return np.where(s > 1, np.sqrt(1 + np.log(np.maximum(s, 1)) / math.log(original)), 1.0)
+    """posenc_lib.scaling.longrope_attention_factor (sqrt(1 + ln(s) / ln(L0)) for s > 1) for each factor."""
+    return np.vectorize(scaling.longrope_attention_factor, otypes=[float])(factor, original)
 
 
 def log_n_scale(n, original: int) -> np.ndarray:
