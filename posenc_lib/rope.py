@@ -532,7 +532,9 @@ class RotaryEmbedding(PositionalEncoding):
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
         _checks.same_device("q", q, k=k)
-        same = k_positions is q_positions and k.shape[:-1] == q.shape[:-1]  # forward(q, k, positions): one table
+        # forward(q, k, positions): one check and one table, also when k has fewer heads (GQA, MQA)
+        same = k_positions is q_positions and k.dim() == q.dim() and k.shape[-2] == q.shape[-2] and (
+            q.dim() < 3 or k.shape[0] == q.shape[0])
         q_positions = _positions(q_positions, q, "q_positions")
         k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
         (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
