@@ -87,8 +87,9 @@ class T5RelativeBias(PositionalEncoding):
     t5(q_len, k_len) -> (heads, q_len, k_len) for queries 0..q_len-1 and keys 0..k_len-1 (Hugging
     Face's compute_bias); t5(q, q_positions=None, k_positions=None) -> (batch or 1, heads, Tq, Tk),
     the score bias for q (batch, heads, Tq, head_dim), as every score-bias encoding.
-    In T5 one such table (in the first layer) is shared by all layers; pass the same module to
-    every layer to do the same.
+    In T5 one such table per stack (encoder; decoder self-attention), held by the stack's first layer,
+    is used by all the stack's layers, and cross-attention has none; pass the same module to every
+    layer to do the same.
     """
 
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
