@@ -441,3 +441,15 @@ def test_relative_part_keeps_dtype_and_device(device):
         W = torch.ones(2, 4, 4, device=device, dtype=dtype)
         assert relative_part(W).dtype == dtype and relative_part(W).device.type == device.type
         assert relative_share(W).shape == (2,)
+
+
+def test_roberta_numbers_positions_from_its_padding_index_plus_one():
+    """Notebook 04: RoBERTa's table has 514 rows of which 512 hold positions. What Hugging Face's RoBERTa does:
+    a token's position id starts at padding_idx + 1 = 2 and padding tokens get row padding_idx = 1, so a 514-row
+    table serves positions 2..513, 512 tokens; rows 0 and 1 never hold a token's position."""
+    from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
+    ids = torch.tensor([[0, 5, 6, 7, 1, 1]])                  # <s> ... then two pads (id 1 = padding_idx)
+    positions = RobertaEmbeddings.create_position_ids_from_input_ids(ids, padding_idx=1)
+    assert positions.tolist() == [[2, 3, 4, 5, 1, 1]]
+    full = torch.full((1, 512), 5)
+    assert RobertaEmbeddings.create_position_ids_from_input_ids(full, padding_idx=1).max() == 513   # row 513 of 514
