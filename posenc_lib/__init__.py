@@ -15,8 +15,8 @@ from .configs import LayerPositions, ModelPositions, attention_temperature, from
 from .i18n import get_language, language, set_language, tr
 from .numbers import below
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
-from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, relative_positions,
-                       t5_relative_bucket)
+from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, offset_scores, relative_positions,
+                       relative_shift, t5_relative_bucket)
 from .rope import (RotaryEmbedding, apply_decoupled_rope, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound,
                    rope_matrix, rotate_half)
 from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
@@ -29,9 +29,9 @@ __all__ = [
     "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
     "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below",
     "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation", "make_encoding",
-    "offset_matrix", "position_similarity", "similarity_by_distance", "register_encoding",
+    "offset_matrix", "offset_scores", "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",
-    "relative_positions", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",
+    "relative_positions", "relative_shift", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",
     "set_language",
     "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket", "tr", "where_it_acts",
 ]

@@ -224,6 +224,46 @@ def offset_matrix(k, dim: int, *, base: float = 10000.0, layout: str = "interlea
     return m.to(dtype or work)
 
 
+def relative_part(W: torch.Tensor, *, layout: str = "interleaved") -> torch.Tensor:
+    """The matrix W' closest to W (Frobenius norm) for which PE(m) W' PE(n)^T depends on n - m only
+    (notebook 03, exercise 3.3): W (..., dim, dim) -> the same shape, W's dtype and device, W not modified.
+
+    With a = m*omega_i, b = n*omega_j, block (i, j) of PE(m) W PE(n)^T mixes sin/cos of a and b; only
+    for i = j and only the combinations cos(b - a) and sin(b - a) are functions of n - m. Those are the
+    blocks alpha*I + beta*J, J = [[0, 1], [-1, 0]] on the pair's (sin, cos) columns: PE(m) (alpha I + beta J)
+    PE(n)^T = sum_i alpha_i cos((n-m) omega_i) + beta_i sin((n-m) omega_i). So: on each diagonal 2x2 block
+    [[a, b], [c, d]] keep alpha = (a + d)/2, beta = (b - c)/2; zero every entry outside the diagonal blocks.
+    The kept subspace has dimension dim (2 per pair), so for a random W it holds about 1/dim of ||W||^2.
+    layout: which columns form a pair, as in `sinusoidal_table`.
+    """
+    _checks.float_tensor("W", W)
+    _checks.choice("layout", layout, LAYOUTS)
+    if W.dim() < 2 or W.shape[-1] != W.shape[-2] or W.shape[-1] % 2:
+        raise ValueError(f"W must be a square (..., dim, dim) matrix with an even dim, got shape {tuple(W.shape)}")
+    dim = W.shape[-1]
+    sin_cols = torch.arange(0, dim, 2, device=W.device) if layout == "interleaved" else torch.arange(dim // 2, device=W.device)
+    cos_cols = sin_cols + (1 if layout == "interleaved" else dim // 2)
+    alpha = (W[..., sin_cols, sin_cols] + W[..., cos_cols, cos_cols]) / 2                # (..., dim/2)
+    beta = (W[..., sin_cols, cos_cols] - W[..., cos_cols, sin_cols]) / 2
+    out = torch.zeros_like(W)
+    out[..., sin_cols, sin_cols] = alpha
+    out[..., cos_cols, cos_cols] = alpha
+    out[..., sin_cols, cos_cols] = beta
+    out[..., cos_cols, sin_cols] = -beta
+    return out
+
+
+def relative_share(W: torch.Tensor, *, layout: str = "interleaved") -> torch.Tensor:
+    """||relative_part(W)||^2 / ||W||^2 over the last two dims: the share of W's squared norm that a
+    relative position-position term can use (1 for W = I; about 1/dim for a random W). (...,) in W's dtype.
+    relative_part is an orthogonal projection, so the share lies in [0, 1]."""
+    part = relative_part(W, layout=layout)
+    total = W.pow(2).sum((-2, -1))
+    if W.device.type != "meta" and bool((total == 0).any()):
+        raise ValueError("W must not be all zeros: its relative share is undefined")
+    return part.pow(2).sum((-2, -1)) / total
+
+
 # ----------------------------------------------------------------- how alike the rows of a table are
 def position_similarity(table: torch.Tensor) -> torch.Tensor:
     """Cosine similarity of every pair of rows of a (num_positions, dim) table: (num_positions, num_positions).

@@ -1,4 +1,5 @@
-"""Relative position biases: T5's log buckets and Shaw et al.'s clipped relative embeddings.
+"""Relative position biases: T5's log buckets, Shaw et al.'s clipped relative embeddings, and
+Transformer-XL's relative shift (scores against 2T - 1 offset embeddings, shifted into (T, T)).
 
 Sign convention (both): relative_position = key position - query position (T5's
 "memory_position - context_position"), so a key to the left of the query (the past) has a negative
@@ -86,8 +87,9 @@ class T5RelativeBias(PositionalEncoding):
     t5(q_len, k_len) -> (heads, q_len, k_len) for queries 0..q_len-1 and keys 0..k_len-1 (Hugging
     Face's compute_bias); t5(q, q_positions=None, k_positions=None) -> (batch or 1, heads, Tq, Tk),
     the score bias for q (batch, heads, Tq, head_dim), as every score-bias encoding.
-    In T5 one such table (in the first layer) is shared by all layers; pass the same module to
-    every layer to do the same.
+    In T5 one such table per stack (encoder; decoder self-attention), held by the stack's first layer,
+    is used by all the stack's layers, and cross-attention has none; pass the same module to every
+    layer to do the same.
     """
 
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
@@ -194,6 +196,56 @@ class ShawRelativePosition(PositionalEncoding):
 
     def extra_repr(self):
         return f"head_dim={self.head_dim}, max_relative_position={self.max_relative_position}"
+
+
+def relative_shift(per_offset: torch.Tensor) -> torch.Tensor:
+    """Transformer-XL's relative-shift trick (Dai et al. 2019, appendix B; `_rel_shift` in the authors'
+    code), for T queries and T keys at positions 0..T-1 and every offset in both directions.
+
+    per_offset (..., T, 2T - 1): per_offset[..., i, c] = the score of query i against the embedding of
+    the relative position r = c - (T - 1), r = key - query running -(T-1) .. T-1 (the course's sign;
+    Transformer-XL's R_{i-j} is R at -r). Returns (..., T, T) with
+        out[..., i, j] = per_offset[..., i, (j - i) + (T - 1)],
+    the score of query i against the offset of key j. Row i needs the columns T-1-i .. 2T-2-i: a window
+    that slides one column left per row. Append one zero column, so that a row is 2T long; flattened,
+    entry [i, c] sits at 2T*i + c, and the wanted one at 2T*i + j - i + T - 1 = (2T - 1)*i + j + (T - 1):
+    rows of 2T - 1 starting at T - 1. So: drop the first T - 1 numbers, reshape to (T, 2T - 1), keep the
+    first T columns. Reshapes and slices only: nothing of size T * T * d is made, and no index tensor.
+    """
+    _checks.float_tensor("per_offset", per_offset)
+    if per_offset.dim() < 2 or per_offset.shape[-1] != 2 * per_offset.shape[-2] - 1 or not per_offset.shape[-2]:
+        raise ValueError(f"per_offset must have shape (..., T, 2T - 1) with T >= 1 (scores of T queries against "
+                         f"the 2T - 1 offsets), got {tuple(per_offset.shape)}")
+    *batch, T, _ = per_offset.shape
+    padded = torch.cat([per_offset, per_offset.new_zeros(*batch, T, 1)], dim=-1)       # (..., T, 2T)
+    flat = padded.reshape(*batch, 2 * T * T)[..., T - 1:T - 1 + T * (2 * T - 1)]      # drop T - 1 numbers
+    return flat.reshape(*batch, T, 2 * T - 1)[..., :T]                                 # (..., T, T)
+
+
+def offset_scores(q: torch.Tensor, offset_keys: torch.Tensor, *, shift: bool = True) -> torch.Tensor:
+    """q (..., T, d) against offset_keys (2T - 1, d), one key vector per relative position r = key - query,
+    row r + T - 1 (r = -(T-1) .. T-1): the (..., T, T) scores out[..., i, j] = q_i . offset_keys[j - i + T - 1].
+    Transformer-XL's terms (b) and (d) have this form, with offset_keys = W_{k,R} R and q + v for (d).
+
+    shift=True: (..., T, 2T - 1) products, then `relative_shift`. shift=False: the slow form written as the
+    formula reads, gathering a (T, T, d) tensor of keys, one per (query, key) pair (notebook 05 measures both).
+    """
+    _checks.float_tensor("q", q)
+    _checks.float_tensor("offset_keys", offset_keys)
+    _checks.boolean("shift", shift)
+    _checks.same_device("q", q, offset_keys=offset_keys)
+    if q.dim() < 2:
+        raise ValueError(f"q must have shape (..., T, d), got {tuple(q.shape)}")
+    T, d = q.shape[-2:]
+    if offset_keys.shape != (2 * T - 1, d):
+        raise ValueError(f"offset_keys must have shape (2T - 1, d) = ({2 * T - 1}, {d}) for q of shape "
+                         f"{tuple(q.shape)}, got {tuple(offset_keys.shape)}")
+    keys = offset_keys.to(q.dtype)
+    if shift:
+        return relative_shift(q @ keys.T)                                              # (..., T, 2T-1) -> (..., T, T)
+    positions = torch.arange(T, device=q.device)
+    pair_keys = keys[relative_positions(positions, positions)[0] + T - 1]              # (T, T, d): one per pair
+    return torch.einsum("...id,ijd->...ij", q, pair_keys)
 
 
 def diagonal_spread(scores: torch.Tensor) -> float:

@@ -10,7 +10,7 @@ from conftest import ref_frequencies, ref_sinusoidal
 from posenc_lib import (LearnedEncoding, SinusoidalEncoding, layout_permutation, sinusoidal_frequencies,
                         sinusoidal_table)
 from posenc_lib import rope_matrix
-from posenc_lib.absolute import offset_matrix, position_similarity, similarity_by_distance
+from posenc_lib.absolute import offset_matrix, position_similarity, relative_part, relative_share, similarity_by_distance
 
 even_dims = st.integers(1, 48).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])
@@ -391,3 +391,65 @@ def test_small_integer_positions_index_like_int64(dtype):
 def test_sinusoidal_positions_past_2_to_53_are_refused():
     with pytest.raises(ValueError, match=r"positions must lie within \+-2\*\*53"):
         SinusoidalEncoding(8)(torch.zeros(1, 8, dtype=torch.float64), torch.tensor([2 ** 63 - 1]))
+
+
+# ----------------------------------------------------------------- relative_part (notebook 03, section 7)
+def test_relative_part_makes_the_position_term_a_function_of_n_minus_m_and_keeps_what_already_is():
+    from posenc_lib.relative import diagonal_spread
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(16, 16, generator=g, dtype=torch.float64)
+    P = sinusoidal_table(40, 16, dtype=torch.float64)
+    assert diagonal_spread(P @ W @ P.T) > 0.1
+    assert diagonal_spread(P @ relative_part(W) @ P.T) < 1e-12
+    R = relative_part(W)
+    torch.testing.assert_close(relative_part(R), R, rtol=0, atol=0)              # a projection
+    assert abs(float(((W - R) * R).sum())) < 1e-12                                # orthogonal: the closest such matrix
+    I = torch.eye(16, dtype=torch.float64)
+    torch.testing.assert_close(relative_part(I), I, rtol=0, atol=0)
+
+
+def test_relative_part_equals_the_exercise_reference_and_the_concat_layout_is_its_permutation():
+    from posenc_lib.exercises.sinusoidal import SOLUTIONS
+    W = torch.randn(3, 8, 8, dtype=torch.float64)
+    for w in W:
+        torch.testing.assert_close(relative_part(w), SOLUTIONS["relative_part"](w), rtol=0, atol=0)
+    perm = layout_permutation(8)                      # concat column j = interleaved column perm[j]
+    torch.testing.assert_close(relative_part(W[:, perm][:, :, perm], layout="concat"), relative_part(W)[:, perm][:, :, perm])
+
+
+def test_relative_share_is_one_for_identity_and_about_one_over_dim_for_random_matrices():
+    assert float(relative_share(torch.eye(8, dtype=torch.float64))) == 1.0
+    W = torch.randn(4000, 32, 32, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    share = relative_share(W)
+    assert share.shape == (4000,) and 0 <= float(share.min()) and float(share.max()) <= 1
+    assert abs(float(share.mean()) - 1 / 32) < 0.002
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda: relative_part(torch.ones(3, 3)), r"W must be a square"),
+    (lambda: relative_part(torch.ones(4, 6)), r"W must be a square"),
+    (lambda: relative_part(torch.ones(4, 4), layout="half"), r"layout"),
+    (lambda: relative_share(torch.zeros(4, 4)), r"W must not be all zeros"),
+])
+def test_relative_part_bad_input_is_named(call, pattern):
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+
+
+def test_relative_part_keeps_dtype_and_device(device):
+    for dtype in (torch.float32, torch.bfloat16):
+        W = torch.ones(2, 4, 4, device=device, dtype=dtype)
+        assert relative_part(W).dtype == dtype and relative_part(W).device.type == device.type
+        assert relative_share(W).shape == (2,)
+
+
+def test_roberta_numbers_positions_from_its_padding_index_plus_one():
+    """Notebook 04: RoBERTa's table has 514 rows of which 512 hold positions. What Hugging Face's RoBERTa does:
+    a token's position id starts at padding_idx + 1 = 2 and padding tokens get row padding_idx = 1, so a 514-row
+    table serves positions 2..513, 512 tokens; rows 0 and 1 never hold a token's position."""
+    from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
+    ids = torch.tensor([[0, 5, 6, 7, 1, 1]])                  # <s> ... then two pads (id 1 = padding_idx)
+    positions = RobertaEmbeddings.create_position_ids_from_input_ids(ids, padding_idx=1)
+    assert positions.tolist() == [[2, 3, 4, 5, 1, 1]]
+    full = torch.full((1, 512), 5)
+    assert RobertaEmbeddings.create_position_ids_from_input_ids(full, padding_idx=1).max() == 513   # row 513 of 514

@@ -1,5 +1,6 @@
-"""T5 buckets (against a plain-Python reading of the rule and EXACTLY against Hugging Face's T5) and Shaw's
-clipped relative positions (against explicit loops). Sign convention: relative = key - query."""
+"""T5 buckets (against a plain-Python reading of the rule and EXACTLY against Hugging Face's T5), Shaw's
+clipped relative positions (against explicit loops) and Transformer-XL's relative shift (against the (T, T, d)
+gather and a loop). Sign convention: relative = key - query."""
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from transformers.models.t5.modeling_t5 import T5Attention
 
 from conftest import ref_t5_bucket
 from posenc_lib import MultiHeadAttention, ShawRelativePosition, T5RelativeBias, attention, relative_positions
-from posenc_lib import t5_relative_bucket
+from posenc_lib import offset_scores, relative_shift, t5_relative_bucket
 from posenc_lib.relative import diagonal_spread
 
 CONFIGS = [(32, 128), (16, 64), (64, 256), (8, 20), (32, 1000), (128, 512), (4, 3), (6, 100), (18, 128), (36, 50),
@@ -342,6 +343,9 @@ ON_DEVICE = {  # name -> f(device, dtype) -> (tensor, expected dtype or None for
     "Shaw_score_bias": lambda d, t: ShawRelativePosition(8, 2).to(device=d, dtype=t)(_q(d, t)),
     "Shaw_value_bias": lambda d, t: ShawRelativePosition(8, 2).to(device=d, dtype=t).value_bias(
         torch.full((2, 3, 5, 5), 0.2, device=d, dtype=t), torch.arange(5, device=d), torch.arange(5, device=d)),
+    "relative_shift": lambda d, t: relative_shift(torch.ones(2, 4, 7, device=d, dtype=t)),
+    "offset_scores": lambda d, t: offset_scores(torch.ones(2, 4, 8, device=d, dtype=t),
+                                                torch.ones(7, 8, device=d, dtype=torch.float32)),
 }
 INTEGER_RESULTS = {"t5_relative_bucket", "relative_positions"}
 
@@ -448,3 +452,110 @@ def test_t5s_code_computes_memory_minus_context_position():
     import inspect
 
     assert "relative_position = memory_position - context_position" in inspect.getsource(T5Attention.compute_bias)
+
+
+@pytest.mark.parametrize("T", [1, 2, 3, 8, 33])
+def test_relative_shift_puts_offset_j_minus_i_at_i_j(T):
+    """Column c of row i holds 1000 i + c; after the shift, entry (i, j) must be column (j - i) + T - 1."""
+    i = torch.arange(T, dtype=torch.float64)[:, None]
+    per_offset = 1000 * i + torch.arange(2 * T - 1, dtype=torch.float64)             # (T, 2T - 1)
+    j = torch.arange(T, dtype=torch.float64)
+    assert torch.equal(relative_shift(per_offset), 1000 * i + (j - i) + T - 1)
+    assert torch.equal(relative_shift(per_offset[None, None]), relative_shift(per_offset)[None, None])
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 16])
+def test_offset_scores_shift_equals_the_pairwise_gather_and_a_loop(T):
+    """Notebook 05, Transformer-XL: the shift gives the same scores as the (T, T, d) form, which is the formula."""
+    g = torch.Generator().manual_seed(T)
+    q = torch.randn(2, 3, T, 6, generator=g, dtype=torch.float64)
+    offset_keys = torch.randn(2 * T - 1, 6, generator=g, dtype=torch.float64)          # rows r = -(T-1) .. T-1
+    fast, slow = offset_scores(q, offset_keys), offset_scores(q, offset_keys, shift=False)
+    loop = torch.tensor([[[[float(q[b, h, i] @ offset_keys[(j - i) + T - 1]) for j in range(T)] for i in range(T)]
+                          for h in range(3)] for b in range(2)], dtype=torch.float64)
+    torch.testing.assert_close(fast, loop, rtol=0, atol=1e-12)
+    torch.testing.assert_close(slow, loop, rtol=0, atol=1e-12)
+    assert fast.shape == (2, 3, T, T)
+
+
+def test_offset_scores_are_a_function_of_the_query_and_j_minus_i():
+    """With the same q in every row, the scores depend on j - i only (Toeplitz); swapping two offset rows
+    moves exactly the pairs at those offsets: the shift does not mix up offsets."""
+    T = 6
+    q = torch.randn(6, dtype=torch.float64).expand(T, 6)
+    offset_keys = torch.randn(2 * T - 1, 6, dtype=torch.float64)
+    assert diagonal_spread(offset_scores(q, offset_keys)) < 1e-12
+    swapped = offset_keys.clone()
+    swapped[[T - 2, T]] = offset_keys[[T, T - 2]]                                       # rows of r = -1 and r = +1
+    moved = offset_scores(q, swapped) != offset_scores(q, offset_keys)
+    r = relative_positions(torch.arange(T), torch.arange(T))[0]
+    assert torch.equal(moved, r.abs() == 1)
+
+
+def test_offset_scores_do_not_modify_their_inputs():
+    q, offset_keys = torch.randn(4, 3), torch.randn(7, 3)
+    q0, k0 = q.clone(), offset_keys.clone()
+    offset_scores(q, offset_keys)
+    assert torch.equal(q, q0) and torch.equal(offset_keys, k0)
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda: relative_shift(torch.ones(3, 6)), r"per_offset must have shape \(\.\.\., T, 2T - 1\)"),
+    (lambda: relative_shift(torch.ones(5)), r"per_offset must have shape"),
+    (lambda: relative_shift(torch.ones(0, 0)), r"per_offset must have shape"),
+    (lambda: relative_shift(torch.ones(3, 5, dtype=torch.int64)), r"per_offset"),
+    (lambda: offset_scores(torch.ones(4, 3), torch.ones(8, 3)), r"offset_keys must have shape \(2T - 1, d\) = \(7, 3\)"),
+    (lambda: offset_scores(torch.ones(3), torch.ones(5, 3)), r"q must have shape \(\.\.\., T, d\)"),
+    (lambda: offset_scores(torch.ones(4, 3), torch.ones(7, 3), shift=1), r"shift"),
+])
+def test_relative_shift_bad_input_is_named(call, pattern):
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+
+
+def test_relative_shift_compiles_as_one_graph():
+    fn = torch.compile(offset_scores, fullgraph=True, backend="eager")
+    q, offset_keys = torch.randn(2, 5, 4), torch.randn(9, 4)
+    torch.testing.assert_close(fn(q, offset_keys), offset_scores(q, offset_keys, shift=False))
+
+
+def test_t5_position_bias_lives_in_the_first_layer_of_each_stack_and_cross_attention_has_none():
+    """Notebook 05: T5 has one bias table per stack (encoder; decoder self-attention), and the other layers of
+    the stack use it; cross-attention adds no position bias. What Hugging Face's T5 DOES, not its attributes:
+    (1) with every W_q and W_k zeroed, every score is the position bias alone, so each layer's attention
+    weights must equal softmax(first layer's table[bucket(j - i)]); (2) cross-attention weights follow a
+    permutation of the encoder states column for column: nothing in them depends on where a key stands."""
+    from transformers import T5Model
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=10, d_model=8, d_kv=4, d_ff=8, num_layers=3, num_decoder_layers=3, num_heads=2,
+                      relative_attention_num_buckets=8, relative_attention_max_distance=16, dropout_rate=0.0)
+    model = T5Model(config).double().eval()
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, p in params.items():
+            if name.endswith(("SelfAttention.q.weight", "SelfAttention.k.weight")):
+                p.zero_()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        out = model(input_ids=ids, decoder_input_ids=ids, output_attentions=True)
+    rel = relative_positions(torch.arange(6), torch.arange(6))[0]
+    for stack, weights, bidirectional in (("encoder", out.encoder_attentions, True),
+                                          ("decoder", out.decoder_attentions, False)):
+        table = params[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]  # (buckets, heads)
+        bias = table[t5_relative_bucket(rel, bidirectional=bidirectional, num_buckets=8, max_distance=16)]
+        bias = bias.permute(2, 0, 1)                                                     # (heads, T, T)
+        if not bidirectional:
+            bias = bias.masked_fill(rel > 0, float("-inf"))
+        for layer, w in enumerate(weights):                                              # every layer of the stack
+            torch.testing.assert_close(w[0], bias.softmax(-1), msg=f"{stack} layer {layer}")
+    with torch.no_grad():
+        encoded = model.encoder(input_ids=ids).last_hidden_state
+        perm = torch.tensor([3, 0, 5, 1, 4, 2])
+        cross = model.decoder(input_ids=ids, encoder_hidden_states=encoded, output_attentions=True).cross_attentions
+        cross_p = model.decoder(input_ids=ids, encoder_hidden_states=encoded[:, perm],
+                                output_attentions=True).cross_attentions
+    for layer, (w, w_p) in enumerate(zip(cross, cross_p)):
+        torch.testing.assert_close(w_p, w[..., perm], msg=f"cross-attention layer {layer}")
+    tables = sorted(name for name in params if "relative_attention_bias" in name)
+    assert tables == ["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                      "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]

@@ -309,6 +309,8 @@ def check_offset_matrix(make_offset_matrix) -> None:
 
 
 def _relative_projection(w: torch.Tensor) -> torch.Tensor:
+    """The reference answer, spelled out one 2x2 block at a time (`posenc_lib.absolute.relative_part` is the
+    library's vectorised form; a test checks that the two agree)."""
     out = torch.zeros_like(w)
     for i in range(0, w.shape[0], 2):
         a, b, c, d = w[i, i], w[i, i + 1], w[i + 1, i], w[i + 1, i + 1]

@@ -110,7 +110,9 @@ def interpolate_grid(table: torch.Tensor, grid: tuple[int, int], new_grid: tuple
     """ViT's answer for a new image size (Dosovitskiy et al. 2021, section 3.2: "2D interpolation of the
     pre-trained position embeddings, according to their location in the original image"): the (rows*cols, d)
     patch-position table seen as a (rows, cols) grid of d-vectors, resized to `new_grid` by bicubic
-    interpolation as Hugging Face's ViTEmbeddings.interpolate_pos_encoding does (its [CLS] row aside).
+    interpolation as Hugging Face's ViTEmbeddings.interpolate_pos_encoding does (its [CLS] row aside), patch
+    centres aligned. (The authors' code resizes with scipy.ndimage.zoom(order=1): bilinear, corners aligned;
+    notebook 04 compares the two readings.)
     Returns (new_rows*new_cols, d); `table` is not modified."""
     _checks.float_tensor("table", table)
     for name, pair in (("grid", grid), ("new_grid", new_grid)):
