@@ -90,7 +90,8 @@ def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | N
 
 def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     work = _checks.angle_dtype(positions.device)
-    return positions.to(work)[..., None] * _as(inv_freq, work)  # (..., seq, dim/2): m * theta_i
+    # (..., seq, dim/2): m * theta_i; int64 times float64 is computed in float64 (m exact up to 2**53)
+    return positions[..., None] * _as(inv_freq, work)
 
 
 def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
@@ -497,7 +498,7 @@ class RotaryEmbedding(PositionalEncoding):
         largest = 0
         for name, p in _named(q_positions, k_positions):
             if p.numel():
-                low, high = (int(v) for v in torch.aminmax(p))  # CPU values: free to read
+                low, high = _checks.value_range(p)  # CPU values: free to read
                 if low < 0:
                     raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {low}")
                 largest = max(largest, high)
@@ -516,7 +517,7 @@ class RotaryEmbedding(PositionalEncoding):
             self.cache_builds += 1
         for name, p in _named(q_positions, k_positions):
             if _checks.values_are_cheap(p) and p.numel():
-                low, high = (int(v) for v in torch.aminmax(p))
+                low, high = _checks.value_range(p)
                 if low < 0 or high >= self.max_positions:
                     raise ValueError(f"{name} must lie in [0, max_positions={self.max_positions}), got min {low}, "
                                      f"max {high}")
