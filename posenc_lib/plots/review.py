@@ -17,7 +17,7 @@ from ..attention import NoPE
 from ..i18n import tr
 from ..relative import T5RelativeBias
 from ..rope import RotaryEmbedding
-from ._style import ENCODING_COLORS, tidy
+from ._style import ENCODING_COLORS, encoding_label, tidy
 
 __all__ = ["shift_scores", "shift_invariance", "render_shift_invariance", "encoding_table_markdown",
            "variant_table_markdown"]
@@ -63,12 +63,12 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
     shifts = np.array(data["shifts"][1:])
     for name, values in data["change"].items():
         v = np.maximum(np.array(values[1:]), floor)
-        ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=name)
+        ax.semilogy(shifts, v, "o-", ms=3, lw=1.2, color=ENCODING_COLORS.get(name, "k"), label=encoding_label(name))
     ax.axhline(1e-12, color="k", lw=0.6, ls=":")
     ax.text(shifts[0], 1e-12, tr(" rounding level", " 舍入误差量级"), fontsize=7, va="bottom")
     zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
     if zeros:
-        ax.text(shifts[0], floor * 4, tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(zeros),
+        ax.text(shifts[0], floor * 4, tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(map(encoding_label, zeros)),
                 fontsize=7, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel(tr("shift of the whole sequence (positions)", "整个序列平移的位置数"), fontsize=8)
