@@ -21,20 +21,10 @@ import numpy as np
 import torch
 from matplotlib import font_manager
 
-from ..i18n import Text, get_language, on_language_change, tr
+from ..i18n import get_language, on_language_change, tr
 
 ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
                    "rope": "#ff7f0e", "alibi": "#d62728"}
-# a legend names an encoding by its code key (what `make_encoding` and the results in data/ call it); the
-# Chinese edition adds a gloss, so a reader who does not know the key still knows the encoding
-ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"), "sinusoidal": Text("sinusoidal", "sinusoidal（三角函数式）"),
-                   "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
-                   "rope": Text("rope", "rope（旋转位置编码）"), "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
-
-
-def encoding_label(name: str) -> str:
-    """The legend text of encoding `name` (its code key; in Chinese the key and a gloss)."""
-    return str(ENCODING_LABELS.get(name, name))
 
 # System CJK fonts worth falling back on, best first (Linux packages, then macOS and Windows fonts).
 SYSTEM_CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",

@@ -24,7 +24,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from ..i18n import Text, tr
 from ..scaling import extension_scaling, rope_inv_freq
-from ._style import ENCODING_COLORS, encoding_label, tidy
+from ..experiments.config import encoding_label
+from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
     "ENCODING_COLORS", "METHOD_COLORS", "METHOD_LABELS", "render_extrapolation", "render_position_loss",
