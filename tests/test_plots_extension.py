@@ -251,7 +251,7 @@ def test_rope_scaling_data_for_the_raised_base():
 def test_chinese_legends_gloss_the_encoding_keys(results):
     """The legends name encodings by their code keys; the Chinese edition adds a Chinese gloss to each."""
     from posenc_lib.i18n import language
-    from posenc_lib.experiments.config import encoding_label
+    from posenc_lib.model import encoding_label
     from posenc_lib.plots._style import ENCODING_COLORS
     for render in (lambda ax: P.render_position_loss(ax, results), lambda ax: P.render_training_curves(ax, results)):
         for lang in ("en", "zh"):

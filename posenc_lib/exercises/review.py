@@ -14,7 +14,7 @@ import math
 import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
-from ..experiments.config import ENCODING_LABELS, encoding_label
+from ..model import ENCODING_LABELS, encoding_label
 from ..i18n import Text, tr
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq

@@ -4,22 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import _checks
-from ..i18n import Text
 from ..scaling import EXTENSION_METHODS
 
 #: the encodings notebook 07 compares (names in posenc_lib.model.ENCODINGS)
 EXPERIMENT_ENCODINGS = ("nope", "sinusoidal", "learned", "t5", "rope", "alibi")
-#: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
-#: key and a gloss in Chinese, so a reader who does not know the key still knows the encoding
-ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"), "sinusoidal": Text("sinusoidal", "sinusoidal（三角函数式）"),
-                   "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
-                   "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
-                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
-
-
-def encoding_label(name: str) -> str:
-    """What a learner reads for encoding `name`: its key; in Chinese the key and a gloss (unknown keys as they are)."""
-    return str(ENCODING_LABELS.get(name, name))
 #: the fine-tune arms of notebook 08: an extension method's scaling (plain RoPE, PI, YaRN), or "abf": the
 #: RoPE base raised to config.abf_base (adjusted base frequency, as Llama 2 Long / Llama 3 / Qwen2.5 deploy it)
 FINETUNE_ARMS = ("none", "linear", "yarn", "abf")

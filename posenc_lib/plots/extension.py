@@ -24,7 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from ..i18n import Text, tr
 from ..scaling import extension_scaling, rope_inv_freq
-from ..experiments.config import encoding_label
+from ..model import encoding_label
 from ._style import ENCODING_COLORS, tidy
 
 __all__ = [

@@ -15,7 +15,7 @@ import torch
 from ..absolute import LearnedEncoding, SinusoidalEncoding
 from ..alibi import ALiBi
 from ..attention import NoPE
-from ..experiments.config import encoding_label
+from ..model import encoding_label
 from ..i18n import Text, tr
 from ..relative import T5RelativeBias
 from ..rope import RotaryEmbedding
@@ -131,7 +131,7 @@ VARIANT_LABELS = {
 #: each rope_type of posenc_lib.scaling: the method's name and what it does to pair i's frequency theta_i
 #: (b the base, d the rotary dim, s the factor, L0 original_max_position_embeddings, lambda_i = 2 pi / theta_i)
 SCALING_METHODS = {
-    "default": (Text("plain RoPE; ABF raises b", "原始 RoPE；ABF（调大底数）调大 b"), "b^(-2i/d)"),
+    "default": (Text("plain RoPE; ABF raises b", "原始 RoPE；ABF：把底数 b 调大"), "b^(-2i/d)"),
     "linear": (Text("position interpolation (PI)", "位置插值（PI）"), "θ_i / s"),
     "ntk": ("NTK-aware", "(b·s^(d/(d-2)))^(-2i/d)"),
     "dynamic": (Text("dynamic NTK", "动态 NTK"),
