@@ -21,6 +21,7 @@ from . import _checks
 from .absolute import LearnedEncoding, SinusoidalEncoding
 from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
+from .i18n import Text
 from .relative import ShawRelativePosition, T5RelativeBias
 from .rope import RotaryEmbedding
 
@@ -34,6 +35,19 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "rope": RotaryEmbedding,             # rotate_qk with base rope_base and rope_scaling
     "alibi": ALiBi,                      # score_bias: -m_h * |i - j|
 }
+
+#: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
+#: key and a gloss in Chinese, so a reader who does not know the key still knows the encoding
+ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"), "sinusoidal": Text("sinusoidal", "sinusoidal（三角函数式）"),
+                   "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
+                   "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
+                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
+
+
+def encoding_label(name: str) -> str:
+    """What a learner reads for encoding `name`: its key; in Chinese the key and a gloss (unknown keys as they are)."""
+    return str(ENCODING_LABELS.get(name, name))
+
 
 def register_encoding(name: str, cls: type[PositionalEncoding] | None = None):
     """Add an encoding class to ENCODINGS under `name` (your own, to train it like the others):

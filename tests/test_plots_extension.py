@@ -246,3 +246,23 @@ def test_rope_scaling_data_for_the_raised_base():
     assert list(np.flatnonzero(d4["kept"])) == [0] and d4["scaling"] == {"rope_type": "default", "rope_theta": 5e5}
     assert d4["overshoot"] == pytest.approx(4 * 50 ** (-6 / 16)) and d4["overshoot"] < 1 < d8["overshoot"]
     np.testing.assert_allclose(d4["scaled"], rope_inv_freq(16, base=500000.0)[0].numpy())
+
+
+def test_chinese_legends_gloss_the_encoding_keys(results):
+    """The legends name encodings by their code keys; the Chinese edition adds a Chinese gloss to each."""
+    from posenc_lib.i18n import language
+    from posenc_lib.model import encoding_label
+    from posenc_lib.plots._style import ENCODING_COLORS
+    for render in (lambda ax: P.render_position_loss(ax, results), lambda ax: P.render_training_curves(ax, results)):
+        for lang in ("en", "zh"):
+            fig, ax = plt.subplots()
+            with language(lang):
+                render(ax)
+            texts = [t.get_text() for t in ax.get_legend().get_texts()]
+            if lang == "en":
+                assert set(texts) == set(results["summary"])                   # the keys themselves
+            else:
+                assert all(t.split("（")[0] in ENCODING_COLORS and "（" in t and t.endswith("）") for t in texts)
+            plt.close(fig)
+    with language("zh"):
+        assert encoding_label("rope") == "rope（旋转位置编码）" and encoding_label("xpos") == "xpos"

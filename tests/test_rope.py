@@ -1003,3 +1003,50 @@ def test_decoupled_rope_is_why_mla_can_absorb_its_key_up_projection():
     k_full = apply_decoupled_rope(torch.cat((keys, k_pe), -1)[None], rope_dim=rope_dim)[0]
     rope_part = apply_rope(q_pe[None], layout="interleaved")[0] @ apply_rope(k_pe[None], layout="interleaved")[0].T
     torch.testing.assert_close(q_full @ k_full.T, absorbed_query @ c.T + rope_part)
+
+
+# ------------------------------------------------------------------ which layout each model family uses (notebook 06)
+def _cat_tables(angles):        # Llama's rotary embedding: cat(freqs, freqs), the half-split tables
+    return torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+
+
+def _interleaved_tables(angles):  # Cohere's: repeat_interleave(freqs, 2), the interleaved tables
+    return angles.repeat_interleave(2, -1).cos(), angles.repeat_interleave(2, -1).sin()
+
+
+def _rotate_with(family, q, angles):
+    """q (batch, heads, seq, head_dim) rotated by transformers' own code of `family`; angles (seq, head_dim/2)."""
+    import importlib
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    if family == "llama4":      # complex pairs: view_as_complex on (x[2i], x[2i+1])
+        freqs_cis = torch.polar(torch.ones_like(angles), angles)[None]  # (1, seq, head_dim/2)
+        return module.apply_rotary_emb(q.transpose(1, 2), q.transpose(1, 2), freqs_cis)[0].transpose(1, 2)
+    if family == "deepseek_v2":  # complex pairs too, q as (batch, heads, seq, head_dim)
+        return module.apply_rotary_emb(q, q, torch.polar(torch.ones_like(angles), angles)[None])[0]
+    if family == "gptj":        # rotate_every_two, sin/cos tables of head_dim/2 repeated inside
+        return module.apply_rotary_pos_emb(q.transpose(1, 2), angles.sin()[None], angles.cos()[None]).transpose(1, 2)
+    if family == "deepseek_v3":  # rope_interleave=True (its default): pairs (x[2i], x[2i+1]) in, and the result
+        cos, sin = _cat_tables(angles)  # written de-interleaved (pair i at dims i, i + d/2): the same dot products
+        out = module.apply_rotary_pos_emb_interleave(q, q, cos[None], sin[None])[0]
+        return out[..., torch.argsort(layout_permutation(q.shape[-1]))]
+    cos, sin = (_interleaved_tables if family == "cohere" else _cat_tables)(angles)
+    return module.apply_rotary_pos_emb(q, q, cos[None], sin[None])[0]
+
+
+@pytest.mark.parametrize("family,layout", [
+    ("llama", "half"), ("mistral", "half"), ("qwen2", "half"), ("qwen3", "half"), ("gemma", "half"),
+    ("gpt_neox", "half"),
+    ("gptj", "interleaved"), ("llama4", "interleaved"), ("deepseek_v2", "interleaved"),
+    ("deepseek_v3", "interleaved"), ("glm", "interleaved"), ("cohere", "interleaved")])
+def test_pair_layout_of_transformers_model_families(family, layout):
+    """The families notebook 06 names for each layout: their own rotation code in transformers gives
+    apply_rope(layout=...) and not the other layout."""
+    torch.manual_seed(4)
+    head_dim, seq = 16, 12
+    q = torch.randn(1, 2, seq, head_dim)
+    positions = torch.arange(seq)
+    angles = positions[:, None].double() * rope_inv_freq(head_dim)[0]  # (seq, head_dim/2), float64
+    theirs = _rotate_with(family, q, angles.float())
+    other = "interleaved" if layout == "half" else "half"
+    torch.testing.assert_close(theirs, apply_rope(q, positions, layout=layout), atol=1e-5, rtol=0)
+    assert (theirs - apply_rope(q, positions, layout=other)).abs().max() > 0.1

@@ -14,6 +14,7 @@ import math
 import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
+from ..model import ENCODING_LABELS, encoding_label
 from ..i18n import Text, tr
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
@@ -95,6 +96,14 @@ def _measured_flattest(results, multiple: str = "8") -> tuple:
 def _worst_with_position_at_l(results) -> str:
     at_l = {enc: row["1"]["mean"] for enc, row in results["summary"].items() if enc != "nope"}
     return max(at_l, key=at_l.get)
+
+
+def _bf16_angle_error(head_dim: int = 128, position: int = 4000) -> float:
+    """The largest |m theta'_i - m theta_i| at `position` when inv_freq (float32) is rounded to bf16, as
+    model.to(torch.bfloat16) rounds a buffer (notebook 06, section 6), to 0.1 rad."""
+    exact = rope_inv_freq(head_dim)[0]
+    rounded = exact.float().to(torch.bfloat16).double()
+    return round(float((position * (rounded - exact)).abs().max()), 1)
 
 
 # ---------------------------------------------------------------------------------------------- the quiz
@@ -330,7 +339,7 @@ QUIZ: dict = {
     },
     "pi_justification": {
         "question": Text("How do Chen et al. (2023) justify position interpolation?",
-                         "Chen et al.（2023）用什么来论证位置插值的合理性？"),
+                         "Chen 等人（2023）用什么来论证位置插值的合理性？"),
         "options": {"a": Text("interpolation keeps the fast pairs' speed", "插值保留了快对的转速"),
                     "b": Text("it needs no fine-tuning", "它不需要微调"),
                     "c": Text("NTK theory: networks need high frequencies", "NTK 理论：网络需要高频"),
@@ -395,11 +404,11 @@ QUIZ: dict = {
     "measured_flattest": {
         "question": Text("In notebook 07's cached run, whose mean loss rose LEAST from L to 8L?",
                          "在 notebook 07 缓存的那次运行里，从 L 到 8L，谁的平均损失上升得最少？"),
-        "options": {"a": "t5", "b": "alibi", "c": "nope", "d": "rope", "e": "sinusoidal"},
+        "options": {letter: ENCODING_LABELS[e] for letter, e in zip("abcde", ("t5", "alibi", "nope", "rope", "sinusoidal"))},
         "values": {"a": "t5", "b": "alibi", "c": "nope", "d": "rope", "e": "sinusoidal"},
         "solve": lambda r: _measured_flattest(r)[0],
         "explain": lambda r: (tr("rise from L to 8L: ", "从 L 到 8L 的上升：")
-                              + ", ".join(f"{e} {v:+.3f}" for e, v in _rises(r).items())
+                              + ", ".join(f"{encoding_label(e)} {v:+.3f}" for e, v in _rises(r).items())
                               + tr(f" nats/char (read data/{EXTRAPOLATION_FILE}, summary)",
                                    f" nats/char（读自 data/{EXTRAPOLATION_FILE} 的 summary）")),
     },
@@ -407,16 +416,146 @@ QUIZ: dict = {
         "question": Text("In notebook 07's cached run, which encoding WITH position information had the highest loss "
                          "at the training length L itself?",
                          "在 notebook 07 缓存的那次运行里，在带位置信息的编码中，哪一种在训练长度 L 本身上的损失最高？"),
-        "options": {"a": "t5", "b": "sinusoidal", "c": "learned", "d": "alibi", "e": "rope"},
+        "options": {letter: ENCODING_LABELS[e] for letter, e in zip("abcde", ("t5", "sinusoidal", "learned", "alibi", "rope"))},
         "values": {"a": "t5", "b": "sinusoidal", "c": "learned", "d": "alibi", "e": "rope"},
         "solve": _worst_with_position_at_l,
         "explain": lambda r: (tr("loss at L: ", "L 处的损失：")
-                              + ", ".join(f"{e} {row['1']['mean']:.3f}" for e, row in
+                              + ", ".join(f"{encoding_label(e)} {row['1']['mean']:.3f}" for e, row in
                                           r["summary"].items() if e != "nope")
                               + tr(f" nats/char (data/{EXTRAPOLATION_FILE}); notebook 07 sec. 7 compares this with "
                                    "the ALiBi paper",
                                    f" nats/char（data/{EXTRAPOLATION_FILE}）；notebook 07 第 7 节拿它和 ALiBi 论文"
                                    "做了对比")),
+    },
+
+    # ------------------------------------------------------------- the whys of notebooks 06, 07, 08 and 11
+    "rope_won": {
+        "question": Text("Notebook 07's plain RoPE rose the most past L, yet nearly every open model uses RoPE. Why?",
+                         "notebook 07 里朴素 RoPE 超过 L 后上升得最多，可几乎所有开放模型都用 RoPE。为什么？"),
+        "options": {"a": Text("at scale it extrapolates far past its training length without any change",
+                              "规模大了，它不做任何改动就能远远外推到训练长度之外"),
+                    "b": Text("it trains well within the length (EleutherAI's comparisons), costs no parameters and "
+                              "no bias term, keeps plain attention kernels and KV caches, and long contexts are "
+                              "reached by rescaling it",
+                              "它在训练长度以内训练得好（EleutherAI 的比较），没有参数、没有偏置项，普通的注意力内核和 "
+                              "KV 缓存照用，长上下文则靠对它做缩放"),
+                    "c": Text("it is an absolute encoding, which transfers best", "它是绝对位置编码，迁移性最好"),
+                    "d": Text("it gives every position its own learned vector", "它给每个位置一个可学习的向量")},
+        "answer": "b",
+        "why": {"a": Text("no: long-context RoPE models rescale it (PI, YaRN, a larger base; notebook 08); 07 measured "
+                          "plain RoPE failing past L",
+                          "不对：长上下文的 RoPE 模型都要对它做缩放（PI、YaRN、更大的底数；notebook 08）；07 测到朴素 "
+                          "RoPE 超过 L 就失效"),
+                "c": Text("RoPE's score is relative: it depends on m - n only (notebook 06)",
+                          "RoPE 的分数是相对的：只依赖 m - n（notebook 06）"),
+                "d": Text("that is a learned table (notebook 04); RoPE has no parameters",
+                          "那是可学习的位置表（notebook 04）；RoPE 没有参数")},
+    },
+    "loss_not_use": {
+        "question": Text("A model's loss stays flat from L to 8L (notebook 07). What does that show?",
+                         "一个模型的损失从 L 到 8L 一直平坦（notebook 07）。这说明了什么？"),
+        "options": {"a": Text("the model uses the context beyond L", "模型用上了 L 之前更远的上下文"),
+                    "d": Text("the new positions do no harm; whether far context is used needs a probe, and 07's "
+                              "retrieval probe fails even within L",
+                              "新位置没有造成损害；远处的上下文有没有被利用，要靠探针来测，而 07 的检索探针即使在 L "
+                              "以内也失败了"),
+                    "c": Text("the model can retrieve a string written 8L back", "模型能检索 8L 之前写下的字符串"),
+                    "b": Text("the encoding is relative", "这种编码是相对的")},
+        "answer": "d",
+        "why": {"a": Text("with exactly L characters of context every model does at least as well (07's sliding "
+                          "baseline): the far context never helped",
+                          "只给恰好 L 个字符的上下文时，每个模型都至少一样好（07 的滑动窗口基线）：远处的上下文从没帮上忙"),
+                "c": Text("07's probe: no model copies a repeated random string, not even within L",
+                          "07 的探针：没有模型会复制重复出现的随机字符串，即使在 L 以内也不会"),
+                "b": Text("RoPE is relative and its loss rose the most; flatness is measured, not implied by a name",
+                          "RoPE 是相对的，它的损失却上升得最多；平不平坦要靠测量，不能从名字推断")},
+    },
+    "ntk_no_finetune": {
+        "question": Text("Read RoPE as writing the position in base beta (Su). Why does NTK-aware scaling work "
+                         "without fine-tuning, where PI needs it?",
+                         "把 RoPE 看成用 beta 进制书写位置（苏剑林的读法）。为什么 NTK-aware 缩放不微调也能用，而 PI 需要微调？"),
+        "options": {"a": Text("it divides the position by s, like PI, but more gently", "它像 PI 一样把位置除以 s，只是更温和"),
+                    "b": Text("it sharpens the softmax", "它让 softmax 更尖锐"),
+                    "c": Text("it changes the base: the lowest digit (the fastest pair) keeps its exact angles and "
+                              "only the high digits slow down, while PI divides the number and changes every digit",
+                              "它改的是进制：最低位（最快的一对）的角度完全不变，只有高位变慢；而 PI 把这个数除以 s，每一位都变了"),
+                    "d": Text("it adds new learned frequencies", "它加入了新的可学习频率")},
+        "answer": "c",
+        "why": {"a": Text("PI divides every pair's angle by s; NTK-aware divides pair i's by s^(2i/(d-2)): 1 for "
+                          "the fastest pair (notebook 08, section 2)",
+                          "PI 把每一对的角度都除以 s；NTK-aware 把第 i 对的除以 s^(2i/(d-2))：最快的一对是 1（notebook 08 第 2 节）"),
+                "b": Text("that is YaRN's attention factor, not NTK-aware's", "那是 YaRN 的注意力因子，不是 NTK-aware 的"),
+                "d": Text("NTK-aware only raises the base b to b s^(d/(d-2)); nothing is learned",
+                          "NTK-aware 只是把底数 b 提到 b s^(d/(d-2))；没有任何可学习的东西")},
+    },
+    "yarn_frame_pi": {
+        "question": Text("The YaRN paper writes every method as RoPE turning pair i by g(m) h(theta_i). Position "
+                         "interpolation is ...",
+                         "YaRN 论文把每种方法都写成 RoPE 让第 i 对转过 g(m) h(theta_i)。位置插值是……"),
+        "options": {"a": Text("g(m) = m / s, h(theta) = theta: the same angles as g(m) = m, h(theta) = theta / s",
+                              "g(m) = m / s，h(theta) = theta：与 g(m) = m，h(theta) = theta / s 的角度相同"),
+                    "b": Text("g(m) = m, h(theta) = theta * s", "取 g(m) = m，h(theta) = theta * s"),
+                    "c": Text("g(m) = m + s, h(theta) = theta", "取 g(m) = m + s，h(theta) = theta"),
+                    "d": Text("g(m) = m, with a new base b s^(d/(d-2))", "g(m) = m，底数换成 b s^(d/(d-2))")},
+        "answer": "a",
+        "why": {"b": Text("that speeds every pair up s times: the opposite of interpolating",
+                          "那会让每一对都快 s 倍：与插值正好相反"),
+                "c": Text("a shift of every position changes no RoPE score at all (the score depends on m - n)",
+                          "所有位置一起平移，RoPE 的分数一个都不会变（分数只依赖 m - n）"),
+                "d": Text("that is NTK-aware scaling", "那是 NTK-aware 缩放")},
+    },
+    "log_n_entropy": {
+        "question": Text("Random scores over n keys: as n grows, the softmax's entropy ... (notebook 08)",
+                         "n 个键上的随机分数：n 越大，softmax 的熵……（notebook 08）"),
+        "options": {"a": Text("stays the same", "保持不变"),
+                    "b": Text("grows like ln n; multiplying the scores by ln n / ln L0 (log-n scaling, Su) holds it "
+                              "near its value at L0, the idea behind YaRN's, LongRoPE's and Llama 4's temperatures",
+                              "像 ln n 一样增长；把分数乘以 ln n / ln L0（log-n 缩放，苏剑林）能让它保持在 L0 处的水平附近，"
+                              "这正是 YaRN、LongRoPE 和 Llama 4 温度背后的想法"),
+                    "c": Text("shrinks, so long contexts make attention sharper", "变小，所以上下文越长注意力越尖锐"),
+                    "d": Text("grows like n", "像 n 一样增长")},
+        "answer": "b",
+        "why": {"a": Text("the same scores spread over more keys: notebook 08 measures it rising by about ln 64 from "
+                          "L0 to 64 L0",
+                          "同样的分数被摊到更多的键上：notebook 08 测到从 L0 到 64 L0 上升了约 ln 64"),
+                "c": Text("the opposite: the weight is diluted over more keys", "恰好相反：权重被摊到更多的键上"),
+                "d": Text("the entropy of n values is at most ln n", "n 个值的熵至多是 ln n")},
+    },
+    "inv_freq_bf16": {
+        "question": Text("A RoPE module keeps inv_freq (head_dim 128) as a buffer; model.to(torch.bfloat16) rounds "
+                         "it. By how much is the largest angle off at position 4000? (compute it)",
+                         "一个 RoPE 模块把 inv_freq（head_dim 128）存成 buffer；model.to(torch.bfloat16) 把它舍入了。"
+                         "位置 4000 处最大的角度误差是多少？（请算出来）"),
+        "options": {"a": Text("0 rad: bf16 keeps float32's range", "0 弧度：bf16 与 float32 的范围相同"),
+                    "b": Text("about 0.005 rad", "约 0.005 弧度"), "c": Text("about 4.9 rad", "约 4.9 弧度"),
+                    "d": Text("about 500 rad", "约 500 弧度")},
+        "values": {"a": 0.0, "b": 0.005, "c": 4.9, "d": 500.0},
+        "solve": lambda _r: _bf16_angle_error(),
+        "explain": lambda _r: tr(f"rounded to bf16 (8 significant bits), theta_1 is off by about 0.3%, and 4000 "
+                                 f"theta_1 by {_bf16_angle_error():.1f} rad; keep inv_freq in float32 (notebook 06, "
+                                 "section 6)",
+                                 f"舍入到 bf16（8 位有效位）后，theta_1 偏了约 0.3%，4000 theta_1 偏了 "
+                                 f"{_bf16_angle_error():.1f} 弧度；inv_freq 要保持 float32（notebook 06 第 6 节）"),
+    },
+    "vit_vs_mrope": {
+        "question": Text("In Qwen2-VL, the vision encoder's 2-D RoPE and the language model's M-RoPE ...",
+                         "在 Qwen2-VL 里，视觉编码器的二维 RoPE 和语言模型的 M-RoPE……"),
+        "options": {"b": Text("are one RoPE applied once", "是同一个 RoPE，只做一次"),
+                    "a": Text("turn different tokens: the encoder each patch by its (row, col) in its image, the "
+                              "language model each merged 2 x 2 block by (t, h, w) continuing the text's positions",
+                              "旋转的是不同的 token：编码器按图像块在图中的（行，列）旋转每个图像块，语言模型按接着文本位置往下编的 "
+                              "(t, h, w) 旋转每个合并后的 2 x 2 块"),
+                    "c": Text("both give text tokens three different coordinates", "两者都给文本 token 三个不同的坐标"),
+                    "d": Text("both number the patches with one running index", "两者都用一个递增下标给图像块编号")},
+        "answer": "a",
+        "why": {"b": Text("the encoder's ids restart at (0, 0) for every image; the language model's depend on the "
+                          "text before the image (notebook 11, section 3)",
+                          "编码器的 id 对每张图都从 (0, 0) 重新开始；语言模型的 id 取决于图像前面的文本（notebook 11 第 3 节）"),
+                "c": Text("in M-RoPE a text token has t = h = w: plain 1-D RoPE; the encoder sees no text",
+                          "M-RoPE 中文本 token 的 t = h = w：就是普通的一维 RoPE；编码器根本看不到文本"),
+                "d": Text("a running index puts the patch below W positions away: both use 2-D coordinates "
+                          "(notebook 11, section 1)",
+                          "递增下标会让正下方的图像块相距 W 个位置：两者用的都是二维坐标（notebook 11 第 1 节）")},
     },
 }
 
@@ -447,7 +586,7 @@ def show_quiz() -> None:
     """Print every question with its options."""
     for i, (qid, item) in enumerate(QUIZ.items(), 1):
         print(f"{i}. [{qid}] {item['question']}")
-        for letter, text in item["options"].items():
+        for letter, text in sorted(item["options"].items()):
             print(f"     {letter}) {text}")
 
 

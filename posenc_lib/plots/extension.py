@@ -25,6 +25,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 from ..i18n import Text, tr
 from ..numbers import seed_stats
 from ..scaling import extension_scaling, rope_inv_freq
+from ..model import encoding_label
 from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
@@ -98,7 +99,7 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         strong = encoding in ("all", enc)
         color = ENCODING_COLORS.get(enc, "k")
         alpha = 1.0 if strong else 0.15
-        ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4, label=enc)
+        ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4, label=encoding_label(enc))
         if not np.isnan(mean[1:]).all():  # a learned table: one point, nothing to shade
             _band(ax_curve, lengths, low, high, color=color, alpha=0.2 * alpha)
         i = multiples.index(int(multiple))
@@ -154,7 +155,7 @@ def render_position_loss(ax, results: dict, encodings=None, bin_size: int = 8):
         n = len(mean) // bin_size * bin_size
         binned = mean[:n].reshape(-1, bin_size).mean(1)
         centers = np.arange(len(binned)) * bin_size + bin_size / 2
-        ax.plot(centers, binned, color=ENCODING_COLORS.get(enc, "k"), lw=1.4, label=enc)
+        ax.plot(centers, binned, color=ENCODING_COLORS.get(enc, "k"), lw=1.4, label=encoding_label(enc))
         out[enc] = (centers, binned)
     ax.axvline(L, color="k", lw=0.8, ls="--")
     ax.text(L, ax.get_ylim()[1], " L", fontsize=8, va="top")
@@ -174,7 +175,7 @@ def render_training_curves(ax, results: dict):
         curves = [r["train_curve"] for r in results["runs"] if r["encoding"] == enc]
         steps = np.array([s for s, _ in curves[0]])
         loss = np.array([[v for _, v in c] for c in curves]).mean(0)
-        ax.plot(steps, loss, color=ENCODING_COLORS.get(enc, "k"), lw=1.2, label=enc)
+        ax.plot(steps, loss, color=ENCODING_COLORS.get(enc, "k"), lw=1.2, label=encoding_label(enc))
         out[enc] = (steps, loss)
     ax.set_xlabel(tr("step", "训练步"), fontsize=8)
     ax.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
@@ -202,7 +203,7 @@ def render_own_encoding(axes, results: dict, run: dict):
     for enc in results["summary"]:
         mean, low, high = _seed_stats(results, enc, multiples)
         color = ENCODING_COLORS.get(enc, "k")
-        ax_curve.plot(lengths, mean, "o-", color=color, alpha=0.45, lw=1.2, ms=3, label=enc)
+        ax_curve.plot(lengths, mean, "o-", color=color, alpha=0.45, lw=1.2, ms=3, label=encoding_label(enc))
         if not np.isnan(mean[1:]).all():
             _band(ax_curve, lengths, low, high, color=color, alpha=0.08)
         out["mean"][enc] = mean
@@ -295,7 +296,7 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
         if name not in data["groups"]:
             raise ValueError(f"groups must be among {list(data['groups'])}, got {name!r}")
         color = colors.get(name, "k")
-        label = str(METHOD_LABELS.get(name, name)) if key.startswith("finetuned") else name
+        label = str(METHOD_LABELS.get(name, name)) if key.startswith("finetuned") else encoding_label(name)
         for ax, part in ((ax_dist, "by_distance"), (ax_win, "by_window")):
             v = data["groups"][name][part]
             ax.plot(v["x"], v["mean"], "o-", color=color, ms=3.5, lw=1.3, label=label)
