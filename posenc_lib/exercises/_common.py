@@ -76,6 +76,33 @@ def call(fn, *args, what: str, **kwargs):
                                f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + _your_line(error)) from error
 
 
+def name_the_mistake(got, mistakes, close=None) -> None:
+    """The table of known mistakes: raise ExerciseError with the message of the first (what that mistake
+    returns, message) in `mistakes` that `got` matches (close(got, wrong); default `same` within 1e-6 for
+    tensors, math.isclose for numbers, == otherwise), or return when none does. `mistakes` may be a
+    generator, so each mistake is computed only when the ones before it did not match."""
+    for wrong, message in mistakes:
+        if (close or _close)(got, wrong):
+            raise ExerciseError(str(message))
+
+
+def _close(got, wrong) -> bool:
+    if isinstance(got, torch.Tensor) and isinstance(wrong, torch.Tensor):
+        return same(got, wrong)
+    if isinstance(got, float) and isinstance(wrong, float):
+        return math.isclose(got, wrong, rel_tol=1e-6, abs_tol=1e-9)
+    return got == wrong
+
+
+def ignored(parameter: str, passed, used) -> str:
+    """The message for an answer that ignored one of its arguments and used another value (a default, a
+    hard-coded size): "you ignored the `base` argument: ..."."""
+    return tr(f"you ignored the argument `{parameter}`: your result is the one for `{parameter}` = {used}, and the "
+              f"check passed {passed}. Use the argument (a value fixed in the code is right for one input only)",
+              f"你没有用参数 `{parameter}`：你的结果对应的是 `{parameter}` = {used}，而检查器传入的是 "
+              f"{passed}。要用传进来的参数（写死在代码里的值只对一个输入成立）")
+
+
 def tensor(value, what: str) -> torch.Tensor:
     """The answer itself, which must be a torch.Tensor."""
     if not isinstance(value, torch.Tensor):
