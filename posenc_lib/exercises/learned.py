@@ -128,13 +128,19 @@ def check_safe_lookup(fn) -> None:
         raise ExerciseError(tr("valid positions must return table[positions] (one row per position)",
                                "合法位置必须返回 table[positions]（每个位置一行）"))
     longer, past_eight = torch.randn(12, 4, generator=gen), torch.tensor([8, 11, 2])  # max_len 12: 8 and 11 are valid
-    got = as_tensor(call(fn, longer, past_eight, what=tr("your function on a table of 12 rows",
-                                                         "你的函数在 12 行的表上")), tr("your function", "你的函数"))
+    fixed = tr("right for a table of 8 rows, wrong for one of 12 rows at the valid positions [8, 11, 2]: is max_len "
+               "fixed at 8 in your code? Read it from the table, max_len = table.shape[0]",
+               "8 行的表对了，换成 12 行的表、在合法位置 [8, 11, 2] 上就错了：你是不是把 max_len 写死成了 8？"
+               "要从表里读：max_len = table.shape[0]")
+    try:
+        got = as_tensor(call(fn, longer, past_eight, what=tr("your function on a table of 12 rows",
+                                                             "你的函数在 12 行的表上")), tr("your function", "你的函数"))
+    except ExerciseError as error:
+        if isinstance(error.__cause__, ValueError):  # the learner's range check refused valid positions
+            raise ExerciseError(tr(f"{fixed} ({error})", f"{fixed}（{error}）")) from error
+        raise
     if not same(got, longer[past_eight]):
-        raise ExerciseError(tr("right for a table of 8 rows, wrong for one of 12 rows at the valid positions [8, 11, 2]: "
-                               "is max_len fixed at 8 in your code? Read it from the table, max_len = table.shape[0]",
-                               "8 行的表对了，换成 12 行的表、在合法位置 [8, 11, 2] 上就错了：你是不是把 max_len "
-                               "写死成了 8？要从表里读：max_len = table.shape[0]"))
+        raise ExerciseError(fixed)
     for bad, why in ((torch.tensor([2, 8]), tr("position 8 == max_len has no row (rows are 0 .. max_len - 1): "
                                                "reject positions >= max_len, not only > max_len",
                                                "位置 8 == max_len 没有对应的行（行号是 0 .. max_len - 1）："
