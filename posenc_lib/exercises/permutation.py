@@ -106,7 +106,8 @@ def check_invariant_readout(readout) -> None:
     gen = torch.Generator().manual_seed(3)
     t, d = 5, 6
     out = torch.randn(t, d, generator=gen, dtype=torch.float64)
-    reference = tensor(call(readout, out.clone(), what="readout(out)"), "readout(out)").double()
+    what = tr("your readout(out)", "你的 readout(out)")
+    reference = tensor(call(readout, out.clone(), what=what), what).double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
         raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
                                "你的 readout 取的是位置 0 上的 token；一经置换，那里就换成了别的词"))
@@ -116,7 +117,8 @@ def check_invariant_readout(readout) -> None:
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
-        got = tensor(call(readout, out[perm].clone(), what="readout(out[perm])"), "readout(out[perm])").double()
+        what = tr("your readout(out[perm])", "你的 readout(out[perm])")
+        got = tensor(call(readout, out[perm].clone(), what=what), what).double()
         if got.shape != reference.shape:
             raise ExerciseError(tr("readout gives different shapes for different orders",
                                    "词序不同时，readout 给出的形状也不同"))
@@ -143,7 +145,8 @@ def check_invariant_readout(readout) -> None:
                                f"（应沿序列维做池化：mean、sum 或 max）"))
     other = out.clone()
     other[2] += 1.0
-    if torch.allclose(tensor(call(readout, other, what="readout(out)"), "readout(out)").double(), reference):
+    what = tr("your readout(out)", "你的 readout(out)")
+    if torch.allclose(tensor(call(readout, other, what=what), what).double(), reference):
         raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
                                "某个 token 的输出变了，你的 readout 却没变：它忽略了内容"))
     ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",

@@ -37,8 +37,9 @@ def _relative_positions_of_length(fn, length: int) -> None:
     got = as_tensor(call(fn, length, what=what), what)
     want = _solution_relative_positions(length)
     if length != 5 and got.shape == (5, 5):
-        raise ExerciseError(tr(f"relative_matrix({length}) returned a (5, 5) matrix: " + ignored("length", length, 5),
-                               f"relative_matrix({length}) 返回的是 (5, 5) 矩阵：" + ignored("length", length, 5)))
+        why = ignored("length", length, 5)
+        raise ExerciseError(tr(f"relative_matrix({length}) returned a (5, 5) matrix: {why}",
+                               f"relative_matrix({length}) 返回的是 (5, 5) 矩阵：{why}"))
     if got.shape != want.shape:
         raise ExerciseError(tr(f"expected shape (length, length) = {tuple(want.shape)}, got {tuple(got.shape)}",
                                f"形状应为 (length, length) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))

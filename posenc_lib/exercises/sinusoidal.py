@@ -166,7 +166,7 @@ def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
                                "the formula hold for EVERY pair i, 0 <= i < dim/2: PE(pos, 2i) = sin and PE(pos, 2i+1) = "
                                "cos. Reading i as a dimension index and choosing sin or cos by the parity of i (as a "
                                "seed note's labels say) leaves these columns empty",
-                               f"第 {empty} 列从没被写入（全为 0）；其余列是对的。公式的两行对每一对 i（0 <= i < dim/2）"
+                               f"列 {empty} 从没被写入（全为 0）；其余列是对的。公式的两行对每一对 i（0 <= i < dim/2）"
                                "都成立：PE(pos, 2i) = sin，PE(pos, 2i+1) = cos。把 i 当成维度下标、按 i 的奇偶来选 "
                                "sin 或 cos（种子笔记的标注就是这么写的），这些列就会空着"))
 
