@@ -121,7 +121,8 @@ NOTEBOOK_11_MISTAKES = [
     # reading mrope_section as dims
     ("section as dims", ex.check_mrope_axes, _axes_doubled, ["counts PAIRS"]),
     # several inputs: the base is used
-    ("axial base ignored", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c), ["`base` = 10000", "passed 100"]),
+    ("axial base ignored", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c),
+     ["`base` = 10000", "passed 100"]),
     ("axial base fixed at 100", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c, 100.0),
      ["`base` = 100", "passed 1000"]),
 ]

@@ -90,7 +90,8 @@ def test_encoding_rules_name_an_encoding_that_cannot_be_built(answer, message):
         extension.check_encoding_rules(answer)
 
 
-@pytest.mark.parametrize("answer", [None, "a", _raises, {"equivariance": "c"}.items()], ids=["None", "str", "fn", "items"])
+@pytest.mark.parametrize("answer", [None, "a", _raises, {"equivariance": "c"}.items()],
+                         ids=["None", "str", "fn", "items"])
 def test_the_quiz_names_an_answer_that_is_not_a_dict(answer):
     with pytest.raises(ExerciseError, match="answers should be a dict"):
         X.review.check_quiz(answer)
@@ -134,3 +135,14 @@ def test_production_nope_layers_given_nans_says_nan():
 def test_the_reported_nan_answers_are_called_nan(check, nan_answer):
     with pytest.raises(ExerciseError, match="NaN"):
         check(nan_answer)
+
+
+class _CrashingBias(PositionalEncoding):
+    def score_bias(self, q, q_positions, k_positions):
+        return {}["no such key"]  # a learner's bug in a hook
+
+
+def test_a_crash_in_an_encodings_hook_names_the_learners_line():
+    with pytest.raises(ExerciseError, match=r"\[raises an error\] score_bias: .*KeyError: 'no such key' "
+                                            r"\(your line \d+: return \{\}\[\"no such key\"\]"):
+        extension.check_encoding_rules(_CrashingBias)

@@ -3,14 +3,10 @@ notebook cells, and the coercions of a learner's answer (tensor, number, closene
 from __future__ import annotations
 
 import math
-import traceback
-from pathlib import Path
 
 import torch
 
-from ..i18n import tr
-
-_LIBRARY = str(Path(__file__).resolve().parents[1])  # posenc_lib/: frames there are the checker's, not yours
+from ..i18n import tr, your_line
 
 
 class ExerciseError(AssertionError):
@@ -46,19 +42,6 @@ def ok(message: str) -> None:
     print(f"✓ {message}")
 
 
-def _your_line(error: BaseException) -> str:
-    """' (your line N: code)' for the innermost frame of the learner's code in error's traceback
-    (a frame outside posenc_lib and outside the libraries it calls), or '' when there is none."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_LIBRARY) and "site-packages" not in f.filename
-              and "/lib/python" not in f.filename]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    code = f": {frame.line.strip()}" if frame.line else ""
-    return tr(f" (your line {frame.lineno}{code})", f"（你的第 {frame.lineno} 行{code}）")
-
-
 def call(fn, *args, what: str, **kwargs):
     """Run the learner's function; a crash becomes an ExerciseError naming its type, its message and the
     line of the learner's code that raised; something that is not a function (None, a string: an
@@ -73,7 +56,7 @@ def call(fn, *args, what: str, **kwargs):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
         raise ExerciseError(tr(f"{what} raised {type(error).__name__}: {error}",
-                               f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + _your_line(error)) from error
+                               f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + your_line(error)) from error
 
 
 def name_the_mistake(got, mistakes, close=None) -> None:

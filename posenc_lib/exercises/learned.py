@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from ..absolute import position_similarity
 from ..i18n import tr
-from ._common import ExerciseError, _your_line, as_tensor, attempt, call, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ok, same, your_line
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]
 
@@ -175,7 +175,7 @@ def check_safe_lookup(fn) -> None:
             raise ExerciseError(tr(f"for positions {bad.tolist()} expected a ValueError naming max_len, got "
                                    f"{type(error).__name__}: {error}",
                                    f"对位置 {bad.tolist()}，应抛出写明 max_len 的 ValueError，实际得到的是 "
-                                   f"{type(error).__name__}：{error}") + _your_line(error)) from error
+                                   f"{type(error).__name__}：{error}") + your_line(error)) from error
         raise ExerciseError(tr(f"no error for positions {bad.tolist()}: {why}",
                                f"位置 {bad.tolist()} 没有报错：{why}"))
     ok(tr("rows for valid positions, a ValueError naming max_len for anything outside [0, max_len).",

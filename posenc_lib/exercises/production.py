@@ -331,8 +331,8 @@ def check_yarn_score_scale(fn) -> None:
                                "各带一份：q.k 乘的是它的平方"))
     if close([r ** 2 for r in right]):
         raise ExerciseError(tr("you counted the factor twice, (0.1 ln s + 1)^4: once on cos and sin (q.k gets its "
-                               "square) and again on the score. It goes in one place: DeepSeek-V3 moves the square into "
-                               "the softmax scale and sets the factor on cos and sin to 1, so applying both would "
+                               "square) and again on the score. It goes in one place: DeepSeek-V3 moves the square "
+                               "into the softmax scale and sets the factor on cos and sin to 1, so applying both would "
                                "count it twice. Here: the square, (0.1 ln s + 1)^2",
                                "你把这个因子算了两次，成了 (0.1 ln s + 1)^4：一次乘在 cos 和 sin 上（q.k 因此乘了"
                                "它的平方），又在分数上乘了一次。它只该出现在一处：DeepSeek-V3 把平方挪进 softmax 的缩放，"

@@ -81,12 +81,13 @@ def check_t5_bucket(fn) -> None:
                                        f"实际是 {tuple(got.shape)}"))
             if torch.equal(got.long(), want):
                 continue
+            sizes = (num_buckets, max_distance)
             name_the_mistake(got.long(), [
                 (t5_relative_bucket(r, bidirectional=not bidirectional, num_buckets=num_buckets,
                                     max_distance=max_distance), _bidirectional_ignored(bidirectional)),
-                *([] if (num_buckets, max_distance) == (32, 128) else [
-                    (t5_relative_bucket(r, bidirectional=bidirectional), ignored("num_buckets, max_distance",
-                                                                                 (num_buckets, max_distance), (32, 128))),
+                *([] if sizes == (32, 128) else [  # the defaults used instead of the arguments
+                    (t5_relative_bucket(r, bidirectional=bidirectional),
+                     ignored("num_buckets, max_distance", sizes, (32, 128))),
                     (t5_relative_bucket(r, bidirectional=bidirectional, num_buckets=num_buckets),
                      ignored("max_distance", max_distance, 128))])], torch.equal)
             flipped = t5_relative_bucket(-r, bidirectional=bidirectional, num_buckets=num_buckets,
@@ -133,8 +134,8 @@ def check_t5_bucket(fn) -> None:
 def _bidirectional_ignored(bidirectional: bool) -> str:
     """The message for T5 buckets computed in the other form than the `bidirectional` argument asked for."""
     if bidirectional:
-        return tr("bidirectional=True asks for the encoder's buckets (half per side, keys after the query offset by n), "
-                  "you gave the causal ones: use the `bidirectional` argument",
+        return tr("bidirectional=True asks for the encoder's buckets (half per side, keys after the query offset by "
+                  "n), you gave the causal ones: use the `bidirectional` argument",
                   "bidirectional=True 要的是编码器的分桶（每侧一半，查询之后的键再加 n），你给的是因果形式："
                   "要用参数 `bidirectional`")
     return tr("bidirectional=False asks for a decoder's causal buckets, you gave the bidirectional ones: in a decoder "

@@ -20,7 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import ExerciseError, _your_line, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same, tensor
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same, tensor,
+                      your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -163,9 +164,9 @@ def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
     filled = [j for j in range(got.shape[1]) if j not in empty]
     if empty and same(got[:, filled], right[:, filled], 1e-4):
         raise ExerciseError(tr(f"columns {empty} were never written (all zero); the others are right. Both lines of "
-                               "the formula hold for EVERY pair i, 0 <= i < dim/2: PE(pos, 2i) = sin and PE(pos, 2i+1) = "
-                               "cos. Reading i as a dimension index and choosing sin or cos by the parity of i (as a "
-                               "seed note's labels say) leaves these columns empty",
+                               "the formula hold for EVERY pair i, 0 <= i < dim/2: PE(pos, 2i) = sin and "
+                               "PE(pos, 2i+1) = cos. Reading i as a dimension index and choosing sin or cos by the "
+                               "parity of i (as a seed note's labels say) leaves these columns empty",
                                f"列 {empty} 从没被写入（全为 0）；其余列是对的。公式的两行对每一对 i（0 <= i < dim/2）"
                                "都成立：PE(pos, 2i) = sin，PE(pos, 2i+1) = cos。把 i 当成维度下标、按 i 的奇偶来选 "
                                "sin 或 cos（种子笔记的标注就是这么写的），这些列就会空着"))
@@ -188,7 +189,8 @@ def check_sinusoidal_table(make_table) -> None:
         close = lambda a, b: same(a, b, 1e-4)  # noqa: E731
         name_the_mistake(got, ((mistaken_table(kind, n, d, base), hint) for kind, hint in _TABLE_HINTS.items()), close)
         if base != 10000.0:
-            name_the_mistake(got, [(sinusoidal_table(n, d, dtype=torch.float64), ignored("base", base, 10000.0))], close)
+            default = sinusoidal_table(n, d, dtype=torch.float64)
+            name_the_mistake(got, [(default, ignored("base", base, 10000.0))], close)
         _unwritten_columns(got, right)
         row, col = divmod(int((got.double() - right).abs().argmax()), d)
         raise ExerciseError(tr(f"make_table({n}, {d}, {base}) differs most at position {row}, column {col} "
@@ -208,10 +210,10 @@ def check_sinusoidal_table(make_table) -> None:
                                    f"奇数 dim=5 时你抛出了 ValueError，这很好，但它的消息（{err!r}）没有点出参数名："
                                    f"要说明是哪个参数不对，例如 'dim must be even, got 5'")) from None
     except Exception as err:  # noqa: BLE001 -- the point is to name what went wrong
-        raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}){_your_line(err)}: the naive "
-                               f"`pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError saying dim "
-                               f"must be even",
-                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）{_your_line(err)}：朴素写法 "
+        raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}){your_line(err)}: "
+                               f"the naive `pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError "
+                               f"saying dim must be even",
+                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）{your_line(err)}：朴素写法 "
                                f"`pe[:, 1::2] = cos(...)` 正是在这里崩溃的。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
                                )) from None
     else:

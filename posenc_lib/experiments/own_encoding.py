@@ -50,7 +50,7 @@ from dataclasses import replace
 import torch
 
 from .. import _checks
-from ..i18n import Text, tr
+from ..i18n import Text, tr, your_line
 from ..attention import HOOKS, PositionalEncoding, where_it_acts
 from ..model import ENCODINGS, TinyLM, TinyLMConfig
 from .config import ExperimentConfig
@@ -276,8 +276,10 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and torch.allclose(x, y, rtol=1e-7, atol=1e-9) for x, y in zip(a, b))
 
 
-def _error(err: Exception) -> str:
-    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+def _error(err: Exception, *, line: bool = True) -> str:
+    """The error's type and first line, and (line=True) the line of the learner's code that raised it, when
+    there is one."""
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}{your_line(err) if line else ''}"
 
 
 def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> list:
@@ -379,12 +381,13 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
         meta = copy.deepcopy(enc).to("meta")
         out = _outputs(hook, _call(meta, hook, _inputs(config, torch.float32, "meta")))
     except Exception as err:  # noqa: BLE001
+        error = _error(err, line=False)  # (what follows says which lines to look for)
         return [problem(RULE_DEVICE, hook, tr(f"on the meta device (a stand-in for a GPU: tensors without data) it "
-                                              f"raised {_error(err)}. A tensor made without device= (torch.arange(n), "
+                                              f"raised {error}. A tensor made without device= (torch.arange(n), "
                                               f"torch.zeros(...)) lands on the CPU: pass device=x.device (q.device, "
                                               f"positions.device). Meta tensors have no values, so .item(), int(t) "
                                               f"or a Python if on a tensor fail there too: keep them out of a hook",
-                                              f"在 meta 设备上（用来代替 GPU：张量里没有数据）抛出了 {_error(err)}。"
+                                              f"在 meta 设备上（用来代替 GPU：张量里没有数据）抛出了 {error}。"
                                               f"不指定 device= 新建的张量（torch.arange(n)、torch.zeros(...)）"
                                               f"会落在 CPU 上：要传 device=x.device（或 q.device、positions.device）。"
                                               f"meta 张量没有值，所以 .item()、int(t) 或拿张量做 Python 的 if 判断"
