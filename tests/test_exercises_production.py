@@ -161,6 +161,7 @@ NOTEBOOK_10_MISTAKES = [
     ("partial: positions ignored", ex.check_partial_rope,
      lambda x, p, f, b=1e4: S["partial_rope"](x, torch.arange(x.shape[0]), f, b), ["`positions`", "torch.arange(T)"]),
     ("partial: base ignored", ex.check_partial_rope, lambda x, p, f, b=1e4: S["partial_rope"](x, p, f), ["`base`"]),
+    ("slow: base ignored", ex.check_slow_pairs, lambda b, d, L: S["slow_pairs"](10000.0, d, L), ["`base`", "500000"]),
 ]
 
 
