@@ -1,5 +1,8 @@
 """What every exercise checker shares: the error it raises, the success line it prints, `attempt` for
-notebook cells, and the coercions of a learner's answer (tensor, number, closeness)."""
+notebook cells; `call`, through which every checker runs the learner's function (None, a string or a crash
+becomes one message, with the learner's line); the coercions of a learner's answer (tensor, as_tensor,
+number: a NaN is called NaN); and the table of known mistakes (`name_the_mistake`, `ignored` for an
+argument the answer did not use)."""
 from __future__ import annotations
 
 import math
