@@ -123,6 +123,9 @@ NOTEBOOK_11_MISTAKES = [
     # several inputs: the base is used
     ("axial base ignored", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c),
      ["`base` = 10000", "passed 100"]),
+    ("axial grid of its own", ex.check_axial_rope,
+     lambda x, r, c, b: S["axial_rope"](x, r - r.min(), c - c.min(), b),
+     ["`rows, cols`", "rows from 5, columns from 3"]),
     ("axial base fixed at 100", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c, 100.0),
      ["`base` = 100", "passed 1000"]),
 ]

@@ -78,18 +78,22 @@ def check_axial_rope(fn) -> None:
     """fn(x (T, d), rows (T,), cols (T,), base) -> x rotated by 2-D axial RoPE in Qwen2-VL's vision form:
     half-split pairs (x[i], x[i + d/2]); pair i < d/4 turns by rows * phi_i, pair i >= d/4 by
     cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise. Tried on a 3 x 4 grid with d = 16 and
-    base 100, then on a 2 x 5 grid with d = 8 and base 1000, so a size or a base fixed in the code is named."""
+    base 100, then on a 2 x 5 grid with d = 8 and base 1000, then on the first grid's patches at rows 5.. and
+    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named."""
     gen = torch.Generator().manual_seed(11)
-    for height, width, dim, base in ((3, 4, 16, 100.0), (2, 5, 8, 1000.0)):
-        _axial_rope_on(fn, torch.randn(height * width, dim, generator=gen, dtype=torch.float64), height, width, base)
+    for height, width, dim, base, shift in ((3, 4, 16, 100.0, (0, 0)), (2, 5, 8, 1000.0, (0, 0)),
+                                            (3, 4, 16, 100.0, (5, 3))):
+        x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
+        _axial_rope_on(fn, x, height, width, base, shift)
     ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
           "on (d_row, d_col) only.",
           "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
 
 
-def _axial_rope_on(fn, x, height, width, base) -> None:
+def _axial_rope_on(fn, x, height, width, base, shift) -> None:
     dim = x.shape[-1]
-    grid = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
+    from_zero = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
+    grid = from_zero + torch.tensor(shift)[:, None]                                          # (2, T): rows, cols
     rows, cols = grid[0].clone(), grid[1].clone()
     before = x.clone()
     got = as_tensor(call(fn, x, rows, cols, base, what=tr("your axial RoPE", "你的轴向 RoPE 函数")),
@@ -103,7 +107,13 @@ def _axial_rope_on(fn, x, height, width, base) -> None:
                                f"形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
         return
-    if not same(got[0], x[0], atol=1e-5):
+    if shift != (0, 0):
+        name_the_mistake(got, [(apply_axial_rope(x, from_zero, base=base, style="qwen2_vl"),
+                                ignored("rows, cols", tr(f"rows from {shift[0]}, columns from {shift[1]}",
+                                                         f"从第 {shift[0]} 行、第 {shift[1]} 列开始的网格"),
+                                        tr("a grid of your own from (0, 0)", "你自己从 (0, 0) 建的网格")))],
+                         lambda a, b: same(a, b, atol=1e-5))
+    if shift == (0, 0) and not same(got[0], x[0], atol=1e-5):
         raise ExerciseError(tr("patch (0, 0) must not move (all angles are 0); yours changes it",
                                "patch (0, 0) 不应改变（所有角度都是 0）；你的结果把它改了"))
     mistakes = [
