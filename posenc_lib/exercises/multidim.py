@@ -110,7 +110,7 @@ def _axial_rope_on(fn, x, height, width, base, shift) -> None:
     if shift != (0, 0):
         name_the_mistake(got, [(apply_axial_rope(x, from_zero, base=base, style="qwen2_vl"),
                                 ignored("rows, cols", tr(f"rows from {shift[0]}, columns from {shift[1]}",
-                                                         f"从第 {shift[0]} 行、第 {shift[1]} 列开始的网格"),
+                                                         f"({shift[0]}, {shift[1]}) 起的网格"),
                                         tr("a grid of your own from (0, 0)", "你自己从 (0, 0) 建的网格")))],
                          lambda a, b: same(a, b, atol=1e-5))
     if shift == (0, 0) and not same(got[0], x[0], atol=1e-5):
