@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import traceback
 import unicodedata
+from pathlib import Path
 from typing import Callable, Iterator
 
 LANGUAGES = ("en", "zh")
+_LIBRARY = str(Path(__file__).resolve().parent)  # posenc_lib/: frames there are the library's, not the learner's
 
 _default = "en"  # set_language's choice for the whole process
 _scoped: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_language", default=None)
@@ -119,3 +122,18 @@ class Text:
 
     def __repr__(self) -> str:
         return f"Text({self.en!r}, {self.zh!r})"
+
+
+def your_line(error: BaseException) -> str:
+    """' (your line N: code)' for the innermost frame of the learner's code in error's traceback (a frame
+    outside posenc_lib and outside the libraries it calls), in the learner's language, or '' when there is
+    none: what an exercise checker and notebook 07's rules of your own encoding add to a crash of the
+    learner's code."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_LIBRARY) and "site-packages" not in f.filename
+              and "/lib/python" not in f.filename]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": {frame.line.strip()}" if frame.line else ""
+    return tr(f" (your line {frame.lineno}{code})", f"（你的第 {frame.lineno} 行{code}）")

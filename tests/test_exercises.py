@@ -66,3 +66,39 @@ def test_attempt_prints_what_is_wrong_and_names_a_crash_with_the_learners_line(c
 def test_a_crash_inside_a_guarded_check_is_named():
     with pytest.raises(X.ExerciseError, match="AttributeError"):
         _topic("rope").check_rotate_half(lambda x: x.nonexistent())
+
+
+# The "Common mistakes" bullets each notebook lists and its checkers name (the tables NOTEBOOK_NN_MISTAKES in
+# test_exercises_<topic>.py; 06's own test is in test_exercises_rope.py): the list and the checkers stay together.
+NAMED_MISTAKES = {
+    "00_welcome": ["Positions in a float dtype"],
+    "01_permutation": ["Self-attention is permutation-invariant", "Comparing outputs position by position"],
+    "02_sinusoidal": ["Layouts", "tensor2tensor", "Wrong exponent", "multiplying where the formula divides",
+                      "The seed's", "An odd `d_model`"],
+    "04_learned": ["index out of range in self", "Reading raw dot products as similarity",
+                   "Forgetting to mask the first `lag` targets", "Reading the similarity matrix as attention"],
+    "05_relative_bias": ["Flipping the sign of the relative position", "Using `bidirectional=True` in a decoder",
+                         "ALiBi slopes for 12 heads"],
+    "07_extrapolation": ["Averaging the loss over the whole long window", "Comparing lengths on different characters",
+                         "Reading one seed"],
+    "08_context_extension": ["PI and NTK treat the fast pairs differently"],
+    "10_rope_in_production": ["Rotating all the dims of a partial-rotary model", "One base for every layer of Gemma 3",
+                              "Reading `no_rope_layers` as", "YaRN's factor once, or twice"],
+    "11_rope_2d_3d": ["Flattening patches and using 1-D positions", "Rows and columns swapped",
+                      "Counting M-RoPE ids by tokens", "Reading `mrope_section` as dims"],
+}
+
+
+@pytest.mark.parametrize("notebook", NAMED_MISTAKES)
+def test_the_common_mistakes_the_checkers_name_are_listed_in_their_notebook(notebook):
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "notebooks" / f"{notebook}.ipynb"
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "markdown"]
+    text = "\n".join(cells)
+    start = re.search(r"^## \d+\. Common mistakes$", text, re.M).end()
+    end = re.compile(r"^## ", re.M).search(text, start)
+    section = text[start:end.start() if end else None]
+    missing = [bullet for bullet in NAMED_MISTAKES[notebook] if bullet not in section]
+    assert not missing, f"{notebook}'s common mistakes no longer list {missing}"

@@ -129,3 +129,29 @@ def test_an_encoding_that_keeps_the_rules_passes_and_names_its_hooks(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("✓ _SolutionClippedDistanceBias (score_bias) keeps every rule")
     assert out[1].startswith("✓ rope (rotate_qk) keeps every rule")
+
+
+# ---- notebooks 07 and 08's "Common mistakes", where an exercise can make them (issue 25)
+
+NOTEBOOK_07_08_MISTAKES = [
+    # 07: averaging the loss over the whole long window; comparing lengths on different characters
+    ("whole window", ex.check_last_positions_loss, lambda nll, L: nll.mean(), ["all n positions", "same characters"]),
+    ("first characters", ex.check_last_positions_loss, lambda nll, L: nll[:, :L].mean(), ["FIRST L"]),
+    # 07: reading one seed
+    ("one seed", ex.check_rise, _rise_seed0, ["seed 0 only"]),
+    # 07: a single input would let an L fixed in the code pass
+    ("L fixed at 8", ex.check_last_positions_loss, lambda nll, L: nll[:, -8:].mean(),
+     ["last_positions_loss(nll, 5)", "`L`"]),
+    # 08: "NTK" that divides the high frequencies too is PI; PI written as NTK; the base ignored
+    ("PI by changing the base", ex.check_pi_inv_freq,
+     lambda dim, factor, base=10000.0: _theta(dim, base * factor ** (dim / (dim - 2))), ["NTK-aware", "EVERY"]),
+    ("PI ignores base", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim) / factor,
+     ["base=500000", "`base`"]),
+    ("NTK ignores base", ex.check_ntk_base, lambda base, factor, dim: 10000.0 * factor ** (dim / (dim - 2)),
+     ["ntk_base(500000, 2, 64)", "`base`"]),
+]
+
+
+@each_mistake(NOTEBOOK_07_08_MISTAKES)
+def test_notebook_07_08_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

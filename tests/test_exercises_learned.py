@@ -66,3 +66,30 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
 @each_mistake(MISTAKES)
 def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
+
+
+# ---- notebook 04's "Common mistakes", where an exercise can make them (issue 25)
+
+NOTEBOOK_04_MISTAKES = [
+    # "index out of range in self": a lookup with no range check (also in MISTAKES: "no check")
+    ("bare nn.Embedding lookup", ex.check_safe_lookup,
+     lambda table, positions: torch.nn.functional.embedding(positions, table), ["bare IndexError", "max_len"]),
+    # reading raw dot products as similarity
+    ("raw dot products", ex.check_cosine_similarity, lambda P: P @ P.T, ["raw dot products"]),
+    # forgetting to mask the first `lag` targets (torch.roll wraps around)
+    ("roll without mask", ex.check_lag_targets, lambda tokens, lag: torch.roll(tokens, lag, dims=1),
+     ["wrapped around", "-100"]),
+    # reading the similarity matrix as attention
+    ("softmax of the cosines", ex.check_cosine_similarity,
+     lambda P: (F.normalize(P, dim=-1) @ F.normalize(P, dim=-1).T).softmax(-1), ["softmax", "not attention"]),
+    ("softmax of the dot products", ex.check_cosine_similarity, lambda P: (P @ P.T).softmax(-1),
+     ["softmax over the dot products"]),
+    # a single table would let a max_len fixed in the code pass
+    ("max_len fixed at 8", ex.check_safe_lookup, _lookup_checking(upper=lambda n: 7),
+     ["table of 12 rows", "max_len = table.shape[0]"]),
+]
+
+
+@each_mistake(NOTEBOOK_04_MISTAKES)
+def test_notebook_04_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

@@ -102,3 +102,35 @@ def test_other_valid_forms_pass(capsys):
     ex.check_text_image_positions(lambda *a: S["text_image_positions"](*a).int())   # int32
     ex.check_mrope_axes(lambda s, i: torch.tensor(S["mrope_axes"](s, i)))           # a tensor
     assert capsys.readouterr().out.count("✓") == 4
+
+
+# ---- notebook 11's "Common mistakes", where an exercise can make them (issue 25)
+
+NOTEBOOK_11_MISTAKES = [
+    # flattening patches and using 1-D positions
+    ("1-D positions", ex.check_axial_rope, lambda x, r, c, b: apply_rope(x, r * (int(c.max()) + 1) + c, base=b),
+     ["1-D RoPE", "flattened index"]),
+    ("flattened index", ex.check_patch_positions, lambda h, w: torch.arange(h * w), ["flattened index"]),
+    # rows and columns swapped; Pixtral's frequency split for a Qwen checkpoint
+    ("rows and columns swapped", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, c, r, b), ["swapped"]),
+    ("Pixtral's split", ex.check_axial_rope,
+     lambda x, r, c, b: apply_axial_rope(x, _grid(x, r, c), base=b, style="pixtral"), ["Pixtral"]),
+    # counting M-RoPE ids by tokens
+    ("ids by tokens", ex.check_text_image_positions, lambda *a: _text_image(*a, resume=lambda b, h, w: b + h * w),
+     ["counted tokens", "max(h, w)"]),
+    # reading mrope_section as dims
+    ("section as dims", ex.check_mrope_axes, _axes_doubled, ["counts PAIRS"]),
+    # several inputs: the base is used
+    ("axial base ignored", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c),
+     ["`base` = 10000", "passed 100"]),
+    ("axial grid of its own", ex.check_axial_rope,
+     lambda x, r, c, b: S["axial_rope"](x, r - r.min(), c - c.min(), b),
+     ["`rows, cols`", "rows from 5, columns from 3"]),
+    ("axial base fixed at 100", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r, c, 100.0),
+     ["`base` = 100", "passed 1000"]),
+]
+
+
+@each_mistake(NOTEBOOK_11_MISTAKES)
+def test_notebook_11_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

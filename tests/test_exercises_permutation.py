@@ -26,7 +26,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["columns (keys) but not the rows"]),
     ("inverse perm", ex.check_permuted_weights, _inverse, ["inverse permutation"]),
     ("weights transposed", ex.check_permuted_weights, lambda w, perm: S["permuted_weights"](w, perm).T, ["transposed"]),
-    ("weights unchanged", ex.check_permuted_weights, lambda w, perm: w, ["not the weights"]),
+    ("weights unchanged", ex.check_permuted_weights, lambda w, perm: w, ["permutation-invariant", "word by word"]),
+    ("weights: another attention", ex.check_permuted_weights, lambda w, perm: w.T.softmax(-1), ["not the weights"]),
     ("first token", ex.check_invariant_readout, lambda out: out[0], ["position 0"]),
     ("last token", ex.check_invariant_readout, lambda out: out[-1], ["last token"]),
     ("flatten", ex.check_invariant_readout, lambda out: out.flatten(), ["flatten"]),
@@ -52,3 +53,20 @@ def test_mistake_is_named(check, answer, fragments):
 def test_other_right_answers_pass(check, answer, capsys):
     check(answer)
     assert capsys.readouterr().out.startswith("✓ ")
+
+
+# ---- notebook 01's "Common mistakes", where an exercise can make them (issue 25)
+
+NOTEBOOK_01_MISTAKES = [
+    # "Self-attention is permutation-invariant" / comparing outputs position by position after a permutation
+    ("weights kept in place", ex.check_permuted_weights, lambda w, perm: w.clone(),
+     ["permutation-invariant", "equivariant", "word by word", "weights[perm][:, perm]"]),
+    ("per-token readout", ex.check_invariant_readout, lambda out: out.clone(),
+     ["equivariance, not invariance", "permutation-invariant", "Pool over the sequence axis"]),
+    ("P is the identity", ex.check_permutation_matrix, lambda perm: torch.eye(len(perm)), ["identity", "old order"]),
+]
+
+
+@each_mistake(NOTEBOOK_01_MISTAKES)
+def test_notebook_01_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

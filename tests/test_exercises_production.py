@@ -136,3 +136,35 @@ def test_checkers_compare_with_the_config_reader_and_the_library():
         assert S["slow_pairs"](base, d, context) == int((waves > context).sum())
     scaling = {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096}
     assert S["yarn_score_scale"](40.0) == rope_inv_freq(64, scaling=scaling)[1] ** 2
+
+
+# ---- notebook 10's "Common mistakes", where an exercise can make them (issue 25)
+
+NOTEBOOK_10_MISTAKES = [
+    # rotating all the dims; the last d_r dims; frequencies over the whole head; pairs across the head
+    ("partial: all dims", ex.check_partial_rope, lambda x, p, f, b=1e4: apply_rope(x, p, base=b), ["rotated all"]),
+    ("partial: DeepSeek's slice", ex.check_partial_rope,
+     lambda x, p, f, b=1e4: apply_decoupled_rope(x, p, rope_dim=int(x.shape[-1] * f), base=b, layout="half"),
+     ["LAST r dims"]),
+    ("partial: base^(-2i/d)", ex.check_partial_rope, _partial_head_frequencies, ["whole head's"]),
+    ("partial: pairs (i, i + d/2)", ex.check_partial_rope, _partial_across_the_head, ["whole head"]),
+    # one base for every layer of Gemma 3
+    ("base: one for all", ex.check_layer_base, lambda c, i: c["rope_theta"], ["every layer got rope_theta"]),
+    # reading no_rope_layers as "1 = NoPE"
+    ("nope: 1 = NoPE", ex.check_nope_layers,
+     _nope_with(lambda n, k, flags: [i for i in range(n) if (flags[i] if flags else (i + 1) % k == 0)]),
+     ["USES RoPE"]),
+    # YaRN's factor once, or twice
+    ("yarn: once", ex.check_yarn_score_scale, lambda s: 0.1 * math.log(s) + 1 if s > 1 else 1.0, ["its square"]),
+    ("yarn: twice", ex.check_yarn_score_scale, lambda s: (0.1 * math.log(s) + 1) ** 4, ["twice", "DeepSeek-V3"]),
+    # several inputs: positions and base are used
+    ("partial: positions ignored", ex.check_partial_rope,
+     lambda x, p, f, b=1e4: S["partial_rope"](x, torch.arange(x.shape[0]), f, b), ["`positions`", "torch.arange(T)"]),
+    ("partial: base ignored", ex.check_partial_rope, lambda x, p, f, b=1e4: S["partial_rope"](x, p, f), ["`base`"]),
+    ("slow: base ignored", ex.check_slow_pairs, lambda b, d, L: S["slow_pairs"](10000.0, d, L), ["`base`", "500000"]),
+]
+
+
+@each_mistake(NOTEBOOK_10_MISTAKES)
+def test_notebook_10_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

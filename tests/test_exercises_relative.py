@@ -72,3 +72,35 @@ def test_alibi_messages_do_not_credit_the_paper_with_the_non_power_of_two_rule()
     import inspect
     source = inspect.getsource(ex.check_alibi_slopes)
     assert "the paper keeps" not in source and "the paper's [0::2]" not in source
+
+
+# ---- notebook 05's "Common mistakes", where an exercise can make them (issue 25)
+
+def _relative_fixed_length(length):
+    return S["relative_positions"](5)
+
+
+NOTEBOOK_05_MISTAKES = [
+    # flipping the sign of the relative position (also in MISTAKES)
+    ("query - key", ex.check_relative_positions, lambda n: -S["relative_positions"](n), ["wrong sign"]),
+    ("t5 query - key", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](-r, b, n, m), ["wrong sign"]),
+    # bidirectional=True in a decoder: the `bidirectional` argument ignored
+    ("t5 always bidirectional", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, True, n, m),
+     ["bidirectional=False", "future keys that the mask removes"]),
+    ("t5 always causal", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, False, n, m),
+     ["bidirectional=True asks for the encoder's buckets"]),
+    # ALiBi slopes for 12 heads as 2^(-8h/12) (also in MISTAKES, there for 6 heads)
+    ("alibi 2^(-8h/n)", ex.check_alibi_slopes, lambda n: [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)],
+     ["power-of-two formula"]),
+    # a single input would let a fixed size or ignored parameters pass
+    ("relative length fixed at 5", ex.check_relative_positions, _relative_fixed_length, ["`length`", "(5, 5)"]),
+    ("t5 default sizes", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, b),
+     ["`num_buckets, max_distance`", "(16, 64)"]),
+    ("t5 default max_distance", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, b, n),
+     ["`max_distance`", "128"]),
+]
+
+
+@each_mistake(NOTEBOOK_05_MISTAKES)
+def test_notebook_05_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)

@@ -129,3 +129,56 @@ def test_a_learners_in_place_edit_does_not_corrupt_the_check(capsys):
 
     ex.check_relative_part(spy)
     assert capsys.readouterr().out.startswith("✓ ")
+
+
+# ---- notebooks 00, 02 and 03's "Common mistakes", where an exercise can make them (issue 25)
+
+def _seed_labels_read_literally(n, d, base):
+    """02's seed note read literally: i a dimension index, "i even: column 2i = sin; i odd: column 2i+1 = cos"."""
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pos = torch.arange(n, dtype=torch.float64)
+    for i in range(d):
+        column = 2 * i if i % 2 == 0 else 2 * i + 1
+        if column >= d:
+            break
+        angle = pos / base ** (2 * i / d)
+        pe[:, column] = angle.sin() if i % 2 == 0 else angle.cos()
+    return pe
+
+
+def _pairs(d):
+    return torch.arange(d // 2, dtype=torch.float64)
+
+
+NOTEBOOK_00_02_03_MISTAKES = [
+    # 00: positions in a float dtype (bf16 cannot tell 256 from 257)
+    ("bf16 positions", ex.check_make_positions, lambda n, device: torch.arange(n, device=device, dtype=torch.bfloat16),
+     ["integer dtype", "bfloat16"]),
+    # 02: the seed's "i" read literally; an ignored base
+    ("seed labels read literally", ex.check_sinusoidal_table, _seed_labels_read_literally,
+     ["never written", "EVERY pair i", "parity"]),
+    ("table ignores base", ex.check_sinusoidal_table, lambda n, d, base: sinusoidal_table(n, d),
+     ["ignored the argument `base`", "10000", "100.0"]),
+    # 02's wavelengths and dot products with the table's slips: multiplying, tensor2tensor's exponent, i/d
+    ("wavelengths multiply", ex.check_wavelengths, lambda d, base: 2 * math.pi * _omega(d, base), ["multiplied"]),
+    ("wavelengths tensor2tensor", ex.check_wavelengths,
+     lambda d, base: 2 * math.pi * base ** (_pairs(d) / (d // 2 - 1)), ["tensor2tensor", "i/(dim/2 - 1)"]),
+    ("wavelengths ignore base", ex.check_wavelengths, lambda d, base: S["wavelengths"](d), ["`base`"]),
+    ("pe_dot exponent i/d", ex.check_pe_dot, lambda k, d, base: float(torch.cos(k * base ** (-_pairs(d) / d)).sum()),
+     ["wrong exponent", "base**(-i/dim)"]),
+    ("pe_dot multiplies", ex.check_pe_dot, lambda k, d, base: float(torch.cos(k * base ** (2 * _pairs(d) / d)).sum()),
+     ["multiplied"]),
+    ("pe_dot ignores base", ex.check_pe_dot, lambda k, d, base: S["pe_dot"](k, d), ["`base`"]),
+    # 03: the offset matrix with the default base
+    ("M_k ignores base", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d), ["`base`"]),
+]
+
+
+@each_mistake(NOTEBOOK_00_02_03_MISTAKES)
+def test_notebook_00_02_03_common_mistake_is_named(check, answer, fragments):
+    assert_named(check, answer, fragments)
+
+
+def test_the_naive_odd_dim_crash_names_the_learners_line():
+    with pytest.raises(ex.ExerciseError, match=r"your line \d+: pe\[:, 1::2\] = torch.cos"):
+        ex.check_sinusoidal_table(_naive_table)

@@ -175,8 +175,10 @@ def test_reference_solutions_pass_in_chinese(topic, name, chinese, capsys):
 
 
 MISTAKE_TOPICS = ["permutation", "sinusoidal", "learned", "relative", "rope", "extension", "production", "multidim"]
-MISTAKES = [(f"{topic}-{row[0]}", *row[1:3]) for topic in MISTAKE_TOPICS
-            for row in importlib.import_module(f"test_exercises_{topic}").MISTAKES]
+MISTAKES = [(f"{topic}-{row[0]}", *row[1:3]) for topic in MISTAKE_TOPICS  # MISTAKES and each NOTEBOOK_NN_MISTAKES
+            for table, rows in vars(importlib.import_module(f"test_exercises_{topic}")).items()
+            if table == "MISTAKES" or (table.startswith("NOTEBOOK_") and table.endswith("_MISTAKES"))
+            for row in rows]
 
 
 @pytest.mark.parametrize("check, answer", [row[1:] for row in MISTAKES], ids=[row[0] for row in MISTAKES])

@@ -4,7 +4,9 @@ ExerciseError whose message says *what* is wrong (layout, exponent, sign ...), n
 One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
 extension, review, production, multidim. Each holds its checkers and, out of the notebooks' sight,
 SOLUTIONS (name -> reference solution, tested to pass its own check) and CHECKS (name -> checker).
-_common holds what they share: ExerciseError, attempt, the success line and the coercions of an answer.
+_common holds what they share: ExerciseError, attempt, call (the learner's function, a crash named with its
+line), the success line, the coercions of an answer (a NaN named) and name_the_mistake (a wrong answer
+compared with the exercise's table of known mistakes).
 """
 from . import extension, learned, multidim, permutation, production, relative, review, rope, sinusoidal
 from ._common import ExerciseError, attempt

@@ -1,16 +1,15 @@
 """What every exercise checker shares: the error it raises, the success line it prints, `attempt` for
-notebook cells, and the coercions of a learner's answer (tensor, number, closeness)."""
+notebook cells; `call`, through which every checker runs the learner's function (None, a string or a crash
+becomes one message, with the learner's line); the coercions of a learner's answer (tensor, as_tensor,
+number: a NaN is called NaN); and the table of known mistakes (`name_the_mistake`, `ignored` for an
+argument the answer did not use)."""
 from __future__ import annotations
 
 import math
-import traceback
-from pathlib import Path
 
 import torch
 
-from ..i18n import tr
-
-_LIBRARY = str(Path(__file__).resolve().parents[1])  # posenc_lib/: frames there are the checker's, not yours
+from ..i18n import tr, your_line
 
 
 class ExerciseError(AssertionError):
@@ -46,19 +45,6 @@ def ok(message: str) -> None:
     print(f"✓ {message}")
 
 
-def _your_line(error: BaseException) -> str:
-    """' (your line N: code)' for the innermost frame of the learner's code in error's traceback
-    (a frame outside posenc_lib and outside the libraries it calls), or '' when there is none."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(_LIBRARY) and "site-packages" not in f.filename
-              and "/lib/python" not in f.filename]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    code = f": {frame.line.strip()}" if frame.line else ""
-    return tr(f" (your line {frame.lineno}{code})", f"（你的第 {frame.lineno} 行{code}）")
-
-
 def call(fn, *args, what: str, **kwargs):
     """Run the learner's function; a crash becomes an ExerciseError naming its type, its message and the
     line of the learner's code that raised; something that is not a function (None, a string: an
@@ -73,7 +59,34 @@ def call(fn, *args, what: str, **kwargs):
         raise
     except Exception as error:  # noqa: BLE001 -- any crash is reported with its type and message
         raise ExerciseError(tr(f"{what} raised {type(error).__name__}: {error}",
-                               f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + _your_line(error)) from error
+                               f"{spaced(what)}抛出了 {type(error).__name__}：{error}") + your_line(error)) from error
+
+
+def name_the_mistake(got, mistakes, close=None) -> None:
+    """The table of known mistakes: raise ExerciseError with the message of the first (what that mistake
+    returns, message) in `mistakes` that `got` matches (close(got, wrong); default `same` within 1e-6 for
+    tensors, math.isclose for numbers, == otherwise), or return when none does. `mistakes` may be a
+    generator, so each mistake is computed only when the ones before it did not match."""
+    for wrong, message in mistakes:
+        if (close or _close)(got, wrong):
+            raise ExerciseError(str(message))
+
+
+def _close(got, wrong) -> bool:
+    if isinstance(got, torch.Tensor) and isinstance(wrong, torch.Tensor):
+        return same(got, wrong)
+    if isinstance(got, float) and isinstance(wrong, float):
+        return math.isclose(got, wrong, rel_tol=1e-6, abs_tol=1e-9)
+    return got == wrong
+
+
+def ignored(parameter: str, passed, used) -> str:
+    """The message for an answer that ignored one of its arguments and used another value (a default, a
+    hard-coded size): "you ignored the `base` argument: ..."."""
+    return tr(f"you ignored the argument `{parameter}`: your result is the one for `{parameter}` = {used}, and the "
+              f"check passed {passed}. Use the argument (a value fixed in the code is right for one input only)",
+              f"你没有用参数 `{parameter}`：你的结果对应的是 `{parameter}` = {used}，而检查器传入的是 "
+              f"{passed}。要用传进来的参数（写死在代码里的值只对一个输入成立）")
 
 
 def tensor(value, what: str) -> torch.Tensor:

@@ -20,7 +20,7 @@ from ..experiments import summarize
 from ..experiments.own_encoding import rule_report
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import ExerciseError, attempt, call, number, ok, same, tensor
+from ._common import ExerciseError, attempt, call, ignored, number, ok, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -41,22 +41,29 @@ def _theta(dim: int, base: float = 10000.0) -> torch.Tensor:
 # ------------------------------------------------------------------------------- 07: extrapolation
 
 def check_last_positions_loss(last_positions_loss) -> None:
-    """last_positions_loss(nll, L) -> mean of nll (windows, n) over the LAST L positions of every window."""
+    """last_positions_loss(nll, L) -> mean of nll (windows, n) over the LAST L positions of every window. Tried
+    with (5, 40) and L = 8, then (3, 24) and L = 5, so an L or a size fixed in the code is named."""
     gen = torch.Generator().manual_seed(7)
-    nll = torch.rand(5, 40, generator=gen, dtype=torch.float64) + torch.linspace(0, 3, 40, dtype=torch.float64)
-    L = 8
+    for windows, n, L in ((5, 40, 8), (3, 24, 5)):
+        nll = torch.rand(windows, n, generator=gen, dtype=torch.float64) + torch.linspace(0, 3, n, dtype=torch.float64)
+        _last_positions_loss_on(last_positions_loss, nll, L)
+    ok(tr("the mean over the last L positions: the same characters are scored at every window length",
+          "对最后 L 个位置取平均：无论窗口多长，打分的都是同一批字符"))
+
+
+def _last_positions_loss_on(last_positions_loss, nll: torch.Tensor, L: int) -> None:
+    what = f"last_positions_loss(nll, {L})"
     before = nll.clone()
-    got = number(call(last_positions_loss, nll, L, what="last_positions_loss(nll, 8)"), "last_positions_loss(nll, 8)")
+    got = number(call(last_positions_loss, nll, L, what=what), what)
     if not torch.equal(nll, before):
         raise ExerciseError(tr("your function changed the caller's nll tensor in place; compute on a copy (or without "
                                "in-place ops)",
                                "你的函数原地改动了调用方传进来的 nll 张量：请在副本上计算（或者不用原地操作）"))
     right = float(nll[:, -L:].mean())
     if math.isclose(got, right, rel_tol=1e-6, abs_tol=1e-6):  # float32 answers are right too
-        ok(tr("the mean over the last L positions: the same characters are scored at every window length",
-              "对最后 L 个位置取平均：无论窗口多长，打分的都是同一批字符"))
         return
     hints = [
+        (float(nll[:, -8:].mean()), ignored("L", L, 8)),
         (float(nll[:, :L].mean()), tr("you scored the FIRST L positions: in a longer window those are the positions "
                                       "the model saw in training, so every length would give the same number",
                                       "你算的是最前面 L 个位置，而窗口再长，这些也都是模型训练时见过的位置，"
@@ -76,7 +83,7 @@ def check_last_positions_loss(last_positions_loss) -> None:
         (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
                                        "你只用了第一个窗口；要对所有窗口取平均")),
     ]
-    _diagnose(got, hints, tr(f"got {got:.4f}, expected {right:.4f}", f"得到 {got:.4f}，应为 {right:.4f}"),
+    _diagnose(got, hints, tr(f"{what}: got {got:.4f}, expected {right:.4f}", f"{what}：得到 {got:.4f}，应为 {right:.4f}"),
               tr("nll[:, -L:].mean() is the mean over the last L positions", "最后 L 个位置的平均是 nll[:, -L:].mean()"),
               rel_tol=1e-6, abs_tol=1e-6)
 
@@ -169,11 +176,12 @@ def check_encoding_rules(encoding) -> None:
 # --------------------------------------------------------------------------- 08: context extension
 
 def check_pi_inv_freq(pi_inv_freq) -> None:
-    """pi_inv_freq(dim, factor, base=10000.0) -> (dim/2,) frequencies of linear position interpolation."""
-    for dim, factor in ((16, 4.0), (64, 2.0), (8, 8.0)):
-        what = f"pi_inv_freq({dim}, {factor})"
-        got = tensor(call(pi_inv_freq, dim, factor, base=10000.0, what=what), what).double()
-        right = _theta(dim) / factor
+    """pi_inv_freq(dim, factor, base=10000.0) -> (dim/2,) frequencies of linear position interpolation; tried
+    with base 10000 and with Llama 3's 500000, so an ignored `base` is named."""
+    for dim, factor, base in ((16, 4.0, 10000.0), (64, 2.0, 10000.0), (8, 8.0, 10000.0), (16, 4.0, 500000.0)):
+        what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
+        got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what).double()
+        right = _theta(dim, base) / factor
         if same(got, right, 1e-6):
             continue
         if tuple(got.shape) == (dim,):
@@ -185,27 +193,27 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
                                    f"{tuple(got.shape)}",
                                    f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，得到的是 {tuple(got.shape)}"))
         hints = [
-            (_theta(dim) * factor, tr("you multiplied theta by the factor: positions would turn FASTER, pushing "
+            (_theta(dim) / factor, ignored("base", f"{base:g}", 10000)),
+            (_theta(dim, base) * factor, tr("you multiplied theta by the factor: positions would turn FASTER, pushing "
                                       "angles even further out of the trained range; PI divides",
                                       "你把 theta 乘上了缩放因子：位置会转得更快，角度离训练范围更远；PI 是除以因子")),
-            (_theta(dim), tr("these are the plain RoPE frequencies: divide every one by the factor",
+            (_theta(dim, base), tr("these are the plain RoPE frequencies: divide every one by the factor",
                              "这是未缩放的 RoPE 频率：每一个都要除以因子")),
-            (_theta(dim, 10000.0 * factor ** (dim / (dim - 2))), tr("you changed the base: that is NTK-aware scaling "
+            (_theta(dim, base * factor ** (dim / (dim - 2))), tr("you changed the base: that is NTK-aware scaling "
                                                                     "(high frequencies kept); PI divides EVERY "
                                                                     "theta_i by the factor",
                                                                     "你改的是底数，那是 NTK-aware 缩放（保留高频）；"
                                                                     "PI 是把每一个 theta_i 都除以因子")),
-            (10000.0 ** (-torch.arange(dim // 2, dtype=torch.float64) / dim) / factor,
+            (base ** (-torch.arange(dim // 2, dtype=torch.float64) / dim) / factor,
              tr("wrong exponent: theta_i = base ** (-2i/dim) for pair i, not base ** (-i/dim)",
                 "指数错了：第 i 对的 theta_i = base ** (-2i/dim)，不是 base ** (-i/dim)")),
         ]
         for wrong, hint in hints:
             if same(got, wrong, 1e-6):
-                raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}): {hint}",
-                                       f"pi_inv_freq({dim}, {factor}) 有误：{hint}"))
-        raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}) differs from base ** (-2i/dim) / factor by up to "
+                raise ExerciseError(tr(f"{what}: {hint}", f"{what} 有误：{hint}"))
+        raise ExerciseError(tr(f"{what} differs from base ** (-2i/dim) / factor by up to "
                                f"{float((got - right).abs().max()):.3g}",
-                               f"pi_inv_freq({dim}, {factor}) 与 base ** (-2i/dim) / factor "
+                               f"{what} 与 base ** (-2i/dim) / factor "
                                f"最多相差 {float((got - right).abs().max()):.3g}"))
     ok(tr("PI divides every frequency by the factor: position m at the new length turns like m / factor did in "
           "training",
@@ -231,6 +239,7 @@ def check_ntk_base(ntk_base) -> None:
                                "底数除以因子会让每个频率都变快；NTK-aware 缩放是把底数调大")),
             (base * factor ** ((dim - 2) / dim), tr("exponent upside down: (d-2)/d should be d/(d-2)",
                                                     "指数上下颠倒了：(d-2)/d 应为 d/(d-2)")),
+            (10000.0 * factor ** (dim / (dim - 2)), ignored("base", f"{base:g}", 10000)),
             (base * factor ** 2, tr("factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for "
                                     "base'",
                                     "不是因子的平方：应从 base'^(-(d-2)/d) = base^(-(d-2)/d) / factor 解出 base'")),

@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from ..absolute import position_similarity
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ok, same, your_line
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]
 
@@ -45,6 +45,15 @@ def check_cosine_similarity(fn) -> None:
     if same(got, columns @ columns.T):
         raise ExerciseError(tr("you normalised each column (dim=0); normalise each row (dim=-1): one row = one position",
                                "你归一化的是每一列（dim=0）；应归一化每一行（dim=-1）：一行就是一个位置"))
+    for scores, what in ((want, tr("the cosines", "余弦")), (table @ table.T, tr("the dot products", "点积"))):
+        if same(got, scores.softmax(-1), atol=1e-5):
+            raise ExerciseError(tr(f"you took a softmax over {what}: that turns the similarity into attention weights "
+                                   "(rows summing to 1), and the similarity matrix is not attention (it is symmetric "
+                                   "and largest at i = j; attention ranks keys with W_q != W_k). Return the cosines "
+                                   "themselves",
+                                   f"你对{what}做了 softmax：这就把相似度变成了注意力权重（每行之和为 1）。相似度矩阵"
+                                   "不是注意力（它是对称的，在 i = j 处最大；注意力用 W_q != W_k 给键排序）。"
+                                   "直接返回余弦本身"))
     if not same(got.diagonal(), torch.ones(6, dtype=torch.float64), atol=1e-5):
         raise ExerciseError(tr(f"the diagonal must be all 1 (every position is identical to itself), got "
                                f"{got.diagonal().double().tolist()}",
@@ -118,6 +127,20 @@ def check_safe_lookup(fn) -> None:
     if not same(got, table[valid]):
         raise ExerciseError(tr("valid positions must return table[positions] (one row per position)",
                                "合法位置必须返回 table[positions]（每个位置一行）"))
+    longer, past_eight = torch.randn(12, 4, generator=gen), torch.tensor([8, 11, 2])  # max_len 12: 8 and 11 are valid
+    fixed = tr("right for a table of 8 rows, wrong for one of 12 rows at the valid positions [8, 11, 2]: is max_len "
+               "fixed at 8 in your code? Read it from the table, max_len = table.shape[0]",
+               "8 行的表对了，换成 12 行的表、在合法位置 [8, 11, 2] 上就错了：你是不是把 max_len 写死成了 8？"
+               "要从表里读：max_len = table.shape[0]")
+    try:
+        got = as_tensor(call(fn, longer, past_eight, what=tr("your function on a table of 12 rows",
+                                                             "你的函数在 12 行的表上")), tr("your function", "你的函数"))
+    except ExerciseError as error:
+        if isinstance(error.__cause__, ValueError):  # the learner's range check refused valid positions
+            raise ExerciseError(tr(f"{fixed} ({error})", f"{fixed}（{error}）")) from error
+        raise
+    if not same(got, longer[past_eight]):
+        raise ExerciseError(fixed)
     for bad, why in ((torch.tensor([2, 8]), tr("position 8 == max_len has no row (rows are 0 .. max_len - 1): "
                                                "reject positions >= max_len, not only > max_len",
                                                "位置 8 == max_len 没有对应的行（行号是 0 .. max_len - 1）："
@@ -152,7 +175,7 @@ def check_safe_lookup(fn) -> None:
             raise ExerciseError(tr(f"for positions {bad.tolist()} expected a ValueError naming max_len, got "
                                    f"{type(error).__name__}: {error}",
                                    f"对位置 {bad.tolist()}，应抛出写明 max_len 的 ValueError，实际得到的是 "
-                                   f"{type(error).__name__}：{error}")) from error
+                                   f"{type(error).__name__}：{error}") + your_line(error)) from error
         raise ExerciseError(tr(f"no error for positions {bad.tolist()}: {why}",
                                f"位置 {bad.tolist()} 没有报错：{why}"))
     ok(tr("rows for valid positions, a ValueError naming max_len for anything outside [0, max_len).",

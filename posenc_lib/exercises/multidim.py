@@ -20,7 +20,7 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]
@@ -77,12 +77,24 @@ def check_patch_positions(fn) -> None:
 def check_axial_rope(fn) -> None:
     """fn(x (T, d), rows (T,), cols (T,), base) -> x rotated by 2-D axial RoPE in Qwen2-VL's vision form:
     half-split pairs (x[i], x[i + d/2]); pair i < d/4 turns by rows * phi_i, pair i >= d/4 by
-    cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise."""
+    cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise. Tried on a 3 x 4 grid with d = 16 and
+    base 100, then on a 2 x 5 grid with d = 8 and base 1000, then on the first grid's patches at rows 5.. and
+    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named."""
     gen = torch.Generator().manual_seed(11)
-    height, width, dim, base = 3, 4, 16, 100.0
-    grid = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
+    for height, width, dim, base, shift in ((3, 4, 16, 100.0, (0, 0)), (2, 5, 8, 1000.0, (0, 0)),
+                                            (3, 4, 16, 100.0, (5, 3))):
+        x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
+        _axial_rope_on(fn, x, height, width, base, shift)
+    ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
+          "on (d_row, d_col) only.",
+          "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
+
+
+def _axial_rope_on(fn, x, height, width, base, shift) -> None:
+    dim = x.shape[-1]
+    from_zero = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
+    grid = from_zero + torch.tensor(shift)[:, None]                                          # (2, T): rows, cols
     rows, cols = grid[0].clone(), grid[1].clone()
-    x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
     before = x.clone()
     got = as_tensor(call(fn, x, rows, cols, base, what=tr("your axial RoPE", "你的轴向 RoPE 函数")),
                     tr("your axial RoPE", "你的轴向 RoPE 函数"))
@@ -94,11 +106,14 @@ def check_axial_rope(fn) -> None:
         raise ExerciseError(tr(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
-        ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
-              "on (d_row, d_col) only.",
-              "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
         return
-    if not same(got[0], x[0], atol=1e-5):
+    if shift != (0, 0):
+        name_the_mistake(got, [(apply_axial_rope(x, from_zero, base=base, style="qwen2_vl"),
+                                ignored("rows, cols", tr(f"rows from {shift[0]}, columns from {shift[1]}",
+                                                         f"({shift[0]}, {shift[1]}) 起的网格"),
+                                        tr("a grid of your own from (0, 0)", "你自己从 (0, 0) 建的网格")))],
+                         lambda a, b: same(a, b, atol=1e-5))
+    if shift == (0, 0) and not same(got[0], x[0], atol=1e-5):
         raise ExerciseError(tr("patch (0, 0) must not move (all angles are 0); yours changes it",
                                "patch (0, 0) 不应改变（所有角度都是 0）；你的结果把它改了"))
     mistakes = [
@@ -131,10 +146,10 @@ def check_axial_rope(fn) -> None:
         (_axial(x, torch.stack((rows, torch.zeros_like(cols))), base),
          tr("the columns do nothing in your version: pairs d/4 .. d/2-1 must turn by col * phi",
             "你的版本里列不起作用：第 d/4 .. d/2-1 对要转过 col * phi")),
+        *[(apply_axial_rope(x, grid, base=other, style="qwen2_vl"), ignored("base", f"{base:g}", f"{other:g}"))
+          for other in (10000.0, 100.0) if other != base],  # the default, or the first input's base
     ]
-    for wrong, message in mistakes:
-        if same(got, wrong, atol=1e-5):
-            raise ExerciseError(message)
+    name_the_mistake(got, mistakes, lambda a, b: same(a, b, atol=1e-5))
     raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                            f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
 

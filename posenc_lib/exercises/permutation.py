@@ -15,7 +15,7 @@ import torch
 
 from ..attention import attention
 from ..i18n import tr
-from ._common import ExerciseError, attempt, call, ok, same, tensor
+from ._common import ExerciseError, attempt, call, name_the_mistake, ok, same, tensor
 
 __all__ = ["attempt", "check_permutation_matrix", "check_permuted_weights", "check_invariant_readout"]
 
@@ -41,6 +41,11 @@ def check_permutation_matrix(permutation_matrix) -> None:
         x = torch.randn(t, 3, generator=gen, dtype=torch.float64)
         if torch.equal(p @ x, x[list(perm)]):
             continue
+        if torch.equal(p, torch.eye(t, dtype=p.dtype)):
+            raise ExerciseError(tr(f"for perm={perm} you returned the identity: P @ x is x, the old order. Row i of "
+                                   f"P @ x must be token perm[i]: P[i, perm[i]] = 1",
+                                   f"perm={perm} 时你返回的是单位矩阵：P @ x 就是 x，还是原来的顺序。P @ x 的第 i 行"
+                                   f"必须是第 perm[i] 个 token：P[i, perm[i]] = 1"))
         if torch.equal(p.T @ x, x[list(perm)]):
             raise ExerciseError(tr(f"for perm={perm} you built the transpose: P @ x gives x[inverse perm]. Row i of "
                                    f"P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: P[i, perm[i]] = 1",
@@ -64,11 +69,17 @@ def check_permuted_weights(permuted_weights) -> None:
         _, weights = attention(q, k, v, return_weights=True)
         idx = list(perm)
         _, actual = attention(q[idx], k[idx], v[idx], return_weights=True)  # what attention really does
-        got = tensor(permuted_weights(weights.clone(), torch.tensor(perm)), "permuted_weights(...)").double()
+        what = f"permuted_weights(weights, {perm})"
+        got = tensor(call(permuted_weights, weights.clone(), torch.tensor(perm), what=what), what).double()
         if same(got, actual, 1e-7):
             continue
         inverse = [perm.index(i) for i in range(len(perm))]
-        hints = [(weights[idx], tr("you permuted the rows (queries) but not the columns (keys): every word moved, "
+        hints = [(weights, tr("you returned the weights unchanged, as if self-attention were permutation-invariant "
+                              "and you could compare position by position. It is equivariant: every word takes its "
+                              "weights along to its new place, so compare word by word: weights[perm][:, perm]",
+                              "你原样返回了权重，好像自注意力是置换不变的，可以逐位置比较。其实它是置换等变的："
+                              "每个词都带着自己的权重挪到新位置，所以要逐词比较：weights[perm][:, perm]")),
+                 (weights[idx], tr("you permuted the rows (queries) but not the columns (keys): every word moved, "
                                    "so the keys are reordered too -- weights[perm][:, perm]",
                                    "你只重排了行（查询），没有重排列（键）：每个词都换了位置，键的顺序也跟着变了，"
                                    "应为 weights[perm][:, perm]")),
@@ -81,9 +92,8 @@ def check_permuted_weights(permuted_weights) -> None:
                                                    "所以直接用 perm 本身做索引")),
                  (weights[idx][:, idx].T, tr("transposed: rows are queries and each row sums to 1",
                                              "转置了：行对应查询，每行之和为 1"))]
-        for wrong, hint in hints:
-            if same(got, wrong, 1e-7):
-                raise ExerciseError(tr(f"perm={perm}: {hint}", f"perm={perm} 时，{hint}"))
+        name_the_mistake(got, [(wrong, tr(f"perm={perm}: {hint}", f"perm={perm} 时，{hint}")) for wrong, hint in hints],
+                         lambda a, b: same(a, b, 1e-7))
         raise ExerciseError(tr(f"perm={perm}: the result is not the weights attention computes on x[perm]",
                                f"perm={perm}：结果不是注意力在 x[perm] 上算出的权重"))
     ok(tr("weights of the permuted sentence = weights[perm][:, perm]: the same numbers, rows and columns reordered",
@@ -96,7 +106,8 @@ def check_invariant_readout(readout) -> None:
     gen = torch.Generator().manual_seed(3)
     t, d = 5, 6
     out = torch.randn(t, d, generator=gen, dtype=torch.float64)
-    reference = tensor(readout(out.clone()), "readout(out)").double()
+    what = tr("your readout(out)", "你的 readout(out)")
+    reference = tensor(call(readout, out.clone(), what=what), what).double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
         raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
                                "你的 readout 取的是位置 0 上的 token；一经置换，那里就换成了别的词"))
@@ -106,10 +117,21 @@ def check_invariant_readout(readout) -> None:
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
-        got = tensor(readout(out[perm].clone()), "readout(out[perm])").double()
+        what = tr("your readout(out[perm])", "你的 readout(out[perm])")
+        got = tensor(call(readout, out[perm].clone(), what=what), what).double()
         if got.shape != reference.shape:
             raise ExerciseError(tr("readout gives different shapes for different orders",
                                    "词序不同时，readout 给出的形状也不同"))
+        if got.shape == out.shape and same(reference, out) and same(got, out[perm]):
+            raise ExerciseError(tr("your readout keeps one output per token (T, D), in the tokens' order: reorder the "
+                                   "tokens and its rows are reordered the same way. That is equivariance, not "
+                                   "invariance (\"self-attention is permutation-invariant\" is the common mistake): a "
+                                   "per-token readout is just as blind to the order. Pool over the sequence axis "
+                                   "(mean, sum or max over dim 0) for one vector that every order gives",
+                                   "你的 readout 给每个 token 保留一个输出（T, D），顺序跟着 token 走：token 换了序，"
+                                   "它的行也按同样的方式换序。这是等变，不是不变（“自注意力是置换不变的”正是常见的误解）："
+                                   "逐 token 的 readout 同样看不出顺序。要沿序列维做池化（在第 0 维上取 mean、sum 或 max），"
+                                   "得到一个任何顺序都相同的向量"))
         worst = max(worst, float((got - reference).abs().max()))
     if worst > 1e-6:
         if reference.numel() == out.numel():
@@ -123,7 +145,8 @@ def check_invariant_readout(readout) -> None:
                                f"（应沿序列维做池化：mean、sum 或 max）"))
     other = out.clone()
     other[2] += 1.0
-    if torch.allclose(tensor(readout(other), "readout").double(), reference):
+    what = tr("your readout(out)", "你的 readout(out)")
+    if torch.allclose(tensor(call(readout, other, what=what), what).double(), reference):
         raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
                                "某个 token 的输出变了，你的 readout 却没变：它忽略了内容"))
     ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",

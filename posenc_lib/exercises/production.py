@@ -25,7 +25,7 @@ from ..experiments.results import load_model_configs
 from ..i18n import tr
 from ..rope import apply_decoupled_rope, apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
-from ._common import ExerciseError, as_tensor, attempt, call, number, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same
 
 __all__ = ["attempt", "check_slow_pairs", "check_partial_rope", "check_layer_base", "check_nope_layers",
            "check_yarn_score_scale"]
@@ -75,6 +75,8 @@ def check_slow_pairs(fn) -> None:
     if matches(turn=1.0):
         raise ExerciseError(tr("a full turn is 2 pi radians: the wavelength is 2 pi / theta_i tokens, not 1 / theta_i",
                                "转一整圈是 2 pi 弧度：波长是 2 pi / theta_i 个 token，不是 1 / theta_i"))
+    if answers == [float(_count_slow(10000.0, head_dim, context)) for _, head_dim, context in _SLOW_CASES]:
+        raise ExerciseError(ignored("base", [case[0] for case in _SLOW_CASES], 10000))
     if answers == [2 * r for r in right]:
         raise ExerciseError(tr("you counted dims, not pairs: each pair is two dims that turn together",
                                "你数的是维度，不是对：一对是一起旋转的两个维度"))
@@ -140,15 +142,17 @@ def check_partial_rope(fn) -> None:
                 "r/2) for i < r/2 (rotate_half on x[..., :r])",
                 "你把第 i 维和整个头的第 i + d/2 维配成了一对；配对应在旋转的维度内部进行："
                 "(i, i + r/2)，i < r/2（对 x[..., :r] 做 rotate_half）")),
+            (apply_rope(x, torch.arange(len(positions)), base=base, partial_rotary_factor=fraction),
+             ignored("positions", positions.tolist(), "torch.arange(T)")),
+            (apply_rope(x, positions, partial_rotary_factor=fraction) if base != 10000.0 else want,
+             ignored("base", f"{base:g}", 10000)),
             (apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
              tr("you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers pair "
                 "(i, i + r/2) within the rotated dims",
                 "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的交错（interleaved）布局；transformers 里的 GPT-NeoX "
                 "和 Phi 在旋转的维度内按 (i, i + r/2) 配对")),
         )
-        for mistaken, message in known_mistakes:
-            if same(got, mistaken, atol=1e-5):
-                raise ExerciseError(message)
+        name_the_mistake(got, known_mistakes, lambda a, b: same(a, b, atol=1e-5))
         if not torch.equal(got[..., r:].to(x.dtype), x[..., r:]):
             raise ExerciseError(tr(f"dims {r} .. {d - 1} must be copied unchanged (bit for bit); yours differ",
                                    f"第 {r} .. {d - 1} 维必须原样照抄（逐位相同）；你的结果不一样"))
@@ -258,11 +262,12 @@ def check_nope_layers(fn) -> None:
         if given != config:
             raise ExerciseError(tr("your function changed the config dict; read it, do not modify it",
                                    "你的函数改动了 config 字典：只能读，不要改"))
-        try:
-            got = sorted(int(i) for i in (result.tolist() if isinstance(result, torch.Tensor) else result))
-        except (TypeError, ValueError) as error:
-            raise ExerciseError(tr(f"return a list of layer indices, got {type(result).__name__}",
-                                   f"应返回层索引的列表，得到的是 {type(result).__name__}")) from error
+        what = tr("your function(config)", "你的函数(config)")
+        values = as_tensor(sorted(result) if isinstance(result, (set, frozenset)) else result, what)  # NaN named
+        if values.dim() != 1 or values.is_complex() or values.dtype == torch.bool:
+            raise ExerciseError(tr(f"return a list of layer indices, got {type(result).__name__} ({result!r:.60})",
+                                   f"应返回层索引的列表，得到的是 {type(result).__name__}（{result!r:.60}）"))
+        got = sorted(int(i) for i in values.tolist())
         want = from_hf_config(config).nope_layers
         if got == want:
             continue
@@ -326,6 +331,14 @@ def check_yarn_score_scale(fn) -> None:
                                "rotated q AND the rotated k carry it: q.k is multiplied by its square",
                                "这是注意力因子（attention factor）本身，0.1 ln s + 1；它乘在 cos 和 sin 上，旋转后的 q 和 k "
                                "各带一份：q.k 乘的是它的平方"))
+    if close([r ** 2 for r in right]):
+        raise ExerciseError(tr("you counted the factor twice, (0.1 ln s + 1)^4: once on cos and sin (q.k gets its "
+                               "square) and again on the score. It goes in one place: DeepSeek-V3 moves the square "
+                               "into the softmax scale and sets the factor on cos and sin to 1, so applying both would "
+                               "count it twice. Here: the square, (0.1 ln s + 1)^2",
+                               "你把这个因子算了两次，成了 (0.1 ln s + 1)^4：一次乘在 cos 和 sin 上（q.k 因此乘了"
+                               "它的平方），又在分数上乘了一次。它只该出现在一处：DeepSeek-V3 把平方挪进 softmax 的缩放，"
+                               "同时把 cos 和 sin 上的因子设为 1，两样都做就算了两次。这里的答案是平方 (0.1 ln s + 1)^2"))
     if close([(0.1 * math.log10(s) + 1) ** 2 for s in _FACTORS]):
         raise ExerciseError(tr("ln is the natural logarithm (math.log), not log10",
                                "ln 是自然对数（math.log），不是 log10"))

@@ -18,16 +18,28 @@ import torch
 from ..alibi import alibi_slopes
 from ..relative import t5_relative_bucket
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
 
 
 def check_relative_positions(fn) -> None:
-    """fn(length) -> (length, length) int64 with [i, j] = j - i (key - query; rows are queries)."""
-    length = 5
-    got = as_tensor(call(fn, length, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
+    """fn(length) -> (length, length) int64 with [i, j] = j - i (key - query; rows are queries); tried for
+    lengths 5, 1 and 8, so a size fixed in the code is named."""
+    for length in (5, 1, 8):
+        _relative_positions_of_length(fn, length)
+    ok(tr("[i, j] = j - i: key - query, so keys in the query's past are negative.",
+          "[i, j] = j - i：键 - 查询，所以位于查询之前（过去）的键为负。"))
+
+
+def _relative_positions_of_length(fn, length: int) -> None:
+    what = tr(f"your function({length})", f"你的函数({length})")
+    got = as_tensor(call(fn, length, what=what), what)
     want = _solution_relative_positions(length)
+    if length != 5 and got.shape == (5, 5):
+        why = ignored("length", length, 5)
+        raise ExerciseError(tr(f"relative_matrix({length}) returned a (5, 5) matrix: {why}",
+                               f"relative_matrix({length}) 返回的是 (5, 5) 矩阵：{why}"))
     if got.shape != want.shape:
         raise ExerciseError(tr(f"expected shape (length, length) = {tuple(want.shape)}, got {tuple(got.shape)}",
                                f"形状应为 (length, length) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))
@@ -35,8 +47,6 @@ def check_relative_positions(fn) -> None:
         raise ExerciseError(tr("relative positions count tokens: return an integer tensor (torch.arange gives int64)",
                                "相对位置是在数 token：应返回整数张量（torch.arange 给出的就是 int64）"))
     if torch.equal(got, want):
-        ok(tr("[i, j] = j - i: key - query, so keys in the query's past are negative.",
-              "[i, j] = j - i：键 - 查询，所以位于查询之前（过去）的键为负。"))
         return
     if torch.equal(got, -want):
         raise ExerciseError(tr("relative position has the wrong sign: it is key - query (j - i, T5's memory - context), "
@@ -71,6 +81,15 @@ def check_t5_bucket(fn) -> None:
                                        f"实际是 {tuple(got.shape)}"))
             if torch.equal(got.long(), want):
                 continue
+            sizes = (num_buckets, max_distance)
+            name_the_mistake(got.long(), [
+                (t5_relative_bucket(r, bidirectional=not bidirectional, num_buckets=num_buckets,
+                                    max_distance=max_distance), _bidirectional_ignored(bidirectional)),
+                *([] if sizes == (32, 128) else [  # the defaults used instead of the arguments
+                    (t5_relative_bucket(r, bidirectional=bidirectional),
+                     ignored("num_buckets, max_distance", sizes, (32, 128))),
+                    (t5_relative_bucket(r, bidirectional=bidirectional, num_buckets=num_buckets),
+                     ignored("max_distance", max_distance, 128))])], torch.equal)
             flipped = t5_relative_bucket(-r, bidirectional=bidirectional, num_buckets=num_buckets,
                                          max_distance=max_distance)
             if torch.equal(got.long(), flipped):
@@ -110,6 +129,21 @@ def check_t5_bucket(fn) -> None:
                                    f"log(d / exact) / log(max_distance / exact) * (n - exact)，再截断取整）"))
     ok(tr("T5 buckets match for the bidirectional and the causal form.",
           "双向和因果两种形式的 T5 分桶都对上了。"))
+
+
+def _bidirectional_ignored(bidirectional: bool) -> str:
+    """The message for T5 buckets computed in the other form than the `bidirectional` argument asked for."""
+    if bidirectional:
+        return tr("bidirectional=True asks for the encoder's buckets (half per side, keys after the query offset by "
+                  "n), you gave the causal ones: use the `bidirectional` argument",
+                  "bidirectional=True 要的是编码器的分桶（每侧一半，查询之后的键再加 n），你给的是因果形式："
+                  "要用参数 `bidirectional`")
+    return tr("bidirectional=False asks for a decoder's causal buckets, you gave the bidirectional ones: in a decoder "
+              "half of those buckets would go to future keys that the mask removes, while the causal form gives all "
+              "num_buckets to the past (every future key bucket 0). Use the `bidirectional` argument",
+              "bidirectional=False 要的是解码器的因果分桶，你给的是双向的：在解码器里，双向分桶有一半留给了被掩码"
+              "去掉的未来的键，而因果形式把全部 num_buckets 个桶都留给过去（未来的键一律进 0 号桶）。"
+              "要用参数 `bidirectional`")
 
 
 def check_alibi_slopes(fn) -> None:

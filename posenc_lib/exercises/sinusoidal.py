@@ -20,7 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import ExerciseError, as_tensor, attempt, call, number, ok, same, tensor
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same, tensor,
+                      your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -33,7 +34,8 @@ __all__ = [
 def check_make_positions(make_positions) -> None:
     """make_positions(n, device) -> the positions 0 .. n-1 as an integer tensor on `device`."""
     for n in (5, 1, 0, 300):
-        out = tensor(make_positions(n, "cpu"), f"make_positions({n}, 'cpu')")
+        what = f"make_positions({n}, 'cpu')"
+        out = tensor(call(make_positions, n, "cpu", what=what), what)
         if out.is_floating_point() or out.is_complex() or out.dtype == torch.bool:
             raise ExerciseError(tr(f"got dtype {out.dtype}: positions count tokens, so use an integer dtype "
                                    f"(torch.arange(n) gives int64); bfloat16 cannot even tell 256 from 257",
@@ -51,7 +53,7 @@ def check_make_positions(make_positions) -> None:
         if not torch.equal(out.long(), torch.arange(n)):
             raise ExerciseError(tr(f"make_positions({n}) should be 0, 1, ..., {n - 1}, got {out.tolist()[:8]}...",
                                    f"make_positions({n}) 应为 0, 1, ..., {n - 1}，实际是 {out.tolist()[:8]}..."))
-    out = tensor(make_positions(4, "meta"), "make_positions(4, 'meta')")
+    out = tensor(call(make_positions, 4, "meta", what="make_positions(4, 'meta')"), "make_positions(4, 'meta')")
     if out.device.type != "meta":
         raise ExerciseError(tr(f"make_positions(4, 'meta') returned a tensor on {out.device}: create it with "
                                f"device=device, so it lives where the model runs",
@@ -155,10 +157,26 @@ _TABLE_HINTS = {
 }
 
 
+def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
+    """Name a table whose filled columns are right and whose other columns were never written (all zero):
+    the seed note's labels read literally ("i even: column 2i = sin, i odd: column 2i+1 = cos", notebook 02)."""
+    empty = [j for j in range(got.shape[1]) if bool((got[:, j] == 0).all()) and bool((right[:, j] != 0).any())]
+    filled = [j for j in range(got.shape[1]) if j not in empty]
+    if empty and same(got[:, filled], right[:, filled], 1e-4):
+        raise ExerciseError(tr(f"columns {empty} were never written (all zero); the others are right. Both lines of "
+                               "the formula hold for EVERY pair i, 0 <= i < dim/2: PE(pos, 2i) = sin and "
+                               "PE(pos, 2i+1) = cos. Reading i as a dimension index and choosing sin or cos by the "
+                               "parity of i (as a seed note's labels say) leaves these columns empty",
+                               f"列 {empty} 从没被写入（全为 0）；其余列是对的。公式的两行对每一对 i（0 <= i < dim/2）"
+                               "都成立：PE(pos, 2i) = sin，PE(pos, 2i+1) = cos。把 i 当成维度下标、按 i 的奇偶来选 "
+                               "sin 或 cos（种子笔记的标注就是这么写的），这些列就会空着"))
+
+
 def check_sinusoidal_table(make_table) -> None:
     """make_table(num_positions, dim, base) -> the (num_positions, dim) interleaved table; odd dim -> ValueError."""
     for n, d, base in ((40, 16, 10000.0), (12, 6, 100.0)):
-        got = tensor(make_table(n, d, base), f"make_table({n}, {d}, {base})")
+        what = f"make_table({n}, {d}, {base})"
+        got = tensor(call(make_table, n, d, base, what=what), what)
         if tuple(got.shape) == (d, n) and n != d:
             raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions",
                                    f"形状 {tuple(got.shape)} 转置了：行是位置，列是维度"))
@@ -168,9 +186,12 @@ def check_sinusoidal_table(make_table) -> None:
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
             continue
-        for kind, hint in _TABLE_HINTS.items():
-            if same(got, mistaken_table(kind, n, d, base), 1e-4):
-                raise ExerciseError(str(hint))
+        close = lambda a, b: same(a, b, 1e-4)  # noqa: E731
+        name_the_mistake(got, ((mistaken_table(kind, n, d, base), hint) for kind, hint in _TABLE_HINTS.items()), close)
+        if base != 10000.0:
+            default = sinusoidal_table(n, d, dtype=torch.float64)
+            name_the_mistake(got, [(default, ignored("base", base, 10000.0))], close)
+        _unwritten_columns(got, right)
         row, col = divmod(int((got.double() - right).abs().argmax()), d)
         raise ExerciseError(tr(f"make_table({n}, {d}, {base}) differs most at position {row}, column {col} "
                                f"({'sin' if col % 2 == 0 else 'cos'} of pair {col // 2}): got {float(got[row, col]):.6f}, "
@@ -180,6 +201,8 @@ def check_sinusoidal_table(make_table) -> None:
                                f"应为 {float(right[row, col]):.6f}"))
     try:
         make_table(8, 5, 10000.0)
+    except (NotImplementedError, ExerciseError):
+        raise
     except ValueError as err:
         if "dim" not in str(err):
             raise ExerciseError(tr(f"for an odd dim=5 you raised a ValueError, good, but its message ({err!r}) does not "
@@ -187,10 +210,10 @@ def check_sinusoidal_table(make_table) -> None:
                                    f"奇数 dim=5 时你抛出了 ValueError，这很好，但它的消息（{err!r}）没有点出参数名："
                                    f"要说明是哪个参数不对，例如 'dim must be even, got 5'")) from None
     except Exception as err:  # noqa: BLE001 -- the point is to name what went wrong
-        raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}): the naive "
-                               f"`pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError saying dim "
-                               f"must be even",
-                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）：朴素写法 "
+        raise ExerciseError(tr(f"for an odd dim=5 your function raised {type(err).__name__} ({err}){your_line(err)}: "
+                               f"the naive `pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError "
+                               f"saying dim must be even",
+                               f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）{your_line(err)}：朴素写法 "
                                f"`pe[:, 1::2] = cos(...)` 正是在这里崩溃的。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
                                )) from None
     else:
@@ -205,7 +228,8 @@ def check_sinusoidal_table(make_table) -> None:
 def check_wavelengths(wavelengths) -> None:
     """wavelengths(dim, base) -> (dim/2,) tensor, lambda_i = 2*pi * base**(2i/dim) for pair i."""
     for d, base in ((16, 10000.0), (8, 100.0)):
-        got = as_tensor(wavelengths(d, base), f"wavelengths({d}, {base})").double()
+        what = f"wavelengths({d}, {base})"
+        got = as_tensor(call(wavelengths, d, base, what=what), what).double()
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
         if got.shape == right.shape and torch.allclose(got, right, rtol=1e-6):
@@ -222,7 +246,13 @@ def check_wavelengths(wavelengths) -> None:
                   tr("wrong exponent: i/dim where the formula has 2i/dim",
                      "指数错了：公式里是 2i/dim，你用的是 i/dim")),
                  (right.flip(0), tr("reversed: pair 0 has the shortest wavelength, 2*pi",
-                                    "顺序反了：第 0 对的波长最短，为 2*pi"))]
+                                    "顺序反了：第 0 对的波长最短，为 2*pi")),
+                 (2 * math.pi * omega, tr("you multiplied by omega_i where the wavelength divides: 2*pi / omega_i",
+                                          "波长是除以 omega_i（2*pi / omega_i），你却乘了 omega_i")),
+                 (2 * math.pi * base ** (torch.arange(d // 2, dtype=torch.float64) / max(d // 2 - 1, 1)),
+                  tr("that is tensor2tensor's and fairseq's exponent, i/(dim/2 - 1); the paper's is 2i/dim",
+                     "这是 tensor2tensor 和 fairseq 的指数 i/(dim/2 - 1)；论文用的是 2i/dim")),
+                 (2 * math.pi / sinusoidal_frequencies(d, dtype=torch.float64), ignored("base", base, 10000.0))]
         for wrong, hint in hints:
             if got.shape == wrong.shape and torch.allclose(got, wrong, rtol=1e-6):
                 raise ExerciseError(tr(f"wavelengths({d}, {base}): {hint}", f"wavelengths({d}, {base}) 的结果：{hint}"))
@@ -239,10 +269,12 @@ def check_pe_dot(pe_dot) -> None:
         for k in range(-12, 13):
             p = 30
             right = float(table[p] @ table[p + k])
-            got = number(pe_dot(k, d, base), f"pe_dot({k}, {d}, {base})")
+            what = f"pe_dot({k}, {d}, {base})"
+            got = number(call(pe_dot, k, d, base, what=what), what)
             if math.isclose(got, right, abs_tol=1e-6):
                 continue
-            mirrored = number(pe_dot(-k, d, base), f"pe_dot({-k}, {d}, {base})")
+            what = f"pe_dot({-k}, {d}, {base})"
+            mirrored = number(call(pe_dot, -k, d, base, what=what), what)
             if not math.isclose(got, mirrored, abs_tol=1e-6):
                 raise ExerciseError(tr(f"pe_dot({k}) = {got:.4f} but pe_dot({-k}) = {mirrored:.4f}: the dot product cannot "
                                        f"depend on the direction -- sin a sin b + cos a cos b = cos(a - b), so it is "
@@ -254,6 +286,17 @@ def check_pe_dot(pe_dot) -> None:
                 raise ExerciseError(tr(f"pe_dot({k}, {d}) is the mean over the pairs; the dot product is the sum "
                                        f"(pe_dot(0) = dim/2 = {d // 2})",
                                        f"pe_dot({k}, {d}) 算成了各对的平均；点积是求和（pe_dot(0) = dim/2 = {d // 2}）"))
+            pairs = torch.arange(d // 2, dtype=torch.float64)
+            close = lambda a, b: math.isclose(a, b, abs_tol=1e-6)  # noqa: E731
+            name_the_mistake(got, [
+                (float(torch.cos(k * base ** (-pairs / d)).sum()),
+                 tr(f"pe_dot({k}, {d}, {base}): wrong exponent, omega_i = base**(-2i/dim), you used base**(-i/dim)",
+                    f"pe_dot({k}, {d}, {base})：指数错了，omega_i = base**(-2i/dim)，你用的是 base**(-i/dim)")),
+                (float(torch.cos(k * base ** (2 * pairs / d)).sum()),
+                 tr(f"pe_dot({k}, {d}, {base}): you multiplied k by base**(2i/dim); the formula divides, "
+                    "k / base**(2i/dim)",
+                    f"pe_dot({k}, {d}, {base})：你用 k 乘了 base**(2i/dim)；公式里是除，k / base**(2i/dim)")),
+                (float(torch.cos(k * 10000.0 ** (-2 * pairs / d)).sum()), ignored("base", base, 10000.0))], close)
             raise ExerciseError(tr(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}",
                                    f"pe_dot({k}, {d}, {base}) = {got:.6f}，应为 PE(p).PE(p+k) = {right:.6f}"))
     ok(tr("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only",
@@ -271,7 +314,8 @@ def _rotation_blocks(beta: torch.Tensor) -> torch.Tensor:
 def check_offset_matrix(make_offset_matrix) -> None:
     """make_offset_matrix(k, dim, base) -> M_k (dim, dim) with PE(pos + k) = M_k @ PE(pos), interleaved layout."""
     for k, d, base in ((1, 8, 10000.0), (3, 8, 10000.0), (-2, 8, 10000.0), (5, 6, 100.0)):
-        got = tensor(make_offset_matrix(k, d, base), f"make_offset_matrix({k}, {d}, {base})").double()
+        what = f"make_offset_matrix({k}, {d}, {base})"
+        got = tensor(call(make_offset_matrix, k, d, base, what=what), what).double()
         if tuple(got.shape) != (d, d):
             raise ExerciseError(tr(f"M_k should be ({d}, {d}), got {tuple(got.shape)}",
                                    f"M_k 的形状应为 ({d}, {d})，实际是 {tuple(got.shape)}"))
@@ -297,6 +341,8 @@ def check_offset_matrix(make_offset_matrix) -> None:
         if same(got, offset_matrix(k, d, base=math.sqrt(base)), 1e-6):
             raise ExerciseError(tr(f"k={k}: wrong exponent: you used omega_i = base**(-i/dim); it is base**(-2i/dim)",
                                    f"k={k}：指数错了，你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
+        if base != 10000.0:
+            name_the_mistake(got, [(offset_matrix(k, d), ignored("base", base, 10000.0))])
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
@@ -327,7 +373,7 @@ def check_relative_part(relative_part) -> None:
     gen = torch.Generator().manual_seed(7)
     for d in (8, 6):
         w = torch.randn(d, d, generator=gen, dtype=torch.float64)
-        got = tensor(relative_part(w.clone()), "relative_part(W)").double()
+        got = tensor(call(relative_part, w.clone(), what="relative_part(W)"), "relative_part(W)").double()
         if tuple(got.shape) != (d, d):
             raise ExerciseError(tr(f"relative_part(W) should be ({d}, {d}), got {tuple(got.shape)}",
                                    f"relative_part(W) 的形状应为 ({d}, {d})，实际是 {tuple(got.shape)}"))

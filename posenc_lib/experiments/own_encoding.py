@@ -24,6 +24,8 @@ The rules, each checked hook by hook so a problem names the hook that broke it:
                                knows how many tokens follow). Checked on each hook's output (for
                                score_bias the entries the mask keeps, key <= query), then through a
                                whole TinyLM (logits at t when later tokens change or are removed)
+    returns no NaN             no hook output (float64, random inputs) and no logit of the TinyLM is NaN
+                               (checked before the future rule, which would otherwise call NaN != NaN a leak)
 
 The checks run in float64 (the dtype rule also in float32, the device rule on meta, in float32) with
 the encoding's floating parameters nudged by random noise (so a table initialised to zeros cannot
@@ -48,7 +50,7 @@ from dataclasses import replace
 import torch
 
 from .. import _checks
-from ..i18n import Text, tr
+from ..i18n import Text, tr, your_line
 from ..attention import HOOKS, PositionalEncoding, where_it_acts
 from ..model import ENCODINGS, TinyLM, TinyLMConfig
 from .config import ExperimentConfig
@@ -64,7 +66,9 @@ RULE_DTYPE = "returns the wrong dtype"
 RULE_DEVICE = "ignores the device"
 RULE_IN_PLACE = "modifies its input in place"
 RULE_FUTURE = "leaks future positions"
-RULES = (RULE_BUILD, RULE_NO_HOOK, RULE_CRASH, RULE_SHAPE, RULE_DTYPE, RULE_DEVICE, RULE_IN_PLACE, RULE_FUTURE)
+RULE_NAN = "returns NaN"
+RULES = (RULE_BUILD, RULE_NO_HOOK, RULE_CRASH, RULE_SHAPE, RULE_DTYPE, RULE_DEVICE, RULE_IN_PLACE, RULE_FUTURE,
+         RULE_NAN)
 # what a learner reads for each rule (the RULE_* strings above stay the keys: they are compared, in English)
 _RULE_NAMES = {RULE_BUILD: Text("cannot be built", "无法构建"),
                RULE_NO_HOOK: Text("implements no hook", "没有实现任何钩子"),
@@ -73,7 +77,8 @@ _RULE_NAMES = {RULE_BUILD: Text("cannot be built", "无法构建"),
                RULE_DTYPE: Text("returns the wrong dtype", "返回的 dtype 不对"),
                RULE_DEVICE: Text("ignores the device", "忽略了设备"),
                RULE_IN_PLACE: Text("modifies its input in place", "原地修改了输入"),
-               RULE_FUTURE: Text("leaks future positions", "泄露了未来位置")}
+               RULE_FUTURE: Text("leaks future positions", "泄露了未来位置"),
+               RULE_NAN: Text("returns NaN", "返回了 NaN")}
 
 # the checks' sizes: SEQ positions; the output at positions 0..SEEN-1 must not depend on what follows
 BATCH, SEQ, SEEN = 2, 9, 5
@@ -271,8 +276,10 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and torch.allclose(x, y, rtol=1e-7, atol=1e-9) for x, y in zip(a, b))
 
 
-def _error(err: Exception) -> str:
-    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+def _error(err: Exception, *, line: bool = True) -> str:
+    """The error's type and first line, and (line=True) the line of the learner's code that raised it, when
+    there is one."""
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}{your_line(err) if line else ''}"
 
 
 def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> list:
@@ -310,6 +317,9 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
                                                   f"输入是 float64（编码也是 float64），输出却是 {wrong[0]}：不指定 "
                                                   f"dtype= 新建的张量是 float32；要按输入的 dtype 来建"
                                                   f"（dtype=x.dtype、.to(q.dtype)）")))
+    nan = _nan_problem(hook, outs)
+    if nan:
+        found.append(nan)  # NaN != NaN: the future rule below would call every NaN a leak
     if not found:
         found += _future_problems(enc64, hook, inputs, outs)
     try:
@@ -325,6 +335,20 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
                                                   f"在 CPU 上输入 float32 时抛出了 {_error(err)}")))
     found += _device_problems(enc, hook, config)
     return found
+
+
+def _nan_problem(hook: str, outs: list):
+    """A problem when the hook's float64 output holds a NaN (None otherwise)."""
+    count = sum(int(torch.isnan(t).sum()) for t in outs if t.is_floating_point())
+    if not count:
+        return None
+    total = sum(t.numel() for t in outs)
+    return problem(RULE_NAN, hook, tr(f"{count} of its {total} output values are NaN on random float64 inputs: look "
+                                      "for 0/0, inf - inf, or a log/sqrt of a negative number (a log of a position or "
+                                      "distance that can be 0 or negative, for one)",
+                                      f"在随机的 float64 输入上，它的 {total} 个输出值中有 {count} 个是 NaN：检查一下"
+                                      "有没有 0/0、inf - inf，或对负数取 log/sqrt（比如对可能为 0 或负数的位置、"
+                                      "距离取 log）"))
 
 
 def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
@@ -357,12 +381,13 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
         meta = copy.deepcopy(enc).to("meta")
         out = _outputs(hook, _call(meta, hook, _inputs(config, torch.float32, "meta")))
     except Exception as err:  # noqa: BLE001
+        error = _error(err, line=False)  # (what follows says which lines to look for)
         return [problem(RULE_DEVICE, hook, tr(f"on the meta device (a stand-in for a GPU: tensors without data) it "
-                                              f"raised {_error(err)}. A tensor made without device= (torch.arange(n), "
+                                              f"raised {error}. A tensor made without device= (torch.arange(n), "
                                               f"torch.zeros(...)) lands on the CPU: pass device=x.device (q.device, "
                                               f"positions.device). Meta tensors have no values, so .item(), int(t) "
                                               f"or a Python if on a tensor fail there too: keep them out of a hook",
-                                              f"在 meta 设备上（用来代替 GPU：张量里没有数据）抛出了 {_error(err)}。"
+                                              f"在 meta 设备上（用来代替 GPU：张量里没有数据）抛出了 {error}。"
                                               f"不指定 device= 新建的张量（torch.arange(n)、torch.zeros(...)）"
                                               f"会落在 CPU 上：要传 device=x.device（或 q.device、positions.device）。"
                                               f"meta 张量没有值，所以 .item()、int(t) 或拿张量做 Python 的 if 判断"
@@ -394,6 +419,12 @@ def _model_problems(enc: PositionalEncoding, config: TinyLMConfig) -> list:
     except Exception as err:  # noqa: BLE001
         return [problem(RULE_CRASH, "TinyLM", tr(f"a causal TinyLM with this encoding raised {_error(err)}",
                                                  f"用这个编码的因果 TinyLM 抛出了 {_error(err)}"))]
+    if bool(torch.isnan(full).any()):
+        return [problem(RULE_NAN, f"TinyLM ({', '.join(where_it_acts(enc))})",
+                        tr("the logits of a causal TinyLM with this encoding contain NaN (e.g. a score bias of "
+                           "-inf on every key of a row, or inf - inf): the softmax of such a row is 0/0",
+                           "用这个编码的因果 TinyLM 输出的 logits 含有 NaN（例如某一行的每个键都得到 -inf 的分数偏置，"
+                           "或出现 inf - inf）：这样一行的 softmax 就是 0/0"))]
     for how, again in ((tr("the tokens after them changed", "改动了后面的 token"), changed),
                        (tr("the sequence was cut after them", "截掉了后面的序列"), cut)):
         if not _same([full], [again]):
