@@ -78,7 +78,7 @@ NAMED_MISTAKES = {
     "04_learned": ["index out of range in self", "Reading raw dot products as similarity",
                    "Forgetting to mask the first `lag` targets", "Reading the similarity matrix as attention"],
     "05_relative_bias": ["Flipping the sign of the relative position", "Using `bidirectional=True` in a decoder",
-                         "ALiBi slopes for 12 heads"],
+                         "ALiBi slopes $2^{-8h/n}$ for weights trained with the authors' code"],
     "07_extrapolation": ["Averaging the loss over the whole long window", "Comparing lengths on different characters",
                          "Reading one seed"],
     "08_context_extension": ["PI and NTK treat the fast pairs differently"],

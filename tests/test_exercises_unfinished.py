@@ -17,9 +17,6 @@ from posenc_lib.exercises import ExerciseError, extension, permutation, producti
 ALL = [(topic.__name__.rsplit(".", 1)[1], name) for topic in X.TOPICS for name in topic.CHECKS]
 NOT_A_FUNCTION = {("review", "quiz"), ("extension", "encoding_rules")}  # a dict of letters; an encoding class
 FUNCTIONS = [case for case in ALL if case not in NOT_A_FUNCTION]
-# rope.py is owned by another change (issue 25, notebook 06): its 03 and 09 checkers still call the learner's
-# function directly. strict: these fail the suite as soon as they are fixed, so the mark is removed then.
-ROPE_DIRECT_CALLS = {("rope", "rope_pair"), ("rope", "rope_complex")}
 
 
 def _check(topic, name):
@@ -28,11 +25,6 @@ def _check(topic, name):
 
 def _solution(topic, name):
     return next(t for t in X.TOPICS if t.__name__.endswith(f".{topic}")).SOLUTIONS[name]
-
-
-def _known_gap(case):
-    return [pytest.mark.xfail(strict=True, reason="rope.py calls the learner's function directly")] \
-        if case in ROPE_DIRECT_CALLS else []
 
 
 def _raises(*args, **kwargs):
@@ -59,7 +51,7 @@ def _nan_like(value, everywhere: bool):
     raise TypeError(type(value))
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=".".join(c), marks=_known_gap(c)) for c in FUNCTIONS])
+@pytest.mark.parametrize("case", [pytest.param(c, id=".".join(c)) for c in FUNCTIONS])
 @pytest.mark.parametrize("answer, message", [
     (None, r"pass your function itself \(def ...\), got NoneType"),
     ("my_function", r"pass your function itself \(def ...\), got str"),

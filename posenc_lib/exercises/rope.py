@@ -34,7 +34,7 @@ def check_rope_pair(rope_pair) -> None:
     gen = torch.Generator().manual_seed(5)
     x1, x2 = torch.randn(6, generator=gen, dtype=torch.float64), torch.randn(6, generator=gen, dtype=torch.float64)
     angle = torch.rand(6, generator=gen, dtype=torch.float64) * 4 - 2
-    result = rope_pair(x1.clone(), x2.clone(), angle.clone())
+    result = call(rope_pair, x1.clone(), x2.clone(), angle.clone(), what="rope_pair")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise ExerciseError(tr("rope_pair should return the pair (y1, y2)", "rope_pair 应返回一对 (y1, y2)"))
     y1, y2 = (tensor(r, "y").double() for r in result)
@@ -210,10 +210,11 @@ def _rope_half_mistakes(x, positions, base):
     yield (tr(f"you ignored the `base` argument: your result is RoPE with base 10000, the check passed base={base:g}",
               f"你没有用参数 `base`：你的结果是底数 10000 的 RoPE，而检查器传入的是 base={base:g}"),
            apply_rope(x, positions, base=10000.0, layout="half"))
-    yield (tr("you ignored the `positions` argument: row t was turned as if at position t (torch.arange(T)); "
-              "the check passed positions " + str(list(_ROPE_POSITIONS)) + ", which need not be 0, 1, 2, ...",
-              "你没有用参数 `positions`：第 t 行按位置 t（torch.arange(T)）旋转了；检查器传入的位置是 "
-              + str(list(_ROPE_POSITIONS)) + "，不一定是 0, 1, 2, ..."),
+    passed = list(_ROPE_POSITIONS)
+    yield (tr(f"you ignored the `positions` argument: row t was turned as if at position t (torch.arange(T)); "
+              f"the check passed positions {passed}, which need not be 0, 1, 2, ...",
+              f"你没有用参数 `positions`：第 t 行按位置 t（torch.arange(T)）旋转了；检查器传入的位置是 "
+              f"{passed}，不一定是 0, 1, 2, ..."),
            apply_rope(x, torch.arange(len(positions)), base=base, layout="half"))
     yield (tr("frequency exponent: theta_i = base^(-2i/d) for pair i = 0 .. d/2 - 1 "
               "(torch.arange(0, d, 2) / d), you used i/d",
@@ -250,10 +251,13 @@ def _rope_half_other_inputs(fn, what) -> None:
     want = apply_rope(x, positions, base=10000.0, layout="half")
     try:
         got = as_tensor(call(fn, x, positions, 10000.0, what=what), what)
-        problem = "" if got.shape == want.shape and bool(_rope_close(got, want, positions).all()) else \
-            tr(f"max |difference| {float((got.double() - want).abs().max()):.3g}" if got.shape == want.shape
-               else f"shape {tuple(got.shape)}", f"最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"
-               if got.shape == want.shape else f"形状 {tuple(got.shape)}")
+        if got.shape != want.shape:
+            problem = tr(f"shape {tuple(got.shape)}", f"形状 {tuple(got.shape)}")
+        elif not bool(_rope_close(got, want, positions).all()):
+            gap = float((got.double() - want).abs().max())
+            problem = tr(f"max |difference| {gap:.3g}", f"最大 |差值| 为 {gap:.3g}")
+        else:
+            problem = ""
     except ExerciseError as error:
         problem = str(error)
     if problem:
@@ -317,7 +321,8 @@ def check_rope_complex(rope_by_complex) -> None:
     x = torch.randn(3, 8, generator=gen, dtype=torch.float64)
     for m in (0, 3, 17):
         before = x.clone()
-        got = tensor(rope_by_complex(x, m, base=10000.0), f"rope_by_complex(x, {m})").double()
+        got = tensor(call(rope_by_complex, x, m, base=10000.0, what=f"rope_by_complex(x, {m})"),
+                     f"rope_by_complex(x, {m})").double()
         if not torch.equal(x, before):
             raise ExerciseError(tr("your function modified x in place; return a new tensor",
                                    "你的函数原地修改了 x；请返回一个新张量"))
