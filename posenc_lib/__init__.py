@@ -1,7 +1,7 @@
 """posenc_lib: positional encodings for Transformers, in torch, on any device.
 
 Conventions used throughout (each module's docstring has the details):
-  * sinusoidal tables: layout "interleaved" (sin at even dims, cos at odd; the paper) or "concat" ([sin | cos]).
+  * sinusoidal tables: layout "interleaved" (sin at even dims, cos at odd; the paper) or "half" ([sin | cos]).
   * RoPE: layout "half" (pair i = dims i and i + d/2; GPT-NeoX/Hugging Face) or "interleaved" (dims 2i, 2i+1;
     RoFormer/Meta Llama); rotation counter-clockwise by +m*theta_i at position m.
   * relative position = key position - query position (T5, Shaw); ALiBi bias = -slope * |i - j|.

@@ -5,9 +5,11 @@ Sinusoidal (Vaswani et al. 2017), with i = 0 .. dim/2 - 1 the pair index:
     omega_i      = base ** (-2i / dim)              (wavelength 2*pi / omega_i: 2*pi ... just under 2*pi*base)
     PE[pos, 2i]   = sin(pos * omega_i)               layout="interleaved"  (the paper, DistilBERT)
     PE[pos, 2i+1] = cos(pos * omega_i)
-    PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="concat" (Transformer-XL; tensor2tensor
+    PE[pos, :]    = [sin(pos*omega_0..) | cos(pos*omega_0..)]   layout="half" (Transformer-XL; tensor2tensor
                                                                  and fairseq concatenate too, but divide the
                                                                  exponent by dim/2 - 1: a different table)
+"half" is the course's one name for pairing column i with column i + dim/2, here and in RoPE (rope.py's
+layout="half", rotate_half): sin and cos of one frequency sit half a vector apart.
 
 The two layouts hold the same numbers; column j of one is column perm[j] of the other
 (`layout_permutation`). Angles are computed in float64 (float32 where the device has no float64).
@@ -24,7 +26,7 @@ from torch.nn import functional as F
 from . import _checks
 from .attention import PositionalEncoding, check_input
 
-LAYOUTS = ("interleaved", "concat")
+LAYOUTS = ("interleaved", "half")
 
 
 def sinusoidal_frequencies(dim: int, *, base: float = 10000.0, device=None, dtype=None) -> torch.Tensor:
@@ -51,7 +53,7 @@ def sinusoidal_table(num_positions: int, dim: int, *, base: float = 10000.0, lay
 
     With omega_i = base ** (-2i/dim) (`sinusoidal_frequencies`), i = 0 .. dim/2 - 1:
         layout="interleaved" (the paper, DistilBERT):  PE[pos, 2i] = sin(pos*omega_i), PE[pos, 2i+1] = cos(pos*omega_i)
-        layout="concat" (Transformer-XL):               PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
+        layout="half" (Transformer-XL):               PE[pos, i]  = sin(pos*omega_i), PE[pos, dim/2 + i] = cos(...)
     The two hold the same numbers, columns permuted by `layout_permutation`. dim must be even;
     num_positions = 0 gives an empty (0, dim) table. Angles are computed in float64 (float32 on
     devices without it); the result is float32 unless `dtype` (a floating dtype) is given, on
@@ -76,7 +78,7 @@ def _table(positions: torch.Tensor, omega: torch.Tensor, layout: str) -> torch.T
 def layout_permutation(dim: int, *, device=None) -> torch.Tensor:
     """The (dim,) index tensor perm = [0, 2, 4, ..., dim-2, 1, 3, ..., dim-1] with
 
-        sinusoidal_table(layout="concat")[:, j] == sinusoidal_table(layout="interleaved")[:, perm[j]]
+        sinusoidal_table(layout="half")[:, j] == sinusoidal_table(layout="interleaved")[:, perm[j]]
 
     and the RoPE analogue: apply_rope(x[..., perm], layout="half") == apply_rope(x, layout="interleaved")[..., perm]
     (half-split dim j holds what interleaved dim perm[j] holds). Its inverse is torch.argsort(perm).
@@ -182,7 +184,7 @@ def offset_matrix(k, dim: int, *, base: float = 10000.0, layout: str = "interlea
 
     k: a finite real offset (negative allowed) or a 1-D tensor of them, giving (len(k), dim, dim);
     a tensor k sets the device (`device`, if given, must be the same). layout: which columns form a
-    pair, as in `sinusoidal_table` ("interleaved": columns (2i, 2i+1); "concat": columns
+    pair, as in `sinusoidal_table` ("interleaved": columns (2i, 2i+1); "half": columns
     (i, i + dim/2)). Returns float64 (float32 on devices without float64) unless `dtype` (a floating
     dtype) is given.
     """

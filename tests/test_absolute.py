@@ -16,7 +16,7 @@ even_dims = st.integers(1, 48).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])
 
 
-@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
 @pytest.mark.parametrize("num_positions,dim,base", [(1, 2, 10000.0), (50, 16, 10000.0), (300, 64, 10000.0),
                                                      (7, 6, 100.0), (129, 128, 500000.0), (2048, 512, 10000.0)])
 def test_table_matches_float64_formula(num_positions, dim, base, layout):
@@ -53,11 +53,11 @@ def test_frequencies_and_wavelengths(dim, base):
 @given(num_positions=st.integers(1, 64), dim=even_dims, base=bases)
 def test_layouts_agree_up_to_layout_permutation(num_positions, dim, base):
     inter = sinusoidal_table(num_positions, dim, base=base, layout="interleaved")
-    concat = sinusoidal_table(num_positions, dim, base=base, layout="concat")
+    half = sinusoidal_table(num_positions, dim, base=base, layout="half")
     perm = layout_permutation(dim)
     assert sorted(perm.tolist()) == list(range(dim))
-    assert torch.equal(concat, inter[:, perm])  # the same numbers, columns moved
-    assert torch.equal(inter, concat[:, torch.argsort(perm)])
+    assert torch.equal(half, inter[:, perm])  # the same numbers, columns moved
+    assert torch.equal(inter, half[:, torch.argsort(perm)])
 
 
 def _test_offset_matrix(k: float, dim: int, base: float) -> torch.Tensor:
@@ -81,7 +81,7 @@ def test_offset_is_a_fixed_linear_map(pos, k, dim, base):
     # and the library's own M_k agrees with the one built here, in both layouts
     torch.testing.assert_close(offset_matrix(k, dim, base=base), m, atol=1e-12, rtol=0)
     perm = layout_permutation(dim)
-    torch.testing.assert_close(offset_matrix(k, dim, base=base, layout="concat"), m[perm][:, perm], atol=1e-12, rtol=0)
+    torch.testing.assert_close(offset_matrix(k, dim, base=base, layout="half"), m[perm][:, perm], atol=1e-12, rtol=0)
 
 
 @given(p=st.integers(0, 2000), q=st.integers(0, 2000), shift=st.integers(0, 2000), dim=even_dims)
@@ -95,12 +95,12 @@ def test_dot_product_depends_only_on_distance(p, q, shift, dim):
 
 def test_sinusoidal_encoding_adds_the_table_without_a_max_length():
     torch.manual_seed(0)
-    enc = SinusoidalEncoding(32, base=100.0, layout="concat")
+    enc = SinusoidalEncoding(32, base=100.0, layout="half")
     x = torch.randn(2, 5, 32)
     x_before = x.clone()
     out = enc(x)
     assert torch.equal(x, x_before)  # not modified in place
-    torch.testing.assert_close(out, x + sinusoidal_table(5, 32, base=100.0, layout="concat"), atol=1e-6, rtol=0)
+    torch.testing.assert_close(out, x + sinusoidal_table(5, 32, base=100.0, layout="half"), atol=1e-6, rtol=0)
     far = torch.tensor([[100_000, 100_001, 250_000, 7, 0], [3, 2, 1, 0, 1_000_000]])
     out = enc(x, far)
     omega = torch.tensor(ref_frequencies(32, 100.0), dtype=torch.float64)
@@ -191,9 +191,9 @@ BAD = [
     ("dim float", lambda: sinusoidal_table(4, 8.0), TypeError, r"dim must be an int"),
     ("table negative length", lambda: sinusoidal_table(-1, 4), ValueError, r"num_positions must be >= 0"),
     ("table layout", lambda: sinusoidal_table(4, 4, layout="paper"), ValueError,
-     r"layout must be one of \['concat', 'interleaved'\], got 'paper'"),
+     r"layout must be one of \['half', 'interleaved'\], got 'paper'"),
     ("SinusoidalEncoding layout", lambda: SinusoidalEncoding(4, layout="half"), ValueError,
-     r"layout must be one of \['concat', 'interleaved'\]"),
+     r"layout must be one of \['half', 'interleaved'\]"),
     ("offset_matrix layout", lambda: offset_matrix(1, 4, layout="half"), ValueError, r"layout must be one of"),
     ("base <= 1", lambda: sinusoidal_table(4, 4, base=1.0), ValueError, r"base must be > 1.0"),
     ("base NaN", lambda: sinusoidal_frequencies(8, base=float("nan")), ValueError, r"base must be a finite number"),
@@ -270,7 +270,7 @@ def _x(device, dtype, shape=(2, 5, 8)):
 ON_DEVICE = {  # name -> f(device, dtype): every tensor returned must be on `device`, in `dtype`
     "sinusoidal_frequencies": lambda d, t: sinusoidal_frequencies(8, device=d, dtype=t),
     "sinusoidal_table": lambda d, t: sinusoidal_table(5, 8, device=d, dtype=t),
-    "sinusoidal_table_concat": lambda d, t: sinusoidal_table(5, 8, layout="concat", device=d, dtype=t),
+    "sinusoidal_table_half": lambda d, t: sinusoidal_table(5, 8, layout="half", device=d, dtype=t),
     "offset_matrix": lambda d, t: offset_matrix(3, 8, device=d, dtype=t),
     "offset_matrix_tensor": lambda d, t: offset_matrix(torch.arange(3, device=d), 8, dtype=t),
     "SinusoidalEncoding": lambda d, t: SinusoidalEncoding(8)(_x(d, t)),
@@ -349,7 +349,7 @@ def test_notebook_02_layout_claim_distilbert_is_interleaved():
                                            n_layers=1, hidden_dim=8, vocab_size=10)
     out = transformers.DistilBertModel(config).embeddings.position_embeddings.weight.detach()  # the model's table
     torch.testing.assert_close(out, sinusoidal_table(50, 32), atol=1e-6, rtol=0)
-    assert not torch.allclose(out, sinusoidal_table(50, 32, layout="concat"), atol=1e-3)
+    assert not torch.allclose(out, sinusoidal_table(50, 32, layout="half"), atol=1e-3)
 
 
 # ----------------------------------------------------------- how alike the rows of a table are
@@ -408,13 +408,13 @@ def test_relative_part_makes_the_position_term_a_function_of_n_minus_m_and_keeps
     torch.testing.assert_close(relative_part(I), I, rtol=0, atol=0)
 
 
-def test_relative_part_equals_the_exercise_reference_and_the_concat_layout_is_its_permutation():
+def test_relative_part_equals_the_exercise_reference_and_the_half_layout_is_its_permutation():
     from posenc_lib.exercises.sinusoidal import SOLUTIONS
     W = torch.randn(3, 8, 8, dtype=torch.float64)
     for w in W:
         torch.testing.assert_close(relative_part(w), SOLUTIONS["relative_part"](w), rtol=0, atol=0)
-    perm = layout_permutation(8)                      # concat column j = interleaved column perm[j]
-    torch.testing.assert_close(relative_part(W[:, perm][:, :, perm], layout="concat"), relative_part(W)[:, perm][:, :, perm])
+    perm = layout_permutation(8)                      # half-split column j = interleaved column perm[j]
+    torch.testing.assert_close(relative_part(W[:, perm][:, :, perm], layout="half"), relative_part(W)[:, perm][:, :, perm])
 
 
 def test_relative_share_is_one_for_identity_and_about_one_over_dim_for_random_matrices():

@@ -54,8 +54,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     # 02: the table (each typical mistake of ex.MISTAKES has its own message)
     *[(f"table {kind}", ex.check_sinusoidal_table, lambda n, d, base, kind=kind: ex.mistaken_table(kind, n, d, base),
        [fragment]) for kind, fragment in [
-        ("concat", "concatenated layout"), ("swapped", "swapped"), ("exponent_per_column", "2*floor(j/2)/dim"),
-        ("exponent_i", "2i/dim"), ("multiply", "multiplied"), ("fairseq", "fairseq"), ("fairseq_concat", "fairseq"),
+        ("half", "concatenated layout"), ("swapped", "swapped"), ("exponent_per_column", "2*floor(j/2)/dim"),
+        ("exponent_i", "2i/dim"), ("multiply", "multiplied"), ("fairseq", "fairseq"), ("fairseq_half", "fairseq"),
         ("from_one", "start at 0")]],
     ("naive odd dim crash", ex.check_sinusoidal_table, _naive_table, ["odd dim=5", "RuntimeError", "ValueError"]),
     ("odd dim sliced", ex.check_sinusoidal_table, lambda n, d, base: sinusoidal_table(n, d + d % 2, base=base)[:, :d],
@@ -79,7 +79,7 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     # 03: the offset matrix and the relative part of W
     ("M_k transposed", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, base).T,
      ["transpose", "RoPE"]),
-    ("M_k concat", ex.check_offset_matrix, lambda k, d, base: offset_matrix(k, d, base=base, layout="concat"),
+    ("M_k half", ex.check_offset_matrix, lambda k, d, base: offset_matrix(k, d, base=base, layout="half"),
      ["concatenated layout"]),
     ("angle k", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, 1.0), ["k*omega_i"]),
     ("M_k exponent", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d, math.sqrt(base)),
@@ -105,11 +105,11 @@ def test_wavelengths_as_a_list_pass(capsys):
     assert capsys.readouterr().out.startswith("✓ ")
 
 
-def test_mistaken_tables_are_really_wrong_and_concat_is_a_column_permutation():
+def test_mistaken_tables_are_really_wrong_and_half_is_a_column_permutation():
     right = sinusoidal_table(20, 8, dtype=torch.float64)
     for kind in ex.MISTAKES:
         assert not torch.allclose(ex.mistaken_table(kind, 20, 8), right), kind
-    torch.testing.assert_close(ex.mistaken_table("concat", 20, 8), right[:, layout_permutation(8)])
+    torch.testing.assert_close(ex.mistaken_table("half", 20, 8), right[:, layout_permutation(8)])
     with pytest.raises(ValueError, match="kind"):
         ex.mistaken_table("nope", 4, 4)
 

@@ -14,8 +14,8 @@ from posenc_lib.widgets import sinusoidal as widgets
 
 def test_render_sinusoidal_heatmap_returns_the_table_it_drew():
     fig, axes = plt.subplots(1, 2)
-    data = plots.render_sinusoidal_heatmap(axes, d_model=32, base=100.0, length=40, position=7, layout="concat")
-    torch.testing.assert_close(data["table"], sinusoidal_table(40, 32, base=100.0, layout="concat", dtype=torch.float64))
+    data = plots.render_sinusoidal_heatmap(axes, d_model=32, base=100.0, length=40, position=7, layout="half")
+    torch.testing.assert_close(data["table"], sinusoidal_table(40, 32, base=100.0, layout="half", dtype=torch.float64))
     torch.testing.assert_close(data["vector"], data["table"][7])
     assert axes[0].images[0].get_array().shape == (40, 32)
 
@@ -77,11 +77,11 @@ def test_sinusoidal_explorer_follows_its_controls():
     assert fig.controls["position"].max == 49
     fig.controls["position"].value = 33
     torch.testing.assert_close(fig.last_result["vector"], sinusoidal_table(50, 64, dtype=torch.float64)[33])
-    fig.controls["layout"].value = "concat"
-    torch.testing.assert_close(fig.last_result["table"], sinusoidal_table(50, 64, layout="concat", dtype=torch.float64))
+    fig.controls["layout"].value = "half"
+    torch.testing.assert_close(fig.last_result["table"], sinusoidal_table(50, 64, layout="half", dtype=torch.float64))
     fig.controls["base"].value = 100.0
     torch.testing.assert_close(fig.last_result["table"],
-                               sinusoidal_table(50, 64, base=100.0, layout="concat", dtype=torch.float64))
+                               sinusoidal_table(50, 64, base=100.0, layout="half", dtype=torch.float64))
 
 
 def test_unit_circle_pe_dot_and_device_widgets_follow_their_controls():

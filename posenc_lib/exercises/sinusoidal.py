@@ -93,20 +93,20 @@ def check_wavelength(wavelength) -> None:
 
 # ----------------------------------------------------------------------------------- 02: the table
 
-MISTAKES = ("concat", "swapped", "exponent_per_column", "exponent_i", "multiply", "fairseq", "fairseq_concat",
+MISTAKES = ("half", "swapped", "exponent_per_column", "exponent_i", "multiply", "fairseq", "fairseq_half",
             "from_one")
 
 
 def mistaken_table(kind: str, num_positions: int, dim: int, base: float = 10000.0) -> torch.Tensor:
     """A sinusoidal table (float64) made with one typical mistake, for figures and for diagnosing answers:
 
-    "concat"               [sin | cos] columns (Transformer-XL) instead of interleaved
+    "half"               [sin | cos] columns (Transformer-XL) instead of interleaved
     "swapped"              cos in the even columns, sin in the odd ones
     "exponent_per_column"  column j uses base**(-j/dim): the cos of a pair gets a different frequency than its sin
     "exponent_i"           pair i uses base**(-i/dim) (i where the formula has 2i)
     "multiply"             pos * base**(2i/dim): multiplied where the formula divides
     "fairseq"              base**(-i/(dim/2 - 1)) (tensor2tensor's and fairseq's denominator), interleaved;
-                           "fairseq_concat": that exponent with the [sin | cos] columns, as those libraries do
+                           "fairseq_half": that exponent with the [sin | cos] columns, as those libraries do
     "from_one"             positions 1 .. n instead of 0 .. n-1
     """
     if kind not in MISTAKES:
@@ -125,13 +125,13 @@ def mistaken_table(kind: str, num_positions: int, dim: int, base: float = 10000.
         cos = (pos * base ** (-(2 * i + 1) / dim)).cos()
     if kind == "swapped":
         sin, cos = cos, sin
-    if kind in ("concat", "fairseq_concat"):
+    if kind in ("half", "fairseq_half"):
         return torch.cat((sin, cos), dim=-1)
     return torch.stack((sin, cos), dim=-1).flatten(-2)
 
 
 _TABLE_HINTS = {
-    "concat": Text("your table is the concatenated layout [sin | cos] (Transformer-XL, many blog heatmaps); the "
+    "half": Text("your table is the concatenated layout [sin | cos] (Transformer-XL, many blog heatmaps); the "
                    "paper interleaves: sin in column 2i, cos in column 2i+1. Same numbers, columns permuted by "
                    "layout_permutation(dim)",
                    "你的表是拼接布局 [sin | cos]（Transformer-XL 和许多博客里的热力图都是这样）；论文用的是交错布局："
@@ -148,7 +148,7 @@ _TABLE_HINTS = {
                      "你用 pos 乘了 base**(2i/dim)；公式里是除：pos / base**(2i/dim)"),
     "fairseq": Text("that is tensor2tensor's and fairseq's exponent: it divides by dim/2 - 1 instead of using 2i/dim",
                     "这是 tensor2tensor 和 fairseq 的指数：除以 dim/2 - 1，而不是用 2i/dim"),
-    "fairseq_concat": Text("that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
+    "fairseq_half": Text("that is tensor2tensor's and fairseq's table: [sin | cos] layout and the exponent divided "
                            "by dim/2 - 1; the paper interleaves and uses 2i/dim",
                            "这是 tensor2tensor 和 fairseq 的表：[sin | cos] 布局，指数除以 dim/2 - 1；"
                            "论文用的是交错布局和 2i/dim"),
@@ -330,7 +330,7 @@ def check_offset_matrix(make_offset_matrix) -> None:
                                    f"k={k}：你的 M_k 转置了，成了 RoPE 的逆时针旋转 [[cos, -sin], [sin, cos]]，"
                                    f"它把 PE(pos) 变成 PE(pos - k)。对一对 (sin, cos)，和角公式给出 "
                                    f"sin(a+b) = sin a cos b + cos a sin b，对应的块是 [[cos b, sin b], [-sin b, cos b]]"))
-        if same(got, offset_matrix(k, d, base=base, layout="concat"), 1e-6):
+        if same(got, offset_matrix(k, d, base=base, layout="half"), 1e-6):
             raise ExerciseError(tr(f"k={k}: you built the blocks on columns (i, i + dim/2): that is M_k for the "
                                    f"concatenated layout [sin | cos]; the interleaved pairs are columns (2i, 2i+1)",
                                    f"k={k}：你把块放在了列 (i, i + dim/2) 上，那是拼接布局 [sin | cos] 的 M_k；"

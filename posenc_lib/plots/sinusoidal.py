@@ -4,7 +4,7 @@ M_k on the unit circle, and which score maps depend on n - m only.
 Every render_*(axes, ...) draws on the axes it is given and returns the data it drew.
 Conventions, as in posenc_lib.absolute:
   * omega_i = base ** (-2i/d) for the pair index i; layout "interleaved" puts sin(pos*omega_i) in
-    column 2i and cos in column 2i+1, "concat" puts all sines then all cosines.
+    column 2i and cos in column 2i+1, "half" puts all sines then all cosines.
   * unit-circle figures put sin on the horizontal axis and cos on the vertical one, so a pair (sin, cos)
     moves CLOCKWISE as the position grows; RoPE's rotation of (x1, x2) is counter-clockwise.
 """

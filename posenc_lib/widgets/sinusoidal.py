@@ -43,7 +43,7 @@ def sinusoidal_explorer() -> InteractiveFigure:
                                        description=tr("base", "底数")),
         "length": widgets.IntSlider(value=100, min=10, max=500, step=10, description=tr("length", "长度")),
         "position": widgets.IntSlider(value=20, min=0, max=99, description=tr("position", "位置")),
-        "layout": widgets.Dropdown(options=["interleaved", "concat"], value="interleaved",
+        "layout": widgets.Dropdown(options=["interleaved", "half"], value="interleaved",
                                    description=tr("layout", "布局")),
     }
     fig = InteractiveFigure(render_sinusoidal_heatmap, controls, figsize=(9.0, 3.2), ncols=2,
