@@ -192,9 +192,9 @@ BAD = [
     ("table negative length", lambda: sinusoidal_table(-1, 4), ValueError, r"num_positions must be >= 0"),
     ("table layout", lambda: sinusoidal_table(4, 4, layout="paper"), ValueError,
      r"layout must be one of \['half', 'interleaved'\], got 'paper'"),
-    ("SinusoidalEncoding layout", lambda: SinusoidalEncoding(4, layout="half"), ValueError,
+    ("SinusoidalEncoding layout", lambda: SinusoidalEncoding(4, layout="concat"), ValueError,
      r"layout must be one of \['half', 'interleaved'\]"),
-    ("offset_matrix layout", lambda: offset_matrix(1, 4, layout="half"), ValueError, r"layout must be one of"),
+    ("offset_matrix layout", lambda: offset_matrix(1, 4, layout="concat"), ValueError, r"layout must be one of"),
     ("base <= 1", lambda: sinusoidal_table(4, 4, base=1.0), ValueError, r"base must be > 1.0"),
     ("base NaN", lambda: sinusoidal_frequencies(8, base=float("nan")), ValueError, r"base must be a finite number"),
     ("base inf", lambda: SinusoidalEncoding(8, base=float("inf")), ValueError, r"base must be a finite number"),
@@ -428,7 +428,7 @@ def test_relative_share_is_one_for_identity_and_about_one_over_dim_for_random_ma
 @pytest.mark.parametrize("call,pattern", [
     (lambda: relative_part(torch.ones(3, 3)), r"W must be a square"),
     (lambda: relative_part(torch.ones(4, 6)), r"W must be a square"),
-    (lambda: relative_part(torch.ones(4, 4), layout="half"), r"layout"),
+    (lambda: relative_part(torch.ones(4, 4), layout="concat"), r"layout"),
     (lambda: relative_share(torch.zeros(4, 4)), r"W must not be all zeros"),
 ])
 def test_relative_part_bad_input_is_named(call, pattern):
