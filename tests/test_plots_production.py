@@ -98,7 +98,7 @@ def test_rotated_dims_follow_each_models_layout():
     assert turned["DeepSeek"].tolist() == list(range(128, 192))              # the last 64 of 192
     assert turned["Llama 2"].tolist() == list(range(128))
     neox, gptj = out["GPT-NeoX"], out["GPT-J"]
-    np.testing.assert_array_equal(neox[:12], neox[12:24])                    # half: (i, i + r/2) share a pair
+    np.testing.assert_array_equal(neox[:12], neox[12:24])                    # half: (i, i + rot/2) share a pair
     np.testing.assert_array_equal(gptj[0:64:2], gptj[1:64:2])                # interleaved: (2i, 2i+1)
     assert neox[0] == 0 and neox[11] == 1                                     # fastest to slowest
 

@@ -10,8 +10,8 @@ SOLUTIONS[name] is a reference solution for check_<name>; CHECKS[name] is the ch
 come from posenc_lib itself (rope_inv_freq, apply_rope, from_hf_config), which the tests compare with
 transformers.
 
-Conventions (as in posenc_lib.rope): theta_i = base ** (-2i/r) over the r rotated dims, wavelength
-2 pi / theta_i; "half" layout pairs (i, i + r/2) within the rotated dims, turned counter-clockwise.
+Conventions (as in posenc_lib.rope): theta_i = base ** (-2i/rot) over the rot rotated dims, wavelength
+2 pi / theta_i; "half" layout pairs (i, i + rot/2) within the rotated dims, turned counter-clockwise.
 """
 from __future__ import annotations
 
@@ -77,20 +77,20 @@ def check_slow_pairs(fn) -> None:
                                "转一整圈是 2 pi 弧度：波长是 2 pi / theta_i 个 token，不是 1 / theta_i"))
     if answers == [float(_count_slow(10000.0, head_dim, context)) for _, head_dim, context in _SLOW_CASES]:
         raise ExerciseError(ignored("base", [case[0] for case in _SLOW_CASES], 10000))
-    if answers == [2 * r for r in right]:
+    if answers == [2 * w for w in right]:
         raise ExerciseError(tr("you counted dims, not pairs: each pair is two dims that turn together",
                                "你数的是维度，不是对：一对是一起旋转的两个维度"))
-    raise ExerciseError(tr(f"for (base, head_dim, context) = {list(_SLOW_CASES)} expected {[int(r) for r in right]}, "
+    raise ExerciseError(tr(f"for (base, head_dim, context) = {list(_SLOW_CASES)} expected {[int(w) for w in right]}, "
                            f"got {answers}",
-                           f"(base, head_dim, context) = {list(_SLOW_CASES)} 时应为 {[int(r) for r in right]}，"
+                           f"(base, head_dim, context) = {list(_SLOW_CASES)} 时应为 {[int(w) for w in right]}，"
                            f"得到的是 {answers}"))
 
 
 # ------------------------------------------------------------------------------- partial rotary
 def _wrong_pairs_across_the_head(x, positions, fraction, base):
-    """Pairs (i, i + d/2) of the WHOLE head for i < r/2 (rotate_half over the head, then keep r/2 pairs)."""
-    d, r = x.shape[-1], rotary_dim(x.shape[-1], fraction)
-    index = torch.cat((torch.arange(r // 2), d // 2 + torch.arange(r // 2)))
+    """Pairs (i, i + d/2) of the WHOLE head for i < rot/2 (rotate_half over the head, then keep rot/2 pairs)."""
+    d, rot = x.shape[-1], rotary_dim(x.shape[-1], fraction)
+    index = torch.cat((torch.arange(rot // 2), d // 2 + torch.arange(rot // 2)))
     out = x.clone()
     out[..., index] = apply_rope(x[..., index], positions, base=base)
     return out
@@ -98,8 +98,8 @@ def _wrong_pairs_across_the_head(x, positions, fraction, base):
 
 def check_partial_rope(fn) -> None:
     """fn(x (T, d), positions (T,) int64, partial_rotary_factor, base) -> x with RoPE on its first
-    r = int(d * partial_rotary_factor) dims only (half layout within them: pairs (i, i + r/2), theta_i =
-    base ** (-2i/r)), dims r .. d-1 unchanged; as Hugging Face's GPT-NeoX and Phi."""
+    rot = int(d * partial_rotary_factor) dims only (half layout within them: pairs (i, i + rot/2), theta_i =
+    base ** (-2i/rot)), dims rot .. d-1 unchanged; as Hugging Face's GPT-NeoX and Phi."""
     gen = torch.Generator().manual_seed(10)
     positions = torch.tensor([0, 1, 2, 5, 17, 100])
     for d, fraction, base in ((24, 0.5, 100.0), (20, 0.4, 10000.0)):
@@ -118,44 +118,44 @@ def check_partial_rope(fn) -> None:
                                    f"不旋转的维度也要留在输出里"))
         if same(got, want, atol=1e-5):
             continue
-        r = rotary_dim(d, fraction)
-        theta_head = rope_inv_freq(d, base=base)[0][: r // 2]
+        rot = rotary_dim(d, fraction)
+        theta_head = rope_inv_freq(d, base=base)[0][: rot // 2]
         known_mistakes = (  # (what that mistake returns, what to tell the learner)
             (apply_rope(x, positions, base=base),
              tr(f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi partial_rotary_factor) "
-                f"turns only the first r = int(d * factor) = {r}; the other {d - r} carry no position and must pass "
+                f"turns only the first rot = int(d * factor) = {rot}; the other {d - rot} carry no position and must pass "
                 "through unchanged",
                 f"你把全部 {d} 维都转了：部分旋转的模型（GPT-NeoX 的 rotary_pct、Phi 的 partial_rotary_factor）"
-                f"只转前 r = int(d * factor) = {r} 维；其余 {d - r} 维不带位置信息，必须原样输出")),
-            (apply_decoupled_rope(x, positions, rope_dim=r, base=base, layout="half"),
-             tr("you rotated the LAST r dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate the FIRST r = "
+                f"只转前 rot = int(d * factor) = {rot} 维；其余 {d - rot} 维不带位置信息，必须原样输出")),
+            (apply_decoupled_rope(x, positions, rope_dim=rot, base=base, layout="half"),
+             tr("you rotated the LAST rot dims (DeepSeek's decoupled layout); GPT-NeoX and Phi rotate the FIRST rot = "
                 "int(d * factor) dims and copy the rest",
-                "你转的是最后 r 维（DeepSeek 的解耦布局）；GPT-NeoX 和 Phi 转的是前 r = int(d * factor) 维，"
+                "你转的是最后 rot 维（DeepSeek 的解耦布局）；GPT-NeoX 和 Phi 转的是前 rot = int(d * factor) 维，"
                 "其余照抄")),
             (apply_rope(x, positions, inv_freq=theta_head, partial_rotary_factor=fraction),
              tr("your frequencies are the whole head's, base ** (-2i/d); the exponent runs over the rotated dims, "
-                "theta_i = base ** (-2i/r), as in transformers (rope_inv_freq of r)",
-                "你的频率是按整个头算的 base ** (-2i/d)；指数只在旋转的维度上取，theta_i = base ** (-2i/r)，"
-                "与 transformers 一致（即对 r 调用 rope_inv_freq）")),
+                "theta_i = base ** (-2i/rot), as in transformers (rope_inv_freq of rot)",
+                "你的频率是按整个头算的 base ** (-2i/d)；指数只在旋转的维度上取，theta_i = base ** (-2i/rot)，"
+                "与 transformers 一致（即对 rot 调用 rope_inv_freq）")),
             (_wrong_pairs_across_the_head(x, positions, fraction, base),
              tr("you paired dim i with dim i + d/2 of the whole head; the pairs live inside the rotated dims: (i, i + "
-                "r/2) for i < r/2 (rotate_half on x[..., :r])",
+                "rot/2) for i < rot/2 (rotate_half on x[..., :rot])",
                 "你把第 i 维和整个头的第 i + d/2 维配成了一对；配对应在旋转的维度内部进行："
-                "(i, i + r/2)，i < r/2（对 x[..., :r] 做 rotate_half）")),
+                "(i, i + rot/2)，i < rot/2（对 x[..., :rot] 做 rotate_half）")),
             (apply_rope(x, torch.arange(len(positions)), base=base, partial_rotary_factor=fraction),
              ignored("positions", positions.tolist(), "torch.arange(T)")),
             (apply_rope(x, positions, partial_rotary_factor=fraction) if base != 10000.0 else want,
              ignored("base", f"{base:g}", 10000)),
             (apply_rope(x, positions, base=base, layout="interleaved", partial_rotary_factor=fraction),
              tr("you paired neighbours (2i, 2i+1), GPT-J's interleaved layout; GPT-NeoX and Phi in transformers pair "
-                "(i, i + r/2) within the rotated dims",
+                "(i, i + rot/2) within the rotated dims",
                 "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的交错（interleaved）布局；transformers 里的 GPT-NeoX "
-                "和 Phi 在旋转的维度内按 (i, i + r/2) 配对")),
+                "和 Phi 在旋转的维度内按 (i, i + rot/2) 配对")),
         )
         name_the_mistake(got, known_mistakes, lambda a, b: same(a, b, atol=1e-5))
-        if not torch.equal(got[..., r:].to(x.dtype), x[..., r:]):
-            raise ExerciseError(tr(f"dims {r} .. {d - 1} must be copied unchanged (bit for bit); yours differ",
-                                   f"第 {r} .. {d - 1} 维必须原样照抄（逐位相同）；你的结果不一样"))
+        if not torch.equal(got[..., rot:].to(x.dtype), x[..., rot:]):
+            raise ExerciseError(tr(f"dims {rot} .. {d - 1} must be copied unchanged (bit for bit); yours differ",
+                                   f"第 {rot} .. {d - 1} 维必须原样照抄（逐位相同）；你的结果不一样"))
         if not same(got[0], x[0], atol=1e-5):
             raise ExerciseError(tr("position 0 must not move (angle 0); yours changes it",
                                    "位置 0 不应改变（角度为 0）；你的结果把它改了"))
@@ -163,9 +163,9 @@ def check_partial_rope(fn) -> None:
                                f"{float((got.double() - want).abs().max()):.3g}",
                                f"旋转维度上的值不对：最大 |差值| 为 "
                                f"{float((got.double() - want).abs().max()):.3g}"))
-    ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + r/2), theta over r, the rest copied: partial rotary "
+    ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + rot/2), theta over rot, the rest copied: partial rotary "
           "as GPT-NeoX and Phi do it.",
-          "只对前 int(d * factor) 维做 RoPE，按 (i, i + r/2) 配对，theta 在 r 维上计算，其余照抄："
+          "只对前 int(d * factor) 维做 RoPE，按 (i, i + rot/2) 配对，theta 在 rot 维上计算，其余照抄："
           "这正是 GPT-NeoX 和 Phi 的部分旋转。"))
 
 
@@ -361,13 +361,13 @@ def _solution_slow_pairs(base, head_dim, context):
 
 
 def _solution_partial_rope(x, positions, partial_rotary_factor, base=10000.0):
-    r = int(x.shape[-1] * partial_rotary_factor)
-    theta = base ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)      # over the rotated dims
-    angles = positions.double()[:, None] * theta                            # (T, r/2)
+    n_rot = int(x.shape[-1] * partial_rotary_factor)                        # the rotated dims
+    theta = base ** (-torch.arange(0, n_rot, 2, dtype=torch.float64) / n_rot)  # over the rotated dims
+    angles = positions.double()[:, None] * theta                            # (T, n_rot/2)
     cos, sin = torch.cat((angles.cos(), angles.cos()), -1), torch.cat((angles.sin(), angles.sin()), -1)
-    rot = x[..., :r].double()
-    turned = rot * cos + torch.cat((-rot[..., r // 2:], rot[..., : r // 2]), -1) * sin
-    return torch.cat((turned.to(x.dtype), x[..., r:]), dim=-1)
+    part = x[..., :n_rot].double()
+    turned = part * cos + torch.cat((-part[..., n_rot // 2:], part[..., : n_rot // 2]), -1) * sin
+    return torch.cat((turned.to(x.dtype), x[..., n_rot:]), dim=-1)
 
 
 def _solution_layer_base(config, layer):

@@ -203,15 +203,15 @@ def partial_rotary_scores(fraction: float, *, head_dim: int = 96, span: int = 25
                           seed: int = 0) -> dict:
     """Score of a seeded q (query) at position m against a seeded k at position 0, for m = 0 .. span, with
     RoPE on the first int(head_dim * fraction) dims ("half" layout within them, `apply_rope`). The dims left
-    alone add q[r:] . k[r:] at every distance (`position_free`). float64 numpy."""
+    alone add q[rot:] . k[rot:] at every distance (`position_free`). float64 numpy."""
     gen = torch.Generator().manual_seed(seed)
     q, k = torch.randn(2, head_dim, generator=gen, dtype=torch.float64)
-    r = rotary_dim(head_dim, fraction)
+    rot = rotary_dim(head_dim, fraction)
     m = torch.arange(span + 1)
     qs = apply_rope(q.expand(span + 1, head_dim), m, base=base, partial_rotary_factor=fraction)
     ks = apply_rope(k[None], torch.tensor([0]), base=base, partial_rotary_factor=fraction)
-    return {"distance": m.numpy(), "score": (qs @ ks[0]).numpy(), "position_free": float(q[r:] @ k[r:]),
-            "rotary_dim": r, "head_dim": head_dim}
+    return {"distance": m.numpy(), "score": (qs @ ks[0]).numpy(), "position_free": float(q[rot:] @ k[rot:]),
+            "rotary_dim": rot, "head_dim": head_dim}
 
 
 def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, span: int = 256,
@@ -222,21 +222,21 @@ def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, s
     around it, and less as the fraction shrinks. Returns partial_rotary_scores' dict + pairs (dims' pairs)."""
     data = partial_rotary_scores(fraction, head_dim=head_dim, span=span, base=base)
     ax_dims, ax_score = axes
-    r = data["rotary_dim"]
-    layer = LayerPositions(0, True, head_dim, (0, r), "half", base, "default", None, None, 1.0, head_dim ** -0.5,
+    rot = data["rotary_dim"]
+    layer = LayerPositions(0, True, head_dim, (0, rot), "half", base, "default", None, None, 1.0, head_dim ** -0.5,
                            "full", None)
     pairs = _pair_of_dim(layer)
     ax_dims.pcolormesh(np.arange(head_dim + 1), [0, 1], np.ma.masked_invalid(pairs[None]), cmap=_DIM_COLORS, vmin=0,
                        vmax=1)
     ax_dims.set_yticks([])
     ax_dims.set_xlabel(tr("dim of the head (grey: copied unchanged)", "头内的维度（灰：原样保留）"), fontsize=8)
-    ax_dims.set_title(tr(f"rotary fraction {fraction:g}: dims 0..{r - 1} of {head_dim} turn",
-                         f"旋转比例 {fraction:g}：{head_dim} 维中第 0..{r - 1} 维旋转"), fontsize=9)
+    ax_dims.set_title(tr(f"rotary fraction {fraction:g}: dims 0..{rot - 1} of {head_dim} turn",
+                         f"旋转比例 {fraction:g}：{head_dim} 维中第 0..{rot - 1} 维旋转"), fontsize=9)
     tidy(ax_dims, axis="x")
     ax_score.plot(data["distance"], data["score"], color="C0", lw=1.2, label="q . k")
     ax_score.axhline(data["position_free"], color="k", lw=1, ls="--", label=tr("unrotated dims' part", "不旋转维度的贡献"))
     ax_score.set_xlabel(tr("m - n (query - key)", "m - n（查询 - 键）"), fontsize=8)
-    ax_score.set_title(tr(f"score against the distance ({r // 2} pairs turn)", f"分数随距离的变化（{r // 2} 对旋转）"),
+    ax_score.set_title(tr(f"score against the distance ({rot // 2} pairs turn)", f"分数随距离的变化（{rot // 2} 对旋转）"),
                        fontsize=9)
     ax_score.legend(fontsize=8, loc="upper right", frameon=False)
     tidy(ax_score)
