@@ -307,3 +307,21 @@ def test_permutation_claim_of_000_and_001():
     assert not torch.allclose(a, b, atol=1e-4)
     torch.testing.assert_close(b, a[:, [1, 2, 0]], atol=1e-6, rtol=0)
     torch.testing.assert_close(b.mean(1), a.mean(1), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("edition", ["notebooks", "notebooks/zh"])
+def test_06_quotes_seed_q4_verbatim(edition):
+    """06 section 6 shows the seed passage it reviews (000's Q4) so a learner can follow; every line of the
+    quoted block is the seed's own line (checked against the notes when they are present)."""
+    import json
+    root = Path(__file__).resolve().parents[1]
+    cells = json.loads((root / edition / "06_rope.ipynb").read_text())["cells"]
+    text = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown" and "### Q4:" in "".join(c["source"]))
+    block = text[text.index("```text") + len("```text"):].split("```")[0]
+    quoted = [line.strip() for line in block.splitlines() if line.strip()]
+    assert "theta = 10000 ** (-2 * torch.arange(0, dim, 2) / dim)" in quoted  # the doubled exponent, point (4)
+    assert "q_rot = q * cos_cached - q_shifted * sin_cached" in quoted        # the undefined q_shifted, point (5)
+    files = glob.glob(str(SEEDS / "000_*.txt"))
+    if files:
+        seed_lines = {line.strip() for line in Path(files[0]).read_text(encoding="utf-8").splitlines()}
+        assert [line for line in quoted if line not in seed_lines] == []
