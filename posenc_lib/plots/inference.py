@@ -15,10 +15,10 @@ __all__ = ["render_position_ids", "render_streaming_cache", "render_cache_drift"
 def render_position_ids(ax, attention_mask: torch.Tensor, position_ids: torch.Tensor, title: str = "") -> dict:
     """One row per sequence, one cell per slot: grey for a pad, the position id written in every real slot."""
     mask, ids = attention_mask.bool().cpu().numpy(), position_ids.cpu().numpy()
-    ax.imshow(np.where(mask, 1.0, 0.25), cmap="Greys", vmin=0, vmax=1.4, aspect="auto")
+    ax.imshow(np.where(mask, 0.08, 0.4), cmap="Greys", vmin=0, vmax=1, aspect="auto")  # real: light, pad: grey
     for (row, col), real in np.ndenumerate(mask):
         ax.text(col, row, str(ids[row, col]) if real else tr("pad", "填充"), ha="center", va="center",
-                fontsize=8, color="black" if real else "#666666")
+                fontsize=8, color="black" if real else "#333333")
     ax.set_xticks(range(mask.shape[1]))
     ax.set_yticks(range(mask.shape[0]))
     ax.set_xlabel(tr("slot in the batch tensor", "批张量中的槽位"), fontsize=8)
