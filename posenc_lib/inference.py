@@ -39,6 +39,7 @@ import torch
 from . import _checks
 from .attention import attention
 from .configs import from_hf_config
+from .model import TinyLM
 
 
 # ------------------------------------------------------------------------------ positions from a pad mask
@@ -146,6 +147,9 @@ class KVCache:
         if k.shape[:3] != v.shape[:3]:
             raise ValueError(f"k and v must share (batch, kv_heads, seq), got {tuple(k.shape)} and {tuple(v.shape)}")
         batch, _, length, _ = k.shape
+        if length == 0:
+            raise ValueError(f"k must hold at least one new token (shape (batch, kv_heads, seq >= 1, head_dim)), "
+                             f"got {tuple(k.shape)}")
         positions = _checks.positions("positions", positions, seq_len=length, device=k.device, batch=batch)
         positions = positions.expand(batch, length)                             # (T,) or (1, T) -> (B, T)
         valid = (torch.ones(batch, length, dtype=torch.bool, device=k.device) if valid is None
@@ -267,6 +271,9 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     generate() counts them (`position_ids_from_mask`; no mask: the cache's next position onwards).
     attention_mask: (batch, T) 0/1 for idx's tokens only (the cache remembers the earlier ones;
     transformers passes the mask of the whole history instead). The cache must have model's num_layers."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__} (for a transformers Llama: "
+                        f"llama_decode_step)")
     idx = _checks.int_tensor("idx", idx).long()
     if idx.dim() != 2:
         raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")

@@ -285,3 +285,32 @@ def test_meta_device():
     got = cache.update(0, k, k, torch.arange(3, device="meta"))
     assert got.keys.device.type == "meta" and got.key_positions.shape == (2, 3)
     assert cache.next_positions().device.type == "meta"
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi"])
+def test_decoding_on_each_device(kind, device):
+    """CPU, meta (no tensor made on the CPU behind the caller's back) and CUDA when present."""
+    model = _tiny(kind).to(device)
+    ids = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(14)).to(device)
+    mask = torch.tensor([[1] * 6, [0, 0, 1, 1, 1, 1]], device=device)
+    with torch.no_grad():
+        cache = KVCache(2)
+        first = decode_step(model, ids[:, :5], cache, attention_mask=mask[:, :5])
+        second = decode_step(model, ids[:, 5:], cache)
+        assert first.device.type == second.device.type == device.type and second.shape == (2, 1, 23)
+        assert cache.next_positions().device.type == device.type
+        if device.type != "meta":
+            assert cache.next_positions().tolist() == [6, 4]
+            full, _ = model(ids[:1])
+            torch.testing.assert_close(torch.cat((first[:1], second[:1]), 1), full, atol=2e-5, rtol=0)
+
+
+def test_more_bad_input():
+    with pytest.raises(ValueError, match="at least one new token"):
+        KVCache(1).update(0, torch.randn(1, 1, 0, 4), torch.randn(1, 1, 0, 4), torch.arange(0))
+    with pytest.raises(TypeError, match="model must be a posenc_lib TinyLM"):
+        decode_step(_llama(), torch.zeros(1, 2, dtype=torch.long), KVCache(2))
+    with pytest.raises(ValueError, match="layer must be an int"):
+        KVCache(2).update(2, torch.randn(1, 1, 1, 4), torch.randn(1, 1, 1, 4), torch.arange(1))
+    with pytest.raises(ValueError, match="cache must be a KVCache\\(num_layers=2, rotated=True\\)"):
+        llama_decode_step(_llama(), torch.zeros(1, 2, dtype=torch.long), KVCache(2, rotated=False), torch.arange(2))
