@@ -3,13 +3,14 @@
 Against TinyLM's own full forward for every encoding, and against transformers on tiny randomly
 initialised models built from a config (no download): a Llama run step by step with its DynamicCache,
 reproduced by posenc_lib's rotation, cache and attention; generate()'s position rule; left padding
-with a learned absolute table (GPT-2) and with ALiBi (BLOOM)."""
+with a learned absolute table (GPT-2); BLOOM, transformers' ALiBi model, reproduced step by step with its
+cache and a left-padded batch by posenc_lib's ALiBi bias and cache."""
 import pytest
 import torch
 
-from posenc_lib import ENCODINGS, TinyLM
-from posenc_lib.inference import (KVCache, SinkWindowCache, decode_step, document_mask, llama_decode_step,
-                                  packed_position_ids, position_ids_from_mask)
+from posenc_lib import ENCODINGS, ALiBi, TinyLM, attention
+from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, decode_step, document_mask,
+                                  llama_decode_step, packed_position_ids, position_ids_from_mask)
 
 transformers = pytest.importorskip("transformers")
 
@@ -207,22 +208,62 @@ def test_gpt2_left_padding_needs_the_mask_positions():
     assert (from_zero - single).abs().max() > 1e-3
 
 
-def test_bloom_alibi_left_padding_and_cache():
-    """transformers' ALiBi model (BLOOM) counts key positions from the mask: padded == unpadded, and
-    cached == full; posenc_lib's ALiBi TinyLM does the same (test_left_padded_batch_equals_...)."""
+def _bloom():
     torch.manual_seed(11)
-    config = transformers.BloomConfig(vocab_size=50, hidden_size=32, n_layer=2, n_head=4)
-    model = transformers.BloomForCausalLM(config).eval()
-    b = torch.randint(1, 50, (5,), generator=torch.Generator().manual_seed(12))
-    ids, mask = torch.cat((torch.zeros(2, dtype=torch.long), b))[None], torch.tensor([[0, 0, 1, 1, 1, 1, 1]])
+    config = transformers.BloomConfig(vocab_size=50, hidden_size=32, n_layer=2, n_head=4, initializer_range=0.2)
+    return transformers.BloomForCausalLM(config).eval()
+
+
+def _bloom_step(model, ids, cache, mask):
+    """BLOOM's weights, norms and MLPs; the ALiBi bias (posenc_lib.ALiBi at positions from the mask), the cache
+    and the attention posenc_lib's. BLOOM itself adds slope * key position (its build_alibi_tensor), which
+    differs from -slope * |query - key| by a constant per row: the softmax is the same."""
+    body, heads = model.transformer, model.config.n_head
+    alibi = ALiBi(heads)
+    valid = mask.bool()
+    positions = position_ids_from_mask(valid, cache.next_positions())
+    x = body.word_embeddings_layernorm(body.word_embeddings(ids))
+    B, T, D = x.shape
+    for i, block in enumerate(body.h):
+        h = block.input_layernorm(x)
+        fused = block.self_attention.query_key_value(h).view(B, T, heads, 3, D // heads)   # BLOOM's layout
+        q, k, v = (fused[..., j, :].transpose(1, 2) for j in range(3))                   # (B, H, T, hd)
+        got = cache.update(i, k, v, positions, valid)
+        bias = cache_mask_bias(got.key_valid, T, q.dtype) + alibi(q, got.query_positions, got.key_positions)
+        out = attention(q, got.keys, got.values, bias=bias)
+        x = block.self_attention.dense(out.transpose(1, 2).reshape(B, T, D)) + x
+        x = block.mlp(block.post_attention_layernorm(x), x)
+    return model.lm_head(body.ln_f(x))
+
+
+def test_posenc_lib_alibi_reproduces_bloom_padded_and_cached():
+    """transformers' ALiBi model (BLOOM), a left-padded batch fed as a prefill and two decode steps with its
+    DynamicCache: posenc_lib's ALiBi bias, cache and positions from the mask give the same logits, and the
+    padded row equals the prompt run alone."""
+    model = _bloom()
+    gen = torch.Generator().manual_seed(12)
+    a, b = torch.randint(1, 50, (6,), generator=gen), torch.randint(1, 50, (4,), generator=gen)
+    ids = torch.stack([a, torch.cat((torch.zeros(2, dtype=torch.long), b))])
+    mask = torch.tensor([[1] * 6, [0, 0, 1, 1, 1, 1]])
+    steps = torch.tensor([[7, 8], [9, 10]])
     with torch.no_grad():
-        single = model(b[None]).logits[0]
-        padded = model(ids, attention_mask=mask).logits[0, 2:]
-        cache = transformers.DynamicCache(config=model.config)
-        steps = [model(b[None, :3], cache=cache, use_cache=True).logits]
-        steps += [model(b[None, t:t + 1], cache=cache, use_cache=True).logits for t in (3, 4)]
-    torch.testing.assert_close(padded, single, atol=1e-5, rtol=0)
-    torch.testing.assert_close(torch.cat(steps, 1)[0], single, atol=1e-5, rtol=0)
+        hf_cache, ours = transformers.DynamicCache(config=model.config), KVCache(2)
+        theirs = [model(ids, attention_mask=mask, cache=hf_cache, use_cache=True).logits]
+        mine = [_bloom_step(model, ids, ours, mask)]
+        for t in range(2):
+            mask = torch.cat((mask, torch.ones(2, 1, dtype=torch.long)), 1)
+            theirs.append(model(steps[:, t:t + 1], attention_mask=mask, cache=hf_cache, use_cache=True).logits)
+            mine.append(_bloom_step(model, steps[:, t:t + 1], ours, torch.ones(2, 1, dtype=torch.long)))
+        alone = model(torch.cat((b, steps[1]))[None]).logits[0]
+    theirs, mine = torch.cat(theirs, 1), torch.cat(mine, 1)
+    torch.testing.assert_close(mine[0], theirs[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(mine[1, 2:], theirs[1, 2:], atol=1e-5, rtol=0)   # the pads' own rows are unused
+    torch.testing.assert_close(theirs[1, 2:], alone, atol=1e-5, rtol=0)
+    assert ours.next_positions().tolist() == [8, 6]
+    # and the check can fail: the padded row's keys numbered from slot 0 under a bias without the mask's count
+    with torch.no_grad():
+        wrong = _bloom_step(model, ids, KVCache(2), torch.ones(2, 6, dtype=torch.long))   # pads taken as tokens
+    assert (wrong[1, 2:] - alone[:4]).abs().max() > 1e-3
 
 
 # ------------------------------------------------------------------ the sink + window cache
