@@ -12,7 +12,9 @@ What positions have to do with it, per place an encoding acts (posenc_lib.attent
     is rotated by its own position m, and q.k depends on m - n as in one full forward. So keys may be
     cached rotated (`KVCache(rotated=True)`, what transformers' DynamicCache holds) -- as long as the
     rotation of a position never changes. Dynamic NTK and LongRoPE change it with the length: then
-    cache the keys unrotated (`rotated=False`) and rotate them all again at every step.
+    cache the keys unrotated (`rotated=False`) and rotate them all again at every step. That makes each
+    layer's scores use one set of frequencies; it does not make a model of several layers equal to a full
+    forward, whose earlier tokens' hidden states are recomputed with the new frequencies (notebook 12, sec. 4).
   * bias on the scores (ALiBi, T5, Shaw): the bias needs the query's position AND every key's, so the
     cache keeps the keys' positions beside them (`key_positions`).
   * added to the input (sinusoidal, learned): the new tokens get their positions at the embedding;
@@ -115,7 +117,8 @@ class KVCache:
     k: (batch, kv_heads, T, head_dim), v: (batch, kv_heads, T, head_dim_v); positions (T,) or (batch, T)
     ints on k's device; valid (batch, T) bool (None: all real). rotated=True: k arrives already rotated
     by its position and is kept so (transformers' DynamicCache); rotated=False: k arrives unrotated and
-    the caller rotates the returned keys at `key_positions` every step (exact under dynamic NTK/LongRoPE).
+    the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
+    as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
     Positions must continue: a real token's position must exceed every real cached one of its row
     (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap).
     """
