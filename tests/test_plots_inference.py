@@ -28,3 +28,10 @@ def test_drift_figure_floors_exact_zeros_for_the_log_scale():
     drawn = plots.render_cache_drift(ax, range(1, 4), {"a": [0.0, 1e-3, 2e-3]}, switch=2)
     np.testing.assert_array_equal(drawn["a"], [1e-9, 1e-3, 2e-3])
     assert len(ax.lines) == 2  # the curve and the L0 line
+
+
+def test_query_scores_figure_draws_one_line_per_way():
+    fig, ax = plt.subplots()
+    drawn = plots.render_query_scores(ax, range(3), {"one pass": [1, 2, 3], "cache": [1, 2, 3], "wrong": [0, 0, 1]}, 3)
+    assert len(ax.lines) == 3 and drawn["wrong"].tolist() == [0, 0, 1]
+    assert "m = 3" in ax.get_xlabel()

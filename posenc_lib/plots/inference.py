@@ -9,7 +9,26 @@ from matplotlib.colors import ListedColormap
 
 from ..i18n import tr
 
-__all__ = ["render_position_ids", "render_streaming_cache", "render_cache_drift"]
+__all__ = ["render_query_scores", "render_position_ids", "render_streaming_cache", "render_cache_drift"]
+
+
+def render_query_scores(ax, key_positions, curves: dict, query_position: int) -> dict:
+    """The scores of one new query against the cached keys, one line per way of computing them (label ->
+    (n,) scores); the first is drawn thick, the others on top of it, so equal curves overlap."""
+    x = np.asarray(key_positions)
+    drawn = {}
+    for (label, scores), style in zip(curves.items(), (dict(color="#bbbbbb", lw=5), dict(color="#1f77b4", lw=1.5,
+                                                                                           marker="o", ms=3),
+                                                        dict(color="#d62728", lw=1.2, ls="--", marker="x", ms=4))):
+        values = np.asarray(scores, dtype=float)
+        ax.plot(x, values, label=label, **style)
+        drawn[label] = values
+    ax.set_xlabel(tr(f"position n of the cached key (the query is at m = {query_position})",
+                     f"缓存键的位置 n（查询在 m = {query_position}）"), fontsize=8)
+    ax.set_ylabel(tr("score q·k", "分数 q·k"), fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, frameon=False)
+    return drawn
 
 
 def render_position_ids(ax, attention_mask: torch.Tensor, position_ids: torch.Tensor, title: str = "") -> dict:
