@@ -355,3 +355,22 @@ def test_more_bad_input():
         KVCache(2).update(2, torch.randn(1, 1, 1, 4), torch.randn(1, 1, 1, 4), torch.arange(1))
     with pytest.raises(ValueError, match="cache must be a KVCache\\(num_layers=2, rotated=True\\)"):
         llama_decode_step(_llama(), torch.zeros(1, 2, dtype=torch.long), KVCache(2, rotated=False), torch.arange(2))
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi"])
+def test_a_cached_decode_compiles_as_one_graph(kind):
+    """No host read in the decode path: a padded prefill and a step trace as one graph (the value checks run
+    only where values are cheap, which a trace is not) and give the eager logits."""
+    model = _tiny(kind)
+    ids = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(15))
+    mask = torch.tensor([[1] * 5, [0, 0, 1, 1, 1]])
+
+    def run(ids, mask):
+        cache = KVCache(2)
+        return torch.cat((decode_step(model, ids[:, :5], cache, attention_mask=mask),
+                          decode_step(model, ids[:, 5:], cache)), 1)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, mask), run(ids, mask), atol=0, rtol=0)
