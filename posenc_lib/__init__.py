@@ -13,6 +13,7 @@ from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
 from .i18n import get_language, language, set_language, tr
+from .inference import KVCache, SinkWindowCache, decode_step, packed_position_ids, position_ids_from_mask
 from .numbers import below
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
 from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, offset_scores, relative_positions,
@@ -24,12 +25,13 @@ from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
 __version__ = "1.0.0"
 
 __all__ = [
-    "ALiBi", "ENCODINGS", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",
+    "ALiBi", "ENCODINGS", "KVCache", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",
     "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
-    "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
+    "SinkWindowCache", "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
     "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below",
-    "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation", "make_encoding",
-    "offset_matrix", "offset_scores", "position_similarity", "similarity_by_distance", "register_encoding",
+    "decode_step", "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation",
+    "make_encoding", "offset_matrix", "offset_scores", "packed_position_ids", "position_ids_from_mask",
+    "position_similarity", "similarity_by_distance", "register_encoding",
     "rope_decay_bound",
     "relative_positions", "relative_shift", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",
     "set_language",

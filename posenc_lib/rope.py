@@ -406,7 +406,9 @@ class RotaryEmbedding(PositionalEncoding):
     original ones when a call's length falls below L0. Keys already in a KV cache were rotated with
     the frequencies of THEIR call; once L changes, the new queries' frequencies differ from theirs
     and the score no longer depends on m - n alone (in HF too, which caches rotated keys). Here the
-    exact answer is to cache keys before rotation and pass them all to rotate_qk with their positions.
+    answer for one layer is to cache keys before rotation and pass them all to rotate_qk with their
+    positions; with several layers the earlier tokens' hidden states still carry the frequencies of
+    their own steps (notebook 12 measures both).
     This library keeps no history because a result that depends on what ran before cannot be checked
     or reproduced from the call alone, and re-rotating a teaching model's cache costs little.
 

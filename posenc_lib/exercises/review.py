@@ -387,6 +387,84 @@ QUIZ: dict = {
                           "precision, not range",
                           "bf16 的指数范围与 float32 相同（上限为 65504 的是 fp16）；它的问题在精度，不在范围")},
     },
+    "kv_cache_rope": {
+        "question": Text("Generating with RoPE and a KV cache (transformers' DynamicCache): the cached keys are ...",
+                         "用 RoPE 和 KV 缓存（transformers 的 DynamicCache）生成时，缓存里的键……"),
+        "options": {"a": Text("stored unrotated, and all rotated by the new query's position at every step",
+                              "未旋转地存着，每一步都按新查询的位置整体旋转"),
+                    "b": Text("rotated by the cache's length at every step", "每一步都按缓存长度旋转"),
+                    "c": Text("rotated by position 0; the new query carries the whole offset",
+                              "按位置 0 旋转；偏移全由新查询承担"),
+                    "d": Text("rotated once, by their own positions, when they are made; the new query by its own "
+                              "position",
+                              "在生成时按各自的位置旋转一次；新查询按它自己的位置旋转")},
+        "answer": "d",
+        "why": {"a": Text("every key would then sit at the query's position: q.k would lose the distance m - n "
+                          "(notebook 12 sec. 1)",
+                          "那样每个键都会落在查询的位置上：q.k 就丢掉了距离 m - n（notebook 12 第 1 节）"),
+                "b": Text("the cache's length is the next query's position, not the keys': a key's rotation depends "
+                          "on its own position only, so it is applied once (notebook 12 sec. 1)",
+                          "缓存长度是下一个查询的位置，不是键的位置：键的旋转只取决于它自己的位置，所以只转一次"
+                          "（notebook 12 第 1 节）"),
+                "c": Text("with every key at 0 the score depends on m - 0 = m for every key: the distances are lost "
+                          "(notebook 12 sec. 1)",
+                          "所有键都在 0 时，每个键的分数都只取决于 m - 0 = m：距离信息丢了（notebook 12 第 1 节）")},
+    },
+    "left_pad_positions": {
+        "question": Text("A left-padded prompt in a batch has the attention mask [0, 0, 1, 1, 1]. Which position ids "
+                         "does transformers' generate() give it?",
+                         "批次中一个左填充的提示词，attention mask 为 [0, 0, 1, 1, 1]。transformers 的 generate() "
+                         "给它的位置 id 是？"),
+        "options": {"a": "[0, 1, 2, 3, 4]", "b": "[0, 0, 0, 1, 2]", "c": "[2, 3, 4, 5, 6]", "d": "[-1, -1, 0, 1, 2]"},
+        "answer": "b",
+        "why": {"a": Text("that numbers the pads too: the first real token would sit at 2, not 0 (harmless for RoPE "
+                          "and ALiBi only if every later step is shifted alike; notebook 12 sec. 2)",
+                          "这把填充也编了号：第一个真实 token 会在 2 而不是 0（只有后续每一步都同样平移时，对 RoPE "
+                          "和 ALiBi 才无害；notebook 12 第 2 节）"),
+                "c": Text("the positions count the real tokens from 0: cumsum(mask) - 1 (notebook 12 sec. 2)",
+                          "位置从 0 开始只数真实 token：cumsum(mask) - 1（notebook 12 第 2 节）"),
+                "d": Text("cumsum(mask) - 1 is -1 at the leading pads; generate() writes 0 there (masked, never read; "
+                          "notebook 12 sec. 2)",
+                          "cumsum(mask) - 1 在开头的填充处是 -1；generate() 在那里写 0（被屏蔽，不会被读到；"
+                          "notebook 12 第 2 节）")},
+    },
+    "streaming_positions": {
+        "question": Text("StreamingLLM with 4 sink tokens and a window of 8 has read 100 tokens. Which position does "
+                         "RoPE use for the newest one?",
+                         "StreamingLLM 保留 4 个 sink token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
+                         "用的位置是？"),
+        "options": {"a": "99", "b": "7", "c": "11", "d": "12"},
+        "answer": "c",
+        "why": {"a": Text("99 is its place in the text; StreamingLLM counts positions within the cache (Xiao et al. "
+                          "2023; notebook 12 sec. 3)",
+                          "99 是它在文本中的位置；StreamingLLM 按缓存内计数位置（Xiao 等人 2023；notebook 12 第 3 节）"),
+                "b": Text("the 4 sinks come first: slots 0-3, then the 8 window slots 4-11 (notebook 12 sec. 3)",
+                          "4 个 sink 在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
+                "d": Text("12 tokens are cached, in slots 0-11; 12 would be the NEXT token's slot (notebook 12 sec. 3)",
+                          "缓存里有 12 个 token，占槽位 0-11；12 是下一个 token 的槽位（notebook 12 第 3 节）")},
+    },
+    "cache_scaling_switch": {
+        "question": Text("A dynamic-NTK model decodes past its trained length L0 with a cache of rotated keys (what "
+                         "transformers' DynamicCache holds). What happens to the scores?",
+                         "一个动态 NTK 模型用存着已旋转键的缓存（transformers 的 DynamicCache 就是这样）解码到训练长度 L0 "
+                         "之后。分数会怎样？"),
+        "options": {"a": Text("keys rotated under earlier, smaller bases meet queries under a larger one: the scores "
+                              "no longer depend on m - n alone",
+                              "用更早、更小的底数旋转的键遇上用更大底数的查询：分数不再只取决于 m - n"),
+                    "b": Text("nothing: RoPE scores depend on m - n only", "不会怎样：RoPE 的分数只取决于 m - n"),
+                    "c": Text("transformers drops the cache at L0 + 1 and recomputes everything",
+                              "transformers 在 L0 + 1 处丢弃缓存并全部重算"),
+                    "d": Text("the model switches back to the trained base", "模型切回训练时的底数")},
+        "answer": "a",
+        "why": {"b": Text("only while every position is rotated with the same frequencies; past L0 dynamic NTK changes "
+                          "them at every new length (notebook 12 sec. 4 measures the drift)",
+                          "前提是所有位置都用同一组频率旋转；超过 L0 后，动态 NTK 每到一个新长度都会改频率"
+                          "（notebook 12 第 4 节测量了这种偏离）"),
+                "c": Text("that is Phi-3 with LongRoPE, which switches factor sets once, at L0 + 1 (notebook 12 sec. 4)",
+                          "那是用 LongRoPE 的 Phi-3，它只在 L0 + 1 处切换一次因子组（notebook 12 第 4 节）"),
+                "d": Text("past L0 the base grows with the length; it is the trained one only up to L0 (notebook 08)",
+                          "超过 L0 后底数随长度增大；只有在 L0 以内才是训练时的底数（notebook 08）")},
+    },
     "glossary_length_extrapolation": {
         "question": Text("长度外推 (chángdù wàituī) is ...", "“长度外推”指的是……"),
         "options": {"a": Text("position interpolation (PI)", "位置插值（PI）"),

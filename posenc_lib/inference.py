@@ -1,0 +1,330 @@
+"""Positions at inference time: the KV cache, padding-aware position ids, and a sink + window cache.
+
+Generating token t+1 needs the keys and values of tokens 0..t. A KV cache keeps them from the earlier
+steps, so a step computes q, k, v for the new tokens only:
+
+    step:  q, k, v = proj(x_new)                       (batch, heads, T_new, head_dim)
+           k_all, v_all = cache.update(layer, k, v)    (batch, heads, T_cached + T_new, head_dim)
+           out = softmax(q k_all^T / sqrt(d) + bias) v_all
+
+What positions have to do with it, per place an encoding acts (posenc_lib.attention):
+  * rotates q and k (RoPE): a cached key was rotated by ITS position n when it was made; the new query
+    is rotated by its own position m, and q.k depends on m - n as in one full forward. So keys may be
+    cached rotated (`KVCache(rotated=True)`, what transformers' DynamicCache holds) -- as long as the
+    rotation of a position never changes. Dynamic NTK and LongRoPE change it with the length: then
+    cache the keys unrotated (`rotated=False`) and rotate them all again at every step. That makes each
+    layer's scores use one set of frequencies; it does not make a model of several layers equal to a full
+    forward, whose earlier tokens' hidden states are recomputed with the new frequencies (notebook 12, sec. 4).
+  * bias on the scores (ALiBi, T5, Shaw): the bias needs the query's position AND every key's, so the
+    cache keeps the keys' positions beside them (`key_positions`).
+  * added to the input (sinusoidal, learned): the new tokens get their positions at the embedding;
+    a learned table has rows for positions < max_len only, so the cache cannot grow past it.
+
+Positions with padding. A batch of prompts of different lengths is padded; with left padding a row's
+real tokens start after its pads, so its positions must start there too. transformers' generate()
+counts them from the attention mask (1 = real token, 0 = pad): `position_ids = mask.cumsum(-1) - 1`,
+pads set to 0 (`position_ids_from_mask`), and every later token gets the row's last position + 1.
+
+Streaming (Xiao et al. 2023, StreamingLLM): keep the first `num_sinks` tokens (the attention sinks)
+and the last `window` ones; positions are counted WITHIN the cache (0 .. len-1), not within the text,
+so the keys are cached unrotated and rotated at their cache slot at every step (`SinkWindowCache`).
+
+Shapes: k, v (batch, heads, T, head_dim); positions (T,) or (batch, T) int; attention_mask (batch, T)
+of 0/1 or bool. Nothing given is modified in place; every tensor made here is on the input's device.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from . import _checks
+from .attention import attention
+from .configs import from_hf_config
+from .model import TinyLM
+
+
+# ------------------------------------------------------------------------------ positions from a pad mask
+def check_mask(name: str, mask, *, shape: tuple | None = None) -> torch.Tensor:
+    """A pad mask: (batch, seq) of 0/1 (integers, floats) or bools (1/True = a real token), as a bool tensor.
+    shape: the (batch, seq) it must have (the tokens it belongs to), or None."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of 0/1 (1 = real token, 0 = padding), got {type(mask).__name__}")
+    if mask.is_complex():
+        raise TypeError(f"{name} must hold 0/1 (1 = real token), got {mask.dtype}")
+    if mask.dim() != 2 or (shape is not None and tuple(mask.shape) != tuple(shape)):
+        expected = "(batch, seq)" if shape is None else f"(batch, seq) = {tuple(shape)}, one entry per token"
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(mask.shape)}")
+    if mask.dtype != torch.bool:
+        if _checks.values_are_cheap(mask) and mask.numel() and not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError(f"{name} must hold only 0 (padding) and 1 (real token)")
+        mask = mask != 0
+    return mask
+
+
+def position_ids_from_mask(attention_mask: torch.Tensor, start: torch.Tensor | None = None) -> torch.Tensor:
+    """Positions that count only the real tokens: transformers' rule in generate(),
+
+        position_ids = attention_mask.cumsum(-1) - 1, then 0 at the pads        (start = 0)
+
+    attention_mask: (batch, seq), 1/True = real token, 0 = pad. start: (batch,) ints, the position of
+    each row's next token when a cache already holds earlier ones (`KVCache.next_positions()`); then
+    the real tokens count on from there and pads get `start`. Returns (batch, seq) int64 on the mask's
+    device. Left padding [0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2]; right padding [1, 1, 1, 0, 0] -> [0, 1, 2, 0, 0].
+    """
+    mask = check_mask("attention_mask", attention_mask)
+    counted = mask.long().cumsum(-1) - 1                                  # (B, T): -1 before the first real token
+    if start is not None:
+        start = _checks.int_tensor("start", start)
+        if start.shape != (mask.shape[0],):
+            raise ValueError(f"start must have shape (batch,) = ({mask.shape[0]},), got {tuple(start.shape)}")
+        _checks.same_device("attention_mask", mask, start=start)
+        counted = counted + start[:, None].long()
+        return counted.masked_fill(~mask, 0) + (~mask).long() * start[:, None].long()
+    return counted.masked_fill(~mask, 0)
+
+
+def packed_position_ids(lengths, *, device=None) -> torch.Tensor:
+    """Positions for several documents packed into one row: 0 .. len-1 for each, restarting per document.
+    lengths: a sequence of positive ints -> (sum(lengths),) int64 on `device`. [3, 2] -> [0, 1, 2, 0, 1].
+    (With packing the attention mask must also keep documents apart: `document_mask`.)"""
+    lengths = [_checks.positive_int("lengths[i]", n) for n in lengths]
+    return torch.cat([torch.arange(n, device=device) for n in lengths])
+
+
+def document_mask(lengths, *, device=None) -> torch.Tensor:
+    """(T, T) bool, T = sum(lengths): True where query i may attend key j -- causal and within one document."""
+    lengths = [_checks.positive_int("lengths[i]", n) for n in lengths]
+    doc = torch.cat([torch.full((n,), d, device=device) for d, n in enumerate(lengths)])
+    i = torch.arange(doc.numel(), device=device)
+    return (doc[:, None] == doc[None, :]) & (i[None, :] <= i[:, None])
+
+
+# ------------------------------------------------------------------------------ the caches
+class CachedKeys(NamedTuple):
+    """What a cache hands the attention after an update, for the keys it holds and the new queries."""
+    keys: torch.Tensor             # (batch, kv_heads, Tk, head_dim): rotated, or raw if the cache is not `rotated`
+    values: torch.Tensor           # (batch, kv_heads, Tk, head_dim_v)
+    key_positions: torch.Tensor    # (batch, Tk): the positions the scores must use for the keys
+    query_positions: torch.Tensor  # (batch, Tq): ... and for the new queries
+    key_valid: torch.Tensor        # (batch, Tk) bool: False at a pad
+
+
+class KVCache:
+    """Keys, values, their positions and which of them are real tokens, per layer; grows by concatenation.
+
+    update(layer, k, v, positions, valid=None) -> CachedKeys of everything cached in that layer so far.
+    k: (batch, kv_heads, T, head_dim), v: (batch, kv_heads, T, head_dim_v); positions (T,) or (batch, T)
+    ints on k's device; valid (batch, T) bool (None: all real). rotated=True: k arrives already rotated
+    by its position and is kept so (transformers' DynamicCache); rotated=False: k arrives unrotated and
+    the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
+    as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
+    Positions must continue: a real token's position must exceed every real cached one of its row
+    (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap).
+    """
+
+    def __init__(self, num_layers: int, *, rotated: bool = True):
+        self.num_layers = _checks.positive_int("num_layers", num_layers)
+        self.rotated = _checks.boolean("rotated", rotated)
+        self.layers: list = [None] * self.num_layers  # (keys, values, positions (B, Tk), valid (B, Tk)) or None
+
+    def __len__(self) -> int:
+        """Tokens cached (in layer 0; every layer holds the same number)."""
+        return 0 if self.layers[0] is None else self.layers[0][0].shape[-2]
+
+    def next_positions(self) -> torch.Tensor | None:
+        """(batch,) the position each row's next token gets: its last real position + 1 (None if empty)."""
+        if self.layers[0] is None:
+            return None
+        _, _, positions, valid = self.layers[0]
+        return ((positions + 1) * valid).amax(-1)
+
+    def _check(self, layer, k, v, positions, valid):
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.num_layers:
+            raise ValueError(f"layer must be an int in [0, num_layers={self.num_layers}), got {layer!r}")
+        for name, t in (("k", k), ("v", v)):
+            _checks.float_tensor(name, t)
+            if t.dim() != 4:
+                raise ValueError(f"{name} must have shape (batch, kv_heads, seq, head_dim), got {tuple(t.shape)}")
+        _checks.same_device("k", k, v=v)
+        if k.shape[:3] != v.shape[:3]:
+            raise ValueError(f"k and v must share (batch, kv_heads, seq), got {tuple(k.shape)} and {tuple(v.shape)}")
+        batch, _, length, _ = k.shape
+        if length == 0:
+            raise ValueError(f"k must hold at least one new token (shape (batch, kv_heads, seq >= 1, head_dim)), "
+                             f"got {tuple(k.shape)}")
+        positions = _checks.positions("positions", positions, seq_len=length, device=k.device, batch=batch)
+        positions = positions.expand(batch, length)                             # (T,) or (1, T) -> (B, T)
+        valid = (torch.ones(batch, length, dtype=torch.bool, device=k.device) if valid is None
+                 else check_mask("valid", valid, shape=(batch, length)))
+        _checks.same_device("k", k, valid=valid)
+        held = self.layers[layer]
+        if held is not None:
+            keys, values = held[0], held[1]
+            if k.shape[-1] != keys.shape[-1] or v.shape[-1] != values.shape[-1]:
+                raise ValueError(f"k must have the cached head size: the cache holds keys of head_dim "
+                                 f"{keys.shape[-1]} and values of {values.shape[-1]} in layer {layer}, got k of "
+                                 f"{k.shape[-1]} and v of {v.shape[-1]}")
+            if k.shape[:2] != keys.shape[:2]:
+                raise ValueError(f"k must have the cached (batch, kv_heads) = {tuple(keys.shape[:2])} in layer "
+                                 f"{layer}, got {tuple(k.shape[:2])}")
+            if _checks.values_are_cheap(positions):
+                last = torch.where(held[3], held[2], -1).amax(-1)          # (B,) last real cached position
+                first = torch.where(valid, positions, _checks.MAX_POSITION).amin(-1)
+                back = (first <= last) & valid.any(-1)
+                if bool(back.any()):
+                    row = int(back.nonzero()[0, 0])
+                    raise ValueError(f"positions must continue after the cached ones: row {row} has cached "
+                                     f"positions up to {int(last[row])}, got {int(first[row])}; positions never "
+                                     f"go backwards in a cache (start a new cache to rewrite the past)")
+        return positions, valid
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
+               valid: torch.Tensor | None = None) -> CachedKeys:
+        positions, valid = self._check(layer, k, v, positions, valid)
+        held = self.layers[layer]
+        if held is not None:  # torch.cat makes new tensors: the caller's k and v stay as they were
+            k, v = torch.cat((held[0], k), dim=-2), torch.cat((held[1], v), dim=-2)
+            positions, valid = torch.cat((held[2], positions), -1), torch.cat((held[3], valid), -1)
+        self.layers[layer] = (k, v, positions, valid)
+        new = positions.shape[-1] - (0 if held is None else held[2].shape[-1])
+        return CachedKeys(k, v, positions, positions[:, positions.shape[-1] - new:], valid)
+
+
+class SinkWindowCache(KVCache):
+    """StreamingLLM's cache (Xiao et al. 2023): the first `num_sinks` tokens plus the last `window`.
+
+    Keys are kept UNROTATED (rotated=False): after an eviction the kept keys are renumbered 0 .. len-1,
+    their slot in the cache, and the attention rotates them there every step, with the new queries at
+    the last slots. `text_positions(layer)` gives where the kept tokens sit in the text. At most
+    `window` tokens per update (a new token must not be evicted by its own step). No padding.
+    """
+
+    def __init__(self, num_layers: int, *, num_sinks: int = 4, window: int = 16):
+        super().__init__(num_layers, rotated=False)
+        self.num_sinks = _checks.positive_int("num_sinks", num_sinks, allow_zero=True)
+        self.window = _checks.positive_int("window", window)
+
+    def update(self, layer, k, v, positions, valid=None) -> CachedKeys:
+        if valid is not None:
+            raise ValueError("valid: SinkWindowCache takes no padding (one stream per row)")
+        if isinstance(k, torch.Tensor) and k.dim() == 4 and k.shape[-2] > self.window:
+            raise ValueError(f"k: at most window={self.window} new tokens per update, got {k.shape[-2]}")
+        super().update(layer, k, v, positions)
+        keys, values, text, valid = self.layers[layer]
+        if keys.shape[-2] > self.num_sinks + self.window:  # evict the middle: keep sinks + the last `window`
+            keep = torch.cat((torch.arange(self.num_sinks, device=keys.device),
+                              torch.arange(keys.shape[-2] - self.window, keys.shape[-2], device=keys.device)))
+            keys, values, text, valid = keys[:, :, keep], values[:, :, keep], text[:, keep], valid[:, keep]
+            self.layers[layer] = (keys, values, text, valid)
+        slots = torch.arange(keys.shape[-2], device=keys.device).expand(keys.shape[0], -1)  # (B, Tk)
+        return CachedKeys(keys, values, slots, slots[:, slots.shape[-1] - k.shape[-2]:], valid)
+
+    def text_positions(self, layer: int = 0) -> torch.Tensor | None:
+        """(batch, Tk): the positions in the text of the tokens kept in `layer` (None if empty)."""
+        return None if self.layers[layer] is None else self.layers[layer][2]
+
+
+# ------------------------------------------------------------------------------ attention over a cache
+def cache_mask_bias(key_valid: torch.Tensor, q_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """(batch, 1, Tq, Tk) bias, 0 where a new query may attend a cached key and -inf elsewhere.
+
+    The queries are the last Tq of the Tk slots; query i sees slots j <= i (causal, by slot) that hold
+    real tokens. A pad query sees only itself, so its row is never all -inf (its output is unused)."""
+    batch, k_len = key_valid.shape
+    i = torch.arange(k_len - q_len, k_len, device=key_valid.device)[:, None]   # (Tq, 1) slot of each query
+    j = torch.arange(k_len, device=key_valid.device)[None, :]                  # (1, Tk)
+    allowed = (j <= i) & (key_valid[:, None, :] | (j == i))                    # (B, Tq, Tk)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=key_valid.device)
+    return bias.masked_fill(~allowed, float("-inf"))[:, None]
+
+
+def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, layer: int,
+                     valid: torch.Tensor | None = None) -> torch.Tensor:
+    """One posenc_lib MultiHeadAttention layer `attn` for the new tokens x (batch, T, d_model) over a cache.
+
+    The encoding's hooks, as MultiHeadAttention calls them, with the keys from the cache:
+    rotate q and k (before caching if cache.rotated, else all cached keys at their key_positions),
+    score bias and value term at (query_positions, key_positions). Returns (batch, T, d_model)."""
+    B, T, D = x.shape
+    enc, H, hd = attn.encoding, attn.num_heads, attn.head_dim
+    q, k, v = attn.qkv(x).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)           # 3 x (B, H, T, hd)
+    if cache.rotated:
+        q, k = enc.rotate_qk(q, k, positions, positions)                        # k rotated once, at its position
+    got = cache.update(layer, k, v, positions, valid)
+    keys = got.keys
+    if not cache.rotated:                                                       # every key rotated at this step
+        q, keys = enc.rotate_qk(q, keys, got.query_positions, got.key_positions)
+    bias = cache_mask_bias(got.key_valid, T, q.dtype)
+    position_bias = enc.score_bias(q, got.query_positions, got.key_positions)
+    if position_bias is not None:
+        bias = bias + position_bias
+    out, weights = attention(q, keys, got.values, bias=bias, return_weights=True)
+    extra = enc.value_bias(weights, got.query_positions, got.key_positions)
+    if extra is not None:
+        out = out + extra.to(out.dtype)
+    return attn.proj(out.transpose(1, 2).reshape(B, T, D))
+
+
+def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """A posenc_lib TinyLM run on the new tokens idx (batch, T) with a cache: logits (batch, T, vocab).
+
+    positions: (T,) or (batch, T) ints; default: counted from `attention_mask` and the cache, as
+    generate() counts them (`position_ids_from_mask`; no mask: the cache's next position onwards).
+    attention_mask: (batch, T) 0/1 for idx's tokens only (the cache remembers the earlier ones;
+    transformers passes the mask of the whole history instead). The cache must have model's num_layers."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__} (for a transformers Llama: "
+                        f"llama_decode_step)")
+    idx = _checks.int_tensor("idx", idx).long()
+    if idx.dim() != 2:
+        raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
+    if not isinstance(cache, KVCache) or cache.num_layers != len(model.blocks):
+        raise ValueError(f"cache must be a KVCache with num_layers={len(model.blocks)} (one per block), got {cache!r}")
+    valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=idx.shape)
+    if positions is None:
+        start = cache.next_positions()
+        if valid is not None:
+            positions = position_ids_from_mask(valid, start)
+        else:
+            first = torch.zeros(idx.shape[0], dtype=torch.long, device=idx.device) if start is None else start
+            positions = first[:, None] + torch.arange(idx.shape[1], device=idx.device)
+    x = model.token_embedding(idx)                                               # (B, T, D)
+    x = model.encoding.add_to_input(x, positions)                               # learned: positions < max_len
+    for layer, block in enumerate(model.blocks):
+        x = x + cached_attention(block.attn, block.ln1(x), positions, cache, layer, valid)
+        x = x + block.mlp(block.ln2(x))
+    return model.head(model.ln_f(x))
+
+
+# ------------------------------------------------------------------------------ a transformers Llama, our positions
+def llama_decode_step(model, input_ids: torch.Tensor, cache: KVCache, positions: torch.Tensor,
+                      attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """A transformers LlamaForCausalLM (or Qwen2, Mistral: the same layer) run with posenc_lib's positions.
+
+    Its own weights, norms and MLPs; the rotation (from its config, `from_hf_config`), the cache and
+    the attention are posenc_lib's. input_ids (batch, T) new tokens, positions (T,) or (batch, T),
+    attention_mask (batch, T) 0/1 for those tokens. Returns logits (batch, T, vocab). For checking
+    that the positions are right (tests/test_inference.py), not for speed."""
+    body, config = model.model, model.config
+    if not isinstance(cache, KVCache) or not cache.rotated or cache.num_layers != config.num_hidden_layers:
+        raise ValueError(f"cache must be a KVCache(num_layers={config.num_hidden_layers}, rotated=True), got {cache!r}")
+    layout = from_hf_config(config.to_dict())
+    valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=input_ids.shape)
+    x = body.embed_tokens(input_ids)                                             # (B, T, hidden)
+    B, T, _ = x.shape
+    for i, block in enumerate(body.layers[: config.num_hidden_layers]):
+        a, rope = block.self_attn, layout.layer(i)
+        h = block.input_layernorm(x)
+        q = a.q_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)               # (B, H, T, hd)
+        k = a.k_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)               # (B, H_kv, T, hd)
+        v = a.v_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)
+        q, k = rope.apply(q, positions), rope.apply(k, positions)
+        got = cache.update(i, k, v, positions, valid)
+        groups = q.shape[1] // got.keys.shape[1]                                 # grouped-query attention
+        keys, values = got.keys.repeat_interleave(groups, 1), got.values.repeat_interleave(groups, 1)
+        out = attention(q, keys, values, bias=cache_mask_bias(got.key_valid, T, q.dtype))
+        x = x + a.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+        x = x + block.mlp(block.post_attention_layernorm(x))
+    return model.lm_head(body.norm(x))

@@ -1,0 +1,376 @@
+"""posenc_lib.inference: the KV cache, positions from a pad mask, the sink + window cache.
+
+Against TinyLM's own full forward for every encoding, and against transformers on tiny randomly
+initialised models built from a config (no download): a Llama run step by step with its DynamicCache,
+reproduced by posenc_lib's rotation, cache and attention; generate()'s position rule; left padding
+with a learned absolute table (GPT-2); BLOOM, transformers' ALiBi model, reproduced step by step with its
+cache and a left-padded batch by posenc_lib's ALiBi bias and cache."""
+import pytest
+import torch
+
+from posenc_lib import ENCODINGS, ALiBi, TinyLM, attention
+from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, decode_step, document_mask,
+                                  llama_decode_step, packed_position_ids, position_ids_from_mask)
+
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny(kind, num_layers=2, **settings):
+    torch.manual_seed(0)
+    return TinyLM(23, encoding=kind, d_model=32, num_heads=4, num_layers=num_layers, max_len=64, **settings).eval()
+
+
+def _incremental(model, ids, prefill, cache):
+    """Logits of ids fed as one prefill of `prefill` tokens, then one token a step."""
+    out = [decode_step(model, ids[:, :prefill], cache)]
+    out += [decode_step(model, ids[:, t:t + 1], cache) for t in range(prefill, ids.shape[1])]
+    return torch.cat(out, 1)
+
+
+# ------------------------------------------------------------------ incremental == full, every encoding
+@pytest.mark.parametrize("kind", ENCODINGS)
+@pytest.mark.parametrize("rotated", [True, False])
+def test_incremental_decoding_equals_one_full_forward(kind, rotated):
+    model, ids = _tiny(kind), torch.randint(0, 23, (2, 11), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full, _ = model(ids)
+        steps = _incremental(model, ids, 4, KVCache(2, rotated=rotated))
+    torch.testing.assert_close(steps, full, atol=2e-6, rtol=0)
+
+
+def test_a_cache_that_forgets_the_offset_is_refused_and_a_gap_is_wrong():
+    """Every new token numbered 0 (no offset) is refused by name; numbered with a gap, the logits differ."""
+    model, ids = _tiny("rope"), torch.randint(0, 23, (1, 8), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full, _ = model(ids)
+        cache = KVCache(2)
+        decode_step(model, ids[:, :4], cache)
+        with pytest.raises(ValueError, match="positions must continue after the cached ones"):
+            decode_step(model, ids[:, 4:5], cache, positions=torch.tensor([0]))
+        gap = decode_step(model, ids[:, 4:5], cache, positions=torch.tensor([6]))
+    assert (gap[:, 0] - full[:, 4]).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("scaling", [{"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 6},
+                                     {"rope_type": "longrope", "original_max_position_embeddings": 6,
+                                      "short_factor": [1.0] * 4, "long_factor": [1.0, 2.0, 4.0, 8.0],
+                                      "factor": 4.0}])
+def test_a_scaling_that_changes_with_the_length_needs_unrotated_keys(scaling):
+    """One layer: cached unrotated keys, rotated again at every step, give the full forward's last logits;
+    keys cached rotated under an earlier step's frequencies do not. (With more layers even unrotated keys
+    are not enough: the earlier tokens' hidden states were computed under the earlier frequencies.)"""
+    ids = torch.randint(0, 23, (1, 12), generator=torch.Generator().manual_seed(3))
+    last = slice(-1, None)  # the full forward uses the frequencies of the whole length, as the last step does
+    with torch.no_grad():
+        one = _tiny("rope", num_layers=1, rope_scaling=scaling)
+        full, _ = one(ids)
+        raw = _incremental(one, ids, 3, KVCache(1, rotated=False))
+        rotated = _incremental(one, ids, 3, KVCache(1, rotated=True))
+        torch.testing.assert_close(raw[:, last], full[:, last], atol=2e-6, rtol=0)
+        assert (rotated[:, last] - full[:, last]).abs().max() > 1e-3  # keys rotated under earlier frequencies
+        # up to L0 = 6 the frequencies do not change: there the rotated cache is exact
+        torch.testing.assert_close(rotated[:, :6], one(ids[:, :6])[0], atol=2e-6, rtol=0)
+        two = _tiny("rope", rope_scaling=scaling)
+        full2, _ = two(ids)
+        raw2 = _incremental(two, ids, 3, KVCache(2, rotated=False))
+    assert (raw2[:, last] - full2[:, last]).abs().max() > 1e-5
+
+
+# ------------------------------------------------------------------ positions from the mask
+def test_position_ids_follow_generate():
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    assert position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, 0, 0]]
+    model = transformers.LlamaForCausalLM(_llama_config())
+    ids = torch.ones(3, 5, dtype=torch.long)
+    theirs = model._prepare_position_ids_for_generation(ids, {"attention_mask": mask})
+    assert torch.equal(position_ids_from_mask(mask), theirs)
+    # with a cache: the next tokens continue from each row's last real position
+    more = position_ids_from_mask(torch.tensor([[1, 1], [1, 1], [1, 1]]), start=torch.tensor([3, 5, 3]))
+    assert more.tolist() == [[3, 4], [5, 6], [3, 4]]
+    assert position_ids_from_mask(mask.bool()).tolist() == position_ids_from_mask(mask).tolist()
+
+
+def test_packed_documents_restart_their_positions():
+    assert packed_position_ids([3, 2, 1]).tolist() == [0, 1, 2, 0, 1, 0]
+    mask = document_mask([2, 2])
+    assert mask.tolist() == [[True, False, False, False], [True, True, False, False],
+                             [False, False, True, False], [False, False, True, True]]
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi", "learned", "t5"])
+def test_left_padded_batch_equals_the_unpadded_sequences(kind):
+    model = _tiny(kind)
+    gen = torch.Generator().manual_seed(4)
+    a, b = torch.randint(1, 23, (7,), generator=gen), torch.randint(1, 23, (4,), generator=gen)
+    batch = torch.stack([a, torch.cat((torch.zeros(3, dtype=torch.long), b))])
+    mask = torch.tensor([[1] * 7, [0, 0, 0, 1, 1, 1, 1]])
+    nxt = torch.tensor([[5], [9]])
+    with torch.no_grad():
+        single, _ = model(torch.cat((b, torch.tensor([9])))[None])
+        cache = KVCache(2)
+        first, second = decode_step(model, batch, cache, attention_mask=mask), decode_step(model, nxt, cache)
+        torch.testing.assert_close(torch.cat((first[1, 3:], second[1])), single[0], atol=2e-6, rtol=0)
+        # rotated/numbered from 0 with the pads: the real tokens sit 3 places later
+        shifted = decode_step(model, batch, KVCache(2), positions=torch.arange(7), attention_mask=mask)
+        gap = (shifted[1, 3:] - single[0, :4]).abs().max()
+        if kind == "learned":  # an absolute table sees the shift
+            assert gap > 1e-2
+        else:  # relative encodings see key - query only: a shift of the whole row changes nothing
+            assert gap < 2e-6
+        # pads not masked: the padded row attends to them
+        unmasked = decode_step(model, batch, KVCache(2))
+        assert (unmasked[1, 3:] - single[0, :4]).abs().max() > 1e-2
+
+
+def test_positions_that_jump_between_prefill_and_decode_are_wrong_for_rope():
+    """Prefill counted from the mask, then the next token numbered after ALL slots (pads too): a gap."""
+    model = _tiny("rope")
+    b = torch.randint(1, 23, (4,), generator=torch.Generator().manual_seed(5))
+    padded, mask = torch.cat((torch.zeros(3, dtype=torch.long), b))[None], torch.tensor([[0, 0, 0, 1, 1, 1, 1]])
+    with torch.no_grad():
+        single, _ = model(torch.cat((b, torch.tensor([9])))[None])
+        cache = KVCache(2)
+        decode_step(model, padded, cache, attention_mask=mask)
+        jumped = decode_step(model, torch.tensor([[9]]), cache, positions=torch.tensor([7]))
+    assert (jumped[0, 0] - single[0, 4]).abs().max() > 1e-3
+
+
+# ------------------------------------------------------------------ against transformers: Llama with its DynamicCache
+def _llama_config(**kw):
+    return transformers.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                    initializer_range=0.2, **kw)
+
+
+def _llama():
+    torch.manual_seed(6)
+    return transformers.LlamaForCausalLM(_llama_config()).eval()
+
+
+def test_posenc_lib_reproduces_llama_step_by_step():
+    model = _llama()
+    ids = torch.randint(0, 50, (1, 9), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        hf_cache = transformers.DynamicCache(config=model.config)
+        theirs = [model(ids[:, :5], cache=hf_cache, use_cache=True).logits]
+        ours_cache = KVCache(2)
+        ours = [llama_decode_step(model, ids[:, :5], ours_cache, torch.arange(5))]
+        for t in range(5, 9):
+            theirs.append(model(ids[:, t:t + 1], cache=hf_cache, use_cache=True).logits)
+            ours.append(llama_decode_step(model, ids[:, t:t + 1], ours_cache, torch.tensor([t])))
+        full = model(ids).logits
+    theirs, ours = torch.cat(theirs, 1), torch.cat(ours, 1)
+    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+    torch.testing.assert_close(theirs, full, atol=1e-5, rtol=0)
+    # the cached keys are the same numbers: rotated at their positions, (batch, kv_heads, T, head_dim)
+    torch.testing.assert_close(ours_cache.layers[1][0], hf_cache.layers[1].keys, atol=1e-5, rtol=0)
+    # and the check can fail: the last step's query at the wrong position
+    wrong_cache = KVCache(2)
+    with torch.no_grad():
+        llama_decode_step(model, ids[:, :8], wrong_cache, torch.arange(8))
+        wrong = llama_decode_step(model, ids[:, 8:], wrong_cache, torch.tensor([20]))
+    assert (wrong[0, 0] - theirs[0, 8]).abs().max() > 1e-3
+
+
+def test_llama_left_padding_with_generate_rule_positions():
+    model = _llama()
+    gen = torch.Generator().manual_seed(8)
+    a, b = torch.randint(1, 50, (7,), generator=gen), torch.randint(1, 50, (4,), generator=gen)
+    ids = torch.stack([a, torch.cat((torch.zeros(3, dtype=torch.long), b))])
+    mask = torch.tensor([[1] * 7, [0, 0, 0, 1, 1, 1, 1]])
+    positions = position_ids_from_mask(mask)
+    with torch.no_grad():
+        single = model(b[None]).logits[0]
+        theirs = model(ids, attention_mask=mask, position_ids=positions).logits
+        ours = llama_decode_step(model, ids, KVCache(2), positions, attention_mask=mask)
+        jump_cache = transformers.DynamicCache(config=model.config)
+        model(ids, attention_mask=mask, position_ids=positions, cache=jump_cache)
+        after = model(torch.tensor([[3], [3]]), attention_mask=torch.cat((mask, torch.ones(2, 1, dtype=torch.long)), 1),
+                      cache=jump_cache).logits  # no position_ids: HF numbers it 7 (the cache's length)
+        right = model(torch.cat((b, torch.tensor([3])))[None]).logits[0, -1]
+    torch.testing.assert_close(ours[1, 3:], single, atol=1e-5, rtol=0)
+    torch.testing.assert_close(theirs[1, 3:], single, atol=1e-5, rtol=0)
+    assert (after[1, 0] - right).abs().max() > 1e-3   # positions 0..3 cached, then 7: the gap shows
+
+
+def test_gpt2_left_padding_needs_the_mask_positions():
+    """A learned absolute table (GPT-2): numbering a left-padded row from 0 changes its logits."""
+    torch.manual_seed(9)
+    config = transformers.GPT2Config(vocab_size=50, n_embd=32, n_layer=2, n_head=4, n_positions=32)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    b = torch.randint(1, 50, (4,), generator=torch.Generator().manual_seed(10))
+    ids, mask = torch.cat((torch.zeros(3, dtype=torch.long), b))[None], torch.tensor([[0, 0, 0, 1, 1, 1, 1]])
+    with torch.no_grad():
+        single = model(b[None]).logits[0]
+        right = model(ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)).logits[0, 3:]
+        from_zero = model(ids, attention_mask=mask, position_ids=torch.arange(7)[None]).logits[0, 3:]
+    torch.testing.assert_close(right, single, atol=1e-5, rtol=0)
+    assert (from_zero - single).abs().max() > 1e-3
+
+
+def _bloom():
+    torch.manual_seed(11)
+    config = transformers.BloomConfig(vocab_size=50, hidden_size=32, n_layer=2, n_head=4, initializer_range=0.2)
+    return transformers.BloomForCausalLM(config).eval()
+
+
+def _bloom_step(model, ids, cache, mask):
+    """BLOOM's weights, norms and MLPs; the ALiBi bias (posenc_lib.ALiBi at positions from the mask), the cache
+    and the attention posenc_lib's. BLOOM itself adds slope * key position (its build_alibi_tensor), which
+    differs from -slope * |query - key| by a constant per row: the softmax is the same."""
+    body, heads = model.transformer, model.config.n_head
+    alibi = ALiBi(heads)
+    valid = mask.bool()
+    positions = position_ids_from_mask(valid, cache.next_positions())
+    x = body.word_embeddings_layernorm(body.word_embeddings(ids))
+    B, T, D = x.shape
+    for i, block in enumerate(body.h):
+        h = block.input_layernorm(x)
+        fused = block.self_attention.query_key_value(h).view(B, T, heads, 3, D // heads)   # BLOOM's layout
+        q, k, v = (fused[..., j, :].transpose(1, 2) for j in range(3))                   # (B, H, T, hd)
+        got = cache.update(i, k, v, positions, valid)
+        bias = cache_mask_bias(got.key_valid, T, q.dtype) + alibi(q, got.query_positions, got.key_positions)
+        out = attention(q, got.keys, got.values, bias=bias)
+        x = block.self_attention.dense(out.transpose(1, 2).reshape(B, T, D)) + x
+        x = block.mlp(block.post_attention_layernorm(x), x)
+    return model.lm_head(body.ln_f(x))
+
+
+def test_posenc_lib_alibi_reproduces_bloom_padded_and_cached():
+    """transformers' ALiBi model (BLOOM), a left-padded batch fed as a prefill and two decode steps with its
+    DynamicCache: posenc_lib's ALiBi bias, cache and positions from the mask give the same logits, and the
+    padded row equals the prompt run alone."""
+    model = _bloom()
+    gen = torch.Generator().manual_seed(12)
+    a, b = torch.randint(1, 50, (6,), generator=gen), torch.randint(1, 50, (4,), generator=gen)
+    ids = torch.stack([a, torch.cat((torch.zeros(2, dtype=torch.long), b))])
+    mask = torch.tensor([[1] * 6, [0, 0, 1, 1, 1, 1]])
+    steps = torch.tensor([[7, 8], [9, 10]])
+    with torch.no_grad():
+        hf_cache, ours = transformers.DynamicCache(config=model.config), KVCache(2)
+        theirs = [model(ids, attention_mask=mask, cache=hf_cache, use_cache=True).logits]
+        mine = [_bloom_step(model, ids, ours, mask)]
+        for t in range(2):
+            mask = torch.cat((mask, torch.ones(2, 1, dtype=torch.long)), 1)
+            theirs.append(model(steps[:, t:t + 1], attention_mask=mask, cache=hf_cache, use_cache=True).logits)
+            mine.append(_bloom_step(model, steps[:, t:t + 1], ours, torch.ones(2, 1, dtype=torch.long)))
+        alone = model(torch.cat((b, steps[1]))[None]).logits[0]
+    theirs, mine = torch.cat(theirs, 1), torch.cat(mine, 1)
+    torch.testing.assert_close(mine[0], theirs[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(mine[1, 2:], theirs[1, 2:], atol=1e-5, rtol=0)   # the pads' own rows are unused
+    torch.testing.assert_close(theirs[1, 2:], alone, atol=1e-5, rtol=0)
+    assert ours.next_positions().tolist() == [8, 6]
+    # and the check can fail: the padded row's keys numbered from slot 0 under a bias without the mask's count
+    with torch.no_grad():
+        wrong = _bloom_step(model, ids, KVCache(2), torch.ones(2, 6, dtype=torch.long))   # pads taken as tokens
+    assert (wrong[1, 2:] - alone[:4]).abs().max() > 1e-3
+
+
+# ------------------------------------------------------------------ the sink + window cache
+def test_sink_window_cache_keeps_sinks_and_window_and_counts_positions_in_the_cache():
+    model = _tiny("rope", num_layers=1)  # one layer: a kept token's key does not depend on the evicted ones
+    ids = torch.randint(0, 23, (1, 20), generator=torch.Generator().manual_seed(13))
+    cache = SinkWindowCache(1, num_sinks=2, window=5)
+    with torch.no_grad():
+        for t in range(20):
+            logits = decode_step(model, ids[:, t:t + 1], cache, positions=torch.tensor([t]))
+        assert cache.text_positions().tolist() == [[0, 1, 15, 16, 17, 18, 19]]
+        assert len(cache) == 7
+        # the same as a full forward over just the kept tokens, numbered 0..6
+        kept, _ = model(ids[:, [0, 1, 15, 16, 17, 18, 19]])
+    torch.testing.assert_close(logits[:, -1], kept[:, -1], atol=2e-6, rtol=0)
+    # and not what the kept tokens give at their text positions (rotated cache never re-rotated)
+    with torch.no_grad():
+        at_text, _ = model(ids[:, [0, 1, 15, 16, 17, 18, 19]], positions=torch.tensor([0, 1, 15, 16, 17, 18, 19]))
+    assert (at_text[:, -1] - kept[:, -1]).abs().max() > 1e-3
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_is_named():
+    cache = KVCache(1)
+    k = torch.randn(1, 2, 3, 8)
+    cache.update(0, k, k, torch.arange(3))
+    with pytest.raises(ValueError, match="k must have the cached head size"):
+        cache.update(0, torch.randn(1, 2, 1, 6), torch.randn(1, 2, 1, 6), torch.tensor([3]))
+    with pytest.raises(ValueError, match="positions must continue after the cached ones"):
+        cache.update(0, torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8), torch.tensor([1]))
+    with pytest.raises(ValueError, match="positions must have shape"):
+        cache.update(0, torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8), torch.tensor([3, 4]))
+    with pytest.raises(ValueError, match=r"attention_mask must have shape \(batch, seq\)"):
+        position_ids_from_mask(torch.ones(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="attention_mask must hold only 0"):
+        position_ids_from_mask(torch.tensor([[0, 2, 1]]))
+    model = _tiny("rope")
+    with pytest.raises(ValueError, match=r"attention_mask must have shape \(batch, seq\) = \(1, 3\)"):
+        decode_step(model, torch.zeros(1, 3, dtype=torch.long), KVCache(2), attention_mask=torch.ones(1, 4))
+    with pytest.raises(ValueError, match="cache must be a KVCache with num_layers=2"):
+        decode_step(model, torch.zeros(1, 3, dtype=torch.long), KVCache(3))
+    with pytest.raises(ValueError, match="at most window=2"):
+        SinkWindowCache(1, num_sinks=1, window=2).update(0, torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4),
+                                                         torch.arange(3))
+    # nothing given is changed in place
+    before = k.clone()
+    cache.update(0, torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8), torch.tensor([3]))
+    assert torch.equal(k, before)
+
+
+def test_learned_table_bounds_the_cache():
+    model = _tiny("learned")
+    with pytest.raises((ValueError, IndexError)):
+        decode_step(model, torch.zeros(1, 1, dtype=torch.long), KVCache(2), positions=torch.tensor([64]))
+
+
+def test_meta_device():
+    cache = KVCache(1)
+    k = torch.randn(2, 2, 3, 8, device="meta")
+    got = cache.update(0, k, k, torch.arange(3, device="meta"))
+    assert got.keys.device.type == "meta" and got.key_positions.shape == (2, 3)
+    assert cache.next_positions().device.type == "meta"
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi"])
+def test_decoding_on_each_device(kind, device):
+    """CPU, meta (no tensor made on the CPU behind the caller's back) and CUDA when present."""
+    model = _tiny(kind).to(device)
+    ids = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(14)).to(device)
+    mask = torch.tensor([[1] * 6, [0, 0, 1, 1, 1, 1]], device=device)
+    with torch.no_grad():
+        cache = KVCache(2)
+        first = decode_step(model, ids[:, :5], cache, attention_mask=mask[:, :5])
+        second = decode_step(model, ids[:, 5:], cache)
+        assert first.device.type == second.device.type == device.type and second.shape == (2, 1, 23)
+        assert cache.next_positions().device.type == device.type
+        if device.type != "meta":
+            assert cache.next_positions().tolist() == [6, 4]
+            full, _ = model(ids[:1])
+            torch.testing.assert_close(torch.cat((first[:1], second[:1]), 1), full, atol=2e-5, rtol=0)
+
+
+def test_more_bad_input():
+    with pytest.raises(ValueError, match="at least one new token"):
+        KVCache(1).update(0, torch.randn(1, 1, 0, 4), torch.randn(1, 1, 0, 4), torch.arange(0))
+    with pytest.raises(TypeError, match="model must be a posenc_lib TinyLM"):
+        decode_step(_llama(), torch.zeros(1, 2, dtype=torch.long), KVCache(2))
+    with pytest.raises(ValueError, match="layer must be an int"):
+        KVCache(2).update(2, torch.randn(1, 1, 1, 4), torch.randn(1, 1, 1, 4), torch.arange(1))
+    with pytest.raises(ValueError, match="cache must be a KVCache\\(num_layers=2, rotated=True\\)"):
+        llama_decode_step(_llama(), torch.zeros(1, 2, dtype=torch.long), KVCache(2, rotated=False), torch.arange(2))
+
+
+@pytest.mark.parametrize("kind", ["rope", "alibi"])
+def test_a_cached_decode_compiles_as_one_graph(kind):
+    """No host read in the decode path: a padded prefill and a step trace as one graph (the value checks run
+    only where values are cheap, which a trace is not) and give the eager logits."""
+    model = _tiny(kind)
+    ids = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(15))
+    mask = torch.tensor([[1] * 5, [0, 0, 1, 1, 1]])
+
+    def run(ids, mask):
+        cache = KVCache(2)
+        return torch.cat((decode_step(model, ids[:, :5], cache, attention_mask=mask),
+                          decode_step(model, ids[:, 5:], cache)), 1)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, mask), run(ids, mask), atol=0, rtol=0)
