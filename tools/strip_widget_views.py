@@ -7,8 +7,9 @@ application/vnd.jupyter.widget-view+json, and a stored view whose state is not s
 found" in JupyterLab; without it, the learner sees the static figure above and re-runs the cell to
 get live sliders. This script removes the widget view from those outputs and keeps their text/plain
 (the course's figures say there "live figure with sliders: run this cell"), which nbval compares in
-strict mode like any other output; an output left with nothing else is removed. It writes the notebook
-back as nbformat does.
+strict mode like any other output; an output left with nothing else is removed. It also joins
+consecutive stream outputs of one cell (the kernel sometimes flushes one print in two chunks, which
+would store the same text in two pieces from run to run). It writes the notebook back as nbformat does.
 
 Usage: python tools/strip_widget_views.py notebooks/*.ipynb
 """
@@ -32,6 +33,13 @@ def strip(path: str) -> bool:
                 changed = True
                 if not data:
                     continue
+            previous = kept[-1] if kept else None
+            if (output.get("output_type") == "stream" and previous is not None
+                    and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+                text = "".join(previous["text"]) + "".join(output["text"])
+                previous["text"] = text.splitlines(keepends=True)
+                changed = True
+                continue
             kept.append(output)
         if "outputs" in cell:
             cell["outputs"] = kept
@@ -45,4 +53,4 @@ def strip(path: str) -> bool:
 if __name__ == "__main__":
     for p in sys.argv[1:]:
         if strip(p):
-            print(f"stripped widget views from {p}")
+            print(f"stripped widget views (or joined stream chunks) in {p}")
