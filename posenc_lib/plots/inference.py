@@ -26,8 +26,8 @@ def render_query_scores(ax, key_positions, curves: dict, query_position: int) ->
     ax.set_xlabel(tr(f"position n of the cached key (the query is at m = {query_position})",
                      f"缓存键的位置 n（查询在 m = {query_position}）"), fontsize=8)
     ax.set_ylabel(tr("score q·k", "分数 q·k"), fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False)
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=8, frameon=False)
     return drawn
 
 
@@ -42,7 +42,7 @@ def render_position_ids(ax, attention_mask: torch.Tensor, position_ids: torch.Te
     ax.set_yticks(range(mask.shape[0]))
     ax.set_xlabel(tr("slot in the batch tensor", "批张量中的槽位"), fontsize=8)
     ax.set_ylabel(tr("sequence", "序列"), fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     ax.set_title(title, fontsize=9)
     return {"mask": mask, "position_ids": ids}
 
@@ -59,7 +59,7 @@ def render_streaming_cache(ax, kept_per_step: list, num_sinks: int) -> dict:
               interpolation="nearest")
     ax.set_xlabel(tr("text position of the token", "token 在文本中的位置"), fontsize=8)
     ax.set_ylabel(tr("after step", "第几步之后"), fontsize=8)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     ax.set_title(tr("kept in the cache: sinks (red) + window (blue)", "缓存中保留的：sink（红）+ 窗口（蓝）"),
                  fontsize=9)
     return {"grid": grid}
@@ -78,6 +78,6 @@ def render_cache_drift(ax, steps, curves: dict, switch: int | None = None) -> di
         ax.axvline(switch, color="grey", ls="--", lw=1)
     ax.set_xlabel(tr("tokens so far", "已有 token 数"), fontsize=8)
     ax.set_ylabel(tr("max |logits - full forward|", "max |logits - 完整前向|"), fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False)
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=8, frameon=False)
     return drawn
