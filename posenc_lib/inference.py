@@ -23,7 +23,8 @@ What positions have to do with it, per place an encoding acts (posenc_lib.attent
 Positions with padding. A batch of prompts of different lengths is padded; with left padding a row's
 real tokens start after its pads, so its positions must start there too. transformers' generate()
 counts them from the attention mask (1 = real token, 0 = pad): `position_ids = mask.cumsum(-1) - 1`,
-pads set to 0 (`position_ids_from_mask`), and every later token gets the row's last position + 1.
+pads set to 0 (`position_ids_from_mask`), and every later token gets the row's last column's position + 1 (with left
+padding, the last real position + 1; KVCache.next_positions uses the last real one).
 
 Streaming (Xiao et al. 2023, StreamingLLM): keep the first `num_sinks` tokens (the attention sinks)
 and the last `window` ones; positions are counted WITHIN the cache (0 .. len-1), not within the text,
