@@ -437,8 +437,8 @@ TEXT_AUDIT_INSTALL = f"exec({TEXT_AUDIT_CODE!r}) or 'installed'"
 TEXT_AUDIT_EXPR = "__import__('json').dumps(__uic_text_audit)"
 
 # What a learner sees of the outputs in the notebook column: each figure's PNG shown at its own size or
-# shrunk to fit, and each printed table row (columns aligned with two or more spaces) on one line or
-# wrapped. Widths from the browser's own layout and font metrics.
+# shrunk to fit, and each printed table row (three or more lines of one output with columns aligned by two
+# or more spaces) on one line or wrapped. Widths from the browser's own layout and font metrics.
 LAYOUT_JS = r"""() => {
   const panel = [...document.querySelectorAll('.jp-NotebookPanel')].find(p => p.offsetParent !== null);
   const images = [...document.querySelectorAll('.jp-OutputArea-output img')].filter(i => i.naturalWidth > 0)
@@ -449,8 +449,10 @@ LAYOUT_JS = r"""() => {
     const cs = getComputedStyle(pre);
     ctx.font = `${cs.fontSize} ${cs.fontFamily}`;
     const room = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-    for (const line of pre.textContent.split('\n')) {
-      if (!/\S {2,}\S.*\S {2,}\S/.test(line)) continue;
+    // a table: three or more lines of one output whose columns are aligned with 2+ spaces
+    const rows = pre.textContent.split('\n').filter(line => /\S {2,}\S.*\S {2,}\S/.test(line));
+    if (rows.length < 3) continue;
+    for (const line of rows) {
       const width = ctx.measureText(line).width;
       if (width > room + 1) wraps.push({width: Math.round(width), room: Math.round(room), line: line.slice(0, 70)});
     }
