@@ -482,8 +482,8 @@ BAD = [
     ("layer_types a list entry", {**LLAMA, "layer_types": ["full_attention", ["full_attention"]]}, ValueError,
      r"config\['layer_types'\]\[1\] must be one of"),
     ("no_rope_layers too short", {**LLAMA, "model_type": "smollm3", "no_rope_layers": [1]}, ValueError,
-     r"config\['no_rope_layers'\] must have an entry for each of the 2 layers"),
-    ("layer_types unknown", {**LLAMA, "layer_types": ["full_attention", "linear_attention"]}, ValueError,
+     r"config\['no_rope_layers'\] must have one entry for each of the 2 layers"),
+    ("layer_types unknown", {**LLAMA, "layer_types": ["full_attention", "linear_attn"]}, ValueError,
      r"config\['layer_types'\]\[1\] must be one of"),
     ("layer_types a string", {**LLAMA, "layer_types": "full_attention"}, TypeError,
      r"config\['layer_types'\] must be a list, got str"),
@@ -541,10 +541,27 @@ def test_bad_arguments_of_the_report_objects():
         attention_temperature(torch.arange(3), floor_scale=0)
 
 
-def test_unknown_model_type_is_read_generically_and_says_so():
+def test_unknown_model_type_states_no_layout():
+    """The layout is in a family's code, not in config.json: without a record it is None, shown as unknown with
+    where it would come from, and apply refuses rather than guess."""
     positions = from_hf_config({**LLAMA, "model_type": "my_llama", "rope_theta": 5e5})
-    assert positions.family == "generic" and "generic" in positions.notes[0]
-    assert positions.layer(0).base == 5e5 and positions.layer(0).layout == "half"
+    assert positions.family == "generic" and "no family record" in positions.notes[0]
+    assert positions.layer(0).base == 5e5 and positions.layer(0).layout is None
+    table = positions.table()
+    assert "unknown" in table and "modeling_my_llama.py" in table and "configs.measure" in table
+    assert " half " not in table and "interleaved" not in table
+    with pytest.raises(ValueError, match=r"layout is unknown"):
+        positions.layer(0).apply(torch.randn(3, 32))
+
+
+def test_defaults_are_marked_and_the_scaling_start_is_named_for_what_it_is():
+    positions = from_hf_config({"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 2,
+                                "num_hidden_layers": 6, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                                         "original_max_position_embeddings": 1024}})
+    assert "rope_theta" in positions.defaults_used and "head_dim" in positions.defaults_used
+    table = positions.table()
+    assert "defaults" in table and "rope_local_base_freq" in table
+    assert "the scaling starts from length 1024" in table and "pretrained" not in table
 
 
 def test_load_model_configs_names_a_missing_file(tmp_path):

@@ -1,0 +1,115 @@
+"""What transformers' code decides about positions, per model family: one `Family` record each, in `REGISTRY`.
+
+A config.json holds numbers (rope_theta, head_dim, layer_types ...); which dims form a pair, which layers
+turn q and k, and where the head size comes from are written in the family's modeling_*.py. Each record
+states those facts for the model_types it covers, as transformers 5 (locked: 5.24) codes them;
+tests/test_configs.py measures every record against the installed transformers (`configs.measure`).
+
+Fields (the reader walks them; see reader.py):
+    layout: "half" (pair i = dims i, i + r/2; HF's rotate_half) or "interleaved" (dims 2i, 2i+1; a
+      rotate_half on x[..., 0::2], x[..., 1::2], or GPT-J's rotate_every_two). layout_key: a config key
+      that switches the layout, (key, its default): true -> interleaved, false -> half (DeepSeek's rope_interleave).
+    head_dim: where the q/k head size comes from: "head_dim" (the key, else hidden_size // heads),
+      "hidden" (always hidden_size // heads: the family's code ignores a head_dim key), "mla" (q/k heads of
+      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE).
+    rotated: how many of those dims turn: "partial_rotary_factor" (int(head_dim * f)), "rotary_pct" (GPT-NeoX's
+      name for it), "rotary_dim" (stated in dims: GPT-J, CodeGen).
+    fixed_base: a base written in the code, not read from the config (GPT-J: 10000).
+    layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES).
+    rope_layer_types: the layer types whose attention turns q and k (None: every attention layer).
+      Cohere2/EXAONE 4/AFMoE rotate only their sliding layers (EXAONE 4 rotates every layer when sliding_window is null: `rope_all_without_window`).
+    no_positions: layer types without attention over positions at all, with what they are instead
+      (linear attention, a recurrent block, a cross-attention to image tokens).
+    local_base_key: the base of the sliding layers when the config has a flat rope dict (Gemma 3's legacy form).
+    score_scale_key: a key whose -1/2 power scales q.k instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar).
+    mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
+      on its NoPE layers. qk_norm_after_rope: a key that, when true, L2-normalises q and k AFTER the rotation
+      (the attention factor then cancels). direction: +1 counter-clockwise (the course's), -1 the other way.
+    rope_type_renames: legacy rope types the family's config class renames (Phi-3: su, yarn -> longrope).
+    defaults: the family's config-class defaults of the keys read (tests compare them with transformers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    model_types: tuple
+    layout: str | None = "half"
+    layout_key: tuple | None = None
+    positions: str = "rope"            # "rope" or "learned absolute"
+    causal: bool = True
+    head_dim: str = "head_dim"
+    rotated: str = "partial_rotary_factor"
+    theta_key: str = "rope_theta"
+    fixed_base: float | None = None
+    layers: str = "uniform"
+    rope_layer_types: tuple | None = None
+    rope_all_without_window: bool = False
+    no_positions: dict = field(default_factory=dict)
+    local_base_key: str | None = None
+    score_scale_key: str | None = None
+    mla_mscale: bool = False
+    temperature: bool = False
+    qk_norm_after_rope: str | None = None
+    direction: int = 1
+    rope_type_renames: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    source: str = ""
+
+
+_LINEAR = {"linear_attention": ("linear attention", "线性注意力")}
+
+REGISTRY = (
+    Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
+           source="modeling_llama.py: rotate_half on the two halves"),
+    Family("mistral", ("mistral",), layers="window_everywhere",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072, "sliding_window": 4096},
+           source="modeling_mistral.py: Llama's rotation; one sliding_window for every layer"),
+    Family("qwen2", ("qwen2",), layers="max_window_layers",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                     "sliding_window": 4096, "max_window_layers": 28}),
+    Family("qwen3", ("qwen3",), layers="max_window_layers",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "head_dim": 128,
+                     "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28}),
+    Family("qwen2_5_vl", ("qwen2_5_vl", "qwen2_5_vl_text"), layers="max_window_layers",
+           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                     "sliding_window": 4096, "max_window_layers": 80}),
+    Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
+                                      "partial_rotary_factor": 0.5},
+           source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),
+    Family("phi3", ("phi3",), layers="window_everywhere", rope_type_renames={"su": "longrope", "yarn": "longrope"},
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "sliding_window": None}),
+    Family("gemma2", ("gemma2",), layers="alternate_sliding", score_scale_key="query_pre_attn_scalar",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256, "sliding_window": 4096,
+                     "query_pre_attn_scalar": 256}),
+    Family("gemma3_text", ("gemma3", "gemma3_text"), layers="sliding_pattern", local_base_key="rope_local_base_freq",
+           score_scale_key="query_pre_attn_scalar",
+           defaults={"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "max_position_embeddings": 131072,
+                     "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6,
+                     "query_pre_attn_scalar": 256}),
+    Family("llama4_text", ("llama4", "llama4_text"), layout="interleaved", layers="no_rope_flags_chunked",
+           temperature=True, qk_norm_after_rope="use_qk_norm",
+           defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128,
+                     "no_rope_layer_interval": 4, "attention_chunk_size": 8192, "attn_temperature_tuning": True,
+                     "floor_scale": 8192, "attn_scale": 0.1},
+           source="modeling_llama4.py: apply_rotary_emb multiplies complex pairs (2i, 2i+1)"),
+    Family("smollm3", ("smollm3",), layers="no_rope_flags",
+           defaults={"rope_theta": 2000000.0, "max_position_embeddings": 32768, "no_rope_layer_interval": 4,
+                     "use_sliding_window": False, "sliding_window": None}),
+    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3"), layout_key=("rope_interleave", True), head_dim="mla",
+           mla_mscale=True,
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
+                     "qk_nope_head_dim": 128, "rope_interleave": True},
+           source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice"),
+    Family("gpt_neox", ("gpt_neox",), rotated="rotary_pct", theta_key="rotary_emb_base", head_dim="hidden",
+           defaults={"rotary_emb_base": 10000.0, "rotary_pct": 0.25, "max_position_embeddings": 2048}),
+    Family("gptj", ("gptj",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
+           defaults={"rotary_dim": 64, "n_positions": 2048},
+           source="modeling_gptj.py: rotate_every_two, create_sinusoidal_positions with base 10000"),
+    Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
+           defaults={"max_position_embeddings": 512}),
+    Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),
+)
