@@ -15,11 +15,11 @@ Fields (the reader walks them; see reader.py):
     rotated: how many of those dims turn: "partial_rotary_factor" (int(head_dim * f)), "rotary_pct" (GPT-NeoX's
       name for it), "rotary_dim" (stated in dims: GPT-J, CodeGen).
     fixed_base: a base written in the code, not read from the config (GPT-J: 10000).
-    layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES).
+    layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES);
+      pattern: (key, default) of the every-k-th-layer rules (Gemma 3's sliding_window_pattern 6, Cohere2's 4 ...);
+      window_key: the key of the sliding window's size (RecurrentGemma: attention_window_size).
     rope_layer_types: the layer types whose attention turns q and k (None: every attention layer).
       Cohere2/EXAONE 4/AFMoE rotate only their sliding layers (EXAONE 4 rotates every layer when sliding_window is null: `rope_all_without_window`).
-    no_positions: layer types without attention over positions at all, with what they are instead
-      (linear attention, a recurrent block, a cross-attention to image tokens).
     local_base_key: the base of the sliding layers when the config has a flat rope dict (Gemma 3's legacy form).
     score_scale_key: a key whose -1/2 power scales q.k instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar).
     mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
@@ -46,9 +46,10 @@ class Family:
     theta_key: str = "rope_theta"
     fixed_base: float | None = None
     layers: str = "uniform"
+    pattern: tuple = ("sliding_window_pattern", 6)
+    window_key: str = "sliding_window"
     rope_layer_types: tuple | None = None
     rope_all_without_window: bool = False
-    no_positions: dict = field(default_factory=dict)
     local_base_key: str | None = None
     score_scale_key: str | None = None
     mla_mscale: bool = False
@@ -59,8 +60,6 @@ class Family:
     defaults: dict = field(default_factory=dict)
     source: str = ""
 
-
-_LINEAR = {"linear_attention": ("linear attention", "线性注意力")}
 
 REGISTRY = (
     Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
@@ -85,7 +84,7 @@ REGISTRY = (
     Family("gemma2", ("gemma2",), layers="alternate_sliding", score_scale_key="query_pre_attn_scalar",
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256, "sliding_window": 4096,
                      "query_pre_attn_scalar": 256}),
-    Family("gemma3_text", ("gemma3", "gemma3_text"), layers="sliding_pattern", local_base_key="rope_local_base_freq",
+    Family("gemma3_text", ("gemma3", "gemma3_text"), layers="every_kth_full", local_base_key="rope_local_base_freq",
            score_scale_key="query_pre_attn_scalar",
            defaults={"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "max_position_embeddings": 131072,
                      "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6,
@@ -109,6 +108,45 @@ REGISTRY = (
     Family("gptj", ("gptj",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
            defaults={"rotary_dim": 64, "n_positions": 2048},
            source="modeling_gptj.py: rotate_every_two, create_sinusoidal_positions with base 10000"),
+    # interleaved pairs: a rotate_half on x[..., 0::2], x[..., 1::2] (cos/sin repeated pairwise)
+    Family("cohere", ("cohere",), layout="interleaved", defaults={"rope_theta": 500000.0},
+           source="modeling_cohere.py: rotate_half stacks (-x[1::2], x[0::2]); freqs repeat_interleave(2)"),
+    Family("cohere2", ("cohere2", "cohere2_moe"), layout="interleaved", layers="every_kth_full", pattern=("sliding_window_pattern", 4),
+           rope_layer_types=("sliding_attention",), defaults={"rope_theta": 10000.0, "sliding_window": 4096},
+           source="modeling_cohere2.py: apply_rotary_pos_emb only when the layer has a sliding window"),
+    Family("glm", ("glm", "glm4"), layout="interleaved", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+           source="modeling_glm.py / modeling_glm4.py: rotate_half on (0::2, 1::2) of the first rotary dims"),
+    Family("ernie4_5", ("ernie4_5", "ernie4_5_moe"), layout="interleaved", defaults={"rope_theta": 500000.0},
+           source="modeling_ernie4_5.py: rotate_half on (0::2, 1::2)"),
+    Family("helium", ("helium",), layout="interleaved", defaults={"rope_theta": 100000.0},
+           source="modeling_helium.py: rotate_half on (0::2, 1::2)"),
+    Family("codegen", ("codegen",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
+           defaults={"rotary_dim": 64, "n_positions": 2048},
+           source="modeling_codegen.py: GPT-J's rotate_every_two on the first rotary_dim dims"),
+    # only some layers rotate
+    Family("exaone4", ("exaone4", "exaone_moe"), layers="every_kth_full", pattern=("sliding_window_pattern", 4),
+           rope_layer_types=("sliding_attention",), rope_all_without_window=True,
+           defaults={"rope_theta": 10000.0, "sliding_window": 4096},
+           source="modeling_exaone4.py: RoPE when sliding_window is None or the layer slides"),
+    Family("afmoe", ("afmoe",), layers="every_kth_full", pattern=("global_attn_every_n_layers", 4),
+           rope_layer_types=("sliding_attention",), defaults={"rope_theta": 10000.0, "sliding_window": 1024},
+           source="modeling_afmoe.py: RoPE only on the local (sliding) layers"),
+    Family("flint", ("flint",), layers="flint_pattern", rope_layer_types=("sliding_attention",),
+           defaults={"sliding_window": 513},
+           source="modeling_flint.py: only sliding-window layers are rotary; configuration_flint.py: full attention on "
+                  "layers 0, 1, every i % 4 == 1 and the last"),
+    # layers without positions: linear attention, recurrent blocks, cross-attention
+    Family("qwen3_next", ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
+           layers="full_interval", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "head_dim": 256},
+           source="modeling_qwen3_next.py: gated DeltaNet (linear attention) layers, RoPE on the full-attention ones"),
+    Family("minimax", ("minimax",), layers="every_other_linear", defaults={"rope_theta": 1000000.0},
+           source="modeling_minimax.py: lightning (linear) attention layers beside full ones"),
+    Family("recurrent_gemma", ("recurrent_gemma",), layers="block_types", window_key="attention_window_size",
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                     "block_types": ["recurrent", "recurrent", "attention"], "attention_window_size": 2048},
+           source="modeling_recurrent_gemma.py: recurrent blocks; local attention with RoPE on half the head"),
+    Family("mllama", ("mllama", "mllama_text_model"), layers="cross_attention_layers", defaults={"rope_theta": 500000.0},
+           source="modeling_mllama.py: MllamaTextCrossAttention (no RoPE) on cross_attention_layers"),
     Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
            defaults={"max_position_embeddings": 512}),
     Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),

@@ -22,6 +22,7 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
 
@@ -264,12 +265,15 @@ LAYER_RULES = {
     "window_everywhere": lambda r, n: ["full_attention" if r.get("sliding_window") is None
                                        else "sliding_attention"] * n,
     "alternate_sliding": lambda r, n: ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)],
-    "sliding_pattern": lambda r, n: _every(r, n, "sliding_window_pattern", 6, "full_attention", "sliding_attention"),
+    "every_kth_full": lambda r, n: _every(r, n, *r.family.pattern, "full_attention", "sliding_attention"),
     "full_interval": lambda r, n: _every(r, n, "full_attention_interval", 4, "full_attention", "linear_attention"),
+    "every_other_linear": lambda r, n: ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)],
     "max_window_layers": _max_window_layers,
     "no_rope_flags": _no_rope_flags_sliding,
     "no_rope_flags_chunked": lambda r, n: ["chunked_attention" if f else "full_attention"
                                            for f in _no_rope_flags(r, n)],
+    "flint_pattern": lambda r, n: ["full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
+                                   for i in range(n)],
     "block_types": _block_types,
     "cross_attention_layers": _cross_attention_layers,
 }
@@ -294,19 +298,6 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
 
 
 # ----------------------------------------------------------------------------- the whole config
-def _text_config(config):
-    if not isinstance(config, dict):
-        raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
-    text = config.get("text_config")
-    if text is None:
-        return config, "config"
-    if not isinstance(text, dict):
-        raise TypeError(f"config['text_config'] must be a dict, got {type(text).__name__}")
-    merged = dict(text)
-    merged.setdefault("model_type", config.get("model_type"))
-    return merged, "config['text_config']"
-
-
 def _head_dims(r: _Reader) -> tuple[int, int, int]:
     """(q/k head dim, the dims RoPE may turn, where they start), as the family's code sizes its heads."""
     heads = r.int("num_attention_heads", r.get("n_head"), required=True)
@@ -394,7 +385,7 @@ def from_hf_config(config: dict) -> ModelPositions:
     chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
     tuning = family.temperature and r.flag("attn_temperature_tuning", True)
     temperature = {"floor_scale": r.number("floor_scale"), "attn_scale": r.number("attn_scale")} if tuning else None
-    window = r.int("sliding_window") if "sliding_attention" in layer_types else None
+    window = r.int(family.window_key) if "sliding_attention" in layer_types else None
     layers = []
     for i, (flag, layer_type) in enumerate(zip(flags, layer_types)):
         attention = _HF_LAYER_TYPES[layer_type] or "full"
@@ -442,3 +433,20 @@ def _mrope_section(section, rotated: int, where: str) -> tuple:
     if sum(section) != rotated // 2:
         raise ValueError(f"{where} must add up to the number of pairs {rotated // 2}, got {list(section)}")
     return tuple(int(v) for v in section)
+
+
+def read_pasted(pasted) -> dict:
+    """A pasted config.json (a string) or the dict itself -> the dict. Text that is not JSON raises one ValueError
+    line saying where (json's own line and column), not a traceback through the json module."""
+    if isinstance(pasted, dict):
+        return pasted
+    if not isinstance(pasted, str):
+        raise TypeError(f"pasted must be the config.json text or a dict, got {type(pasted).__name__}")
+    try:
+        config = json.loads(pasted)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the pasted text is not JSON: {error.msg} at line {error.lineno}, column {error.colno} "
+                         f"(a config.json uses double quotes, true/false/null, no trailing commas)") from None
+    if not isinstance(config, dict):
+        raise TypeError(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}")
+    return config
