@@ -20,7 +20,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from posenc_lib.configs import from_hf_config  # noqa: E402
+from posenc_lib.configs import FAMILIES, from_hf_config  # noqa: E402
 from posenc_lib.configs.measure import _analyse, capture  # noqa: E402
 
 LAYERS = 6
@@ -56,6 +56,8 @@ def tiny_default(model_type: str, rope=None) -> dict:
     for key, small in (("qk_rope_head_dim", 16), ("qk_nope_head_dim", 16), ("v_head_dim", 16)):
         if values.get(key):
             values[key] = small
+    if values.get("qk_rope_head_dim") and values.get("head_dim"):  # MLA families size their rotary by head_dim
+        values["head_dim"] = values["qk_rope_head_dim"]
     heads = values.get("num_attention_heads")
     if isinstance(heads, int) and isinstance(values.get("hidden_size"), int):
         values["num_attention_heads"], values["num_key_value_heads"] = 2, 2
@@ -86,13 +88,23 @@ def time_limit(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
+def unreorder(x: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """[..., a0 a1 ... | b0 b1 ...] on dims start:stop -> [..., a0 b0 a1 b1 ...] (DeepSeek's order undone)."""
+    half = (stop - start) // 2
+    pairs = torch.stack((x[..., start:start + half], x[..., start + half:stop]), dim=-1).flatten(-2)
+    return torch.cat((x[..., :start], pairs, x[..., stop:]), dim=-1)
+
+
 def scores(x: torch.Tensor) -> torch.Tensor:
     """x (batch, heads, positions, dim) -> every position's dot product with every other, per row and head."""
     return x @ x.transpose(-1, -2)
 
 
 def check(config: dict) -> tuple:
-    """('matched' | 'unknown layout' | 'refused' | 'skipped', detail); raises AssertionError on a contradiction."""
+    """('matched' | 'no record' | 'refused' | 'skipped', detail); raises AssertionError on a contradiction.
+    'no record': a model_type without a family record, whose report says the layout (and which layers rotate,
+    if not all) is not known from the config; its rotated dims and the layers' rotation are still checked where
+    the report states them."""
     try:
         ours = from_hf_config(config)
     except (ValueError, TypeError) as error:
@@ -112,6 +124,8 @@ def check(config: dict) -> tuple:
             continue
         q_before, q_after, k_before, k_after = layers[layer.index]
         measured = _analyse(layer.index, q_before, q_after, far)
+        if ours.family == "generic" and layer.rope != measured.rope:  # the report says it does not know this
+            return "no record", f"layer {layer.index} rotates: {measured.rope} (which layers rotate is in the code)"
         assert layer.rope == measured.rope, f"layer {layer.index}: rope {layer.rope}, the code: {measured.describe()}"
         if not layer.rope:
             continue
@@ -120,6 +134,10 @@ def check(config: dict) -> tuple:
             continue
         assert layer.rotary_dims == measured.rotary_dims, (layer.index, layer.rotary_dims, measured.rotary_dims)
         assert layer.direction == measured.direction, layer.index
+        record = FAMILIES.get(ours.model_type)
+        reordered = record is not None and record.reorders_pairs and layer.layout == "interleaved"
+        if reordered:  # q, k reached the attention as [first of every pair | second]: put the pairs back
+            q_before, k_before = unreorder(q_before, *layer.rotary_dims), unreorder(k_before, *layer.rotary_dims)
         for before, after in ((q_before, q_after), (k_before, k_after)):
             ours_after, size = scores(layer.apply(before, position_ids)), float(scores(after).abs().max())
             # positions 0-3: to 1e-5; with position `far`: many families compute angles in float32 (an error of
@@ -127,10 +145,9 @@ def check(config: dict) -> tuple:
             for part, tol in ((slice(0, 4), 1e-5), (slice(None), 1e-3)):
                 torch.testing.assert_close(ours_after[..., part, part], scores(after)[..., part, part], rtol=0,
                                            atol=tol * size, msg=lambda m: f"layer {layer.index} scores: {m}")
-        if not getattr(layer, "_reorders", False):
-            assert layer.layout == measured.layout or ours.family == "deepseek_v3", (
-                f"layer {layer.index}: layout {layer.layout}, the code pairs {measured.layout}")
-    return ("unknown layout", "") if unknown else ("matched", "")
+        assert layer.layout == (measured.layout if not reordered else "interleaved" if measured.layout == "half"
+                                else None), f"layer {layer.index}: layout {layer.layout}, the code pairs {measured.layout}"
+    return ("no record", "layout unknown") if unknown else ("matched", "")
 
 
 MODEL_TYPES = rope_model_types()

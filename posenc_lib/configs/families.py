@@ -25,6 +25,9 @@ Fields (the reader walks them; see reader.py):
     mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
       on its NoPE layers. qk_norm_after_rope: a key that, when true, L2-normalises q and k AFTER the rotation
       (the attention factor then cancels). direction: +1 counter-clockwise (the course's), -1 the other way.
+    reorders_pairs: the interleaved apply function writes each rotated slice back as [first dim of every pair |
+      second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
+      the attention looks half-split (configs.measure sees that).
     rope_type_renames: legacy rope types the family's config class renames (Phi-3: su, yarn -> longrope).
     defaults: the family's config-class defaults of the keys read (tests compare them with transformers).
 """
@@ -56,6 +59,7 @@ class Family:
     temperature: bool = False
     qk_norm_after_rope: str | None = None
     direction: int = 1
+    reorders_pairs: bool = False
     rope_type_renames: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     source: str = ""
@@ -98,7 +102,8 @@ REGISTRY = (
     Family("smollm3", ("smollm3",), layers="no_rope_flags",
            defaults={"rope_theta": 2000000.0, "max_position_embeddings": 32768, "no_rope_layer_interval": 4,
                      "use_sliding_window": False, "sliding_window": None}),
-    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3"), layout_key=("rope_interleave", True), head_dim="mla",
+    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3", "glm4_moe_lite", "youtu"), layout_key=("rope_interleave", True),
+           head_dim="mla", reorders_pairs=True,
            mla_mscale=True,
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
                      "qk_nope_head_dim": 128, "rope_interleave": True},
@@ -135,6 +140,13 @@ REGISTRY = (
            defaults={"sliding_window": 513},
            source="modeling_flint.py: only sliding-window layers are rotary; configuration_flint.py: full attention on "
                   "layers 0, 1, every i % 4 == 1 and the last"),
+    Family("kolibri1", ("kolibri1",), layers="every_kth_full", pattern=("_", 5), rope_layer_types=("sliding_attention",),
+           rope_all_without_window=True,
+           source="modeling_kolibri1.py: RoPE when sliding_window is None or the layer slides (global NoPE)"),
+    Family("lara_mini", ("lara_mini",), layers="layer_types_required",
+           rope_layer_types=("sliding_attention",),
+           source="modeling_lara_mini.py: NoPE layers get position_embeddings=None "
+                  "(measured: the full-attention layers)"),
     # layers without positions: linear attention, recurrent blocks, cross-attention
     Family("qwen3_next", ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
            layers="full_interval", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "head_dim": 256},
@@ -147,6 +159,27 @@ REGISTRY = (
            source="modeling_recurrent_gemma.py: recurrent blocks; local attention with RoPE on half the head"),
     Family("mllama", ("mllama", "mllama_text_model"), layers="cross_attention_layers", defaults={"rope_theta": 500000.0},
            source="modeling_mllama.py: MllamaTextCrossAttention (no RoPE) on cross_attention_layers"),
+    # every attention layer turns the two halves of its rotary dims (rotate_half on x[..., :r/2], x[..., r/2:]),
+    # measured with configs.measure on transformers 5.24's default configs (tests/test_configs_sweep.py re-checks)
+    Family("rotate_half", (
+        "apertus", "apertus1p5", "apertus1p5_text", "arcee", "aria", "aria_text", "bitnet", "cwm", "diffllama",
+        "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
+        "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
+        "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
+        "jina_embeddings_v3", "lfm2", "mellum", "mimo_v2_flash", "minimax_m2", "mixtral", "modernbert",
+        "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
+        "olmo", "olmo2", "olmo3", "olmoe", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
+        "qwen3_moe", "seed_oss", "solar_open", "stablelm", "starcoder2", "step3p5", "step3p7", "ultrabert",
+        "vaultgemma", "voxtral_realtime_encoder",
+    ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
+    Family("nanochat", ("nanochat",), direction=-1,
+           source="modeling_nanochat.py: rotate_half returns cat(x2, -x1): each pair turns clockwise"),
+    Family("openai_privacy_filter", ("openai_privacy_filter",), layout="interleaved",
+           source="modeling_openai_privacy_filter.py (measured: pairs 2i, 2i+1)"),
+    Family("olmo_hybrid", ("olmo_hybrid",), layers="layer_types_required",
+           source="modeling_olmo_hybrid.py: linear-attention layers beside full attention with RoPE"),
+    Family("minicpm3", ("minicpm3",), head_dim="mla",
+           source="modeling_minicpm3.py: DeepSeek's MLA with the half-split apply_rotary_pos_emb"),
     Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
            defaults={"max_position_embeddings": 512}),
     Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),

@@ -53,6 +53,13 @@ class _Reader:
     def name(self, key: str) -> str:
         return f"{self.prefix}[{key!r}]"
 
+    def present(self, key: str, older: str) -> str:
+        """The key this config uses for a setting: `key`, or its older name (GPT-2/GPT-J's n_layer, n_head,
+        n_positions) when only that one is there -- so errors name the user's key."""
+        if key in self.config:
+            return key
+        return older if older in self.config or (older in self.defaults and key not in self.defaults) else key
+
     def get(self, key: str, default=None):
         """The config's value (an explicit null included, as transformers keeps it), else the family default."""
         if key in self.config:
@@ -197,7 +204,8 @@ def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
     try:
         return rotary_dim(rope_head_dim, value)
     except (ValueError, TypeError) as error:
-        raise type(error)(f"{where}: {error}".replace("partial_rotary_factor=", "")) from error
+        message = str(error).replace("partial_rotary_factor must", "must").replace("partial_rotary_factor=", "")
+        raise type(error)(f"{where}: {message}") from error
 
 
 def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
@@ -244,6 +252,11 @@ def _no_rope_flags_sliding(r, n):  # SmolLM3: a window on the NoPE layers when u
     return ["sliding_attention" if sliding and not f else "full_attention" for f in _no_rope_flags(r, n)]
 
 
+def _layer_types_required(r, n):
+    raise ValueError(f"{r.name('layer_types')} is missing: the {r.family.name} family's pattern of layer types is "
+                     f"not read without it")
+
+
 def _block_types(r, n):  # RecurrentGemma: block_types repeated over the layers
     blocks = r.get("block_types")
     if not isinstance(blocks, (list, tuple)) or not blocks or any(b not in ("recurrent", "attention") for b in blocks):
@@ -274,6 +287,7 @@ LAYER_RULES = {
                                            for f in _no_rope_flags(r, n)],
     "flint_pattern": lambda r, n: ["full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
                                    for i in range(n)],
+    "layer_types_required": _layer_types_required,
     "block_types": _block_types,
     "cross_attention_layers": _cross_attention_layers,
 }
@@ -300,7 +314,7 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
 # ----------------------------------------------------------------------------- the whole config
 def _head_dims(r: _Reader) -> tuple[int, int, int]:
     """(q/k head dim, the dims RoPE may turn, where they start), as the family's code sizes its heads."""
-    heads = r.int("num_attention_heads", r.get("n_head"), required=True)
+    heads = r.int(r.present("num_attention_heads", "n_head"), required=True)
     if r.family.head_dim == "mla":  # MLA: q/k heads of nope + rope dims, RoPE on the rope slice only
         rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
         return nope + rope, rope, nope
@@ -355,8 +369,8 @@ def from_hf_config(config: dict) -> ModelPositions:
         f"code decides (the layout; which layers rotate, if not all) is not known from the config",
         f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键；只有代码才决定的事（布局；"
         f"若不是每层都旋转，哪些层旋转）无法从配置得知")]
-    n = r.int("num_hidden_layers", r.get("n_layer"), required=True)
-    max_pos = r.int("max_position_embeddings", r.get("n_positions"))
+    n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
+    max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     if family.positions == "learned absolute":  # BERT, GPT-2: a learned table added to the input
         head_dim, _, _ = _head_dims(r)
         layers = tuple(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
@@ -445,8 +459,11 @@ def read_pasted(pasted) -> dict:
     try:
         config = json.loads(pasted)
     except json.JSONDecodeError as error:
-        raise ValueError(f"the pasted text is not JSON: {error.msg} at line {error.lineno}, column {error.colno} "
-                         f"(a config.json uses double quotes, true/false/null, no trailing commas)") from None
+        raise ValueError(tr(f"the pasted text is not JSON: {error.msg} at line {error.lineno}, column {error.colno} "
+                            f"(a config.json uses double quotes, true/false/null, no trailing commas)",
+                            f"粘贴的文本不是 JSON：第 {error.lineno} 行第 {error.colno} 列，{error.msg}"
+                            f"（config.json 用双引号、true/false/null，不能有多余的逗号）")) from None
     if not isinstance(config, dict):
-        raise TypeError(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}")
+        raise TypeError(tr(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}",
+                           f"粘贴的 JSON 必须是一个对象 {{...}}（即 config.json），得到的是 {type(config).__name__}"))
     return config
