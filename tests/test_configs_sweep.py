@@ -25,7 +25,7 @@ from posenc_lib.configs.measure import _analyse, capture  # noqa: E402
 
 LAYERS = 6
 HEAD_DIM = 32
-LIMIT_S = 8
+LIMIT_S = 6
 
 
 def rope_model_types() -> list:
@@ -62,8 +62,12 @@ def tiny_default(model_type: str, rope=None) -> dict:
     if isinstance(heads, int) and isinstance(values.get("hidden_size"), int):
         values["num_attention_heads"], values["num_key_value_heads"] = 2, 2
         values["hidden_size"] = 2 * HEAD_DIM
-    if rope is not None:
-        values["rope_parameters"] = {**(values.get("rope_parameters") or {}), **rope}
+    if rope is not None:  # a scaling variant: the family's base (and partial factor) with this scaling
+        params = values.get("rope_parameters") or {}
+        if not params or any(isinstance(v, dict) for v in params.values()):
+            raise LookupError("rope parameters per layer type: no flat variant")
+        values["rope_parameters"] = {**{k: params[k] for k in ("rope_theta", "partial_rotary_factor") if k in params},
+                                     **rope}
     config = type(text)(**{k: v for k, v in values.items() if k != "model_type"})
     out = {k: v for k, v in config.to_dict().items() if not k.startswith("_") and k != "transformers_version"}
     out["model_type"] = text.model_type
@@ -142,7 +146,10 @@ def check(config: dict) -> tuple:
             ours_after, size = scores(layer.apply(before, position_ids)), float(scores(after).abs().max())
             # positions 0-3: to 1e-5; with position `far`: many families compute angles in float32 (an error of
             # far * 2^-24 radians), so to 1e-3 there
-            for part, tol in ((slice(0, 4), 1e-5), (slice(None), 1e-3)):
+            # q/k normalised after RoPE (NanoChat; Llama 4 with use_qk_norm): a factor on cos/sin cancels only up to
+            # the norm's eps, which the reader leaves out (it reports the factor as 1): 1e-3 there
+            near = 1e-3 if any("normalised after RoPE" in note for note in ours.notes) else 1e-5
+            for part, tol in ((slice(0, 4), near), (slice(None), 1e-3)):
                 torch.testing.assert_close(ours_after[..., part, part], scores(after)[..., part, part], rtol=0,
                                            atol=tol * size, msg=lambda m: f"layer {layer.index} scores: {m}")
         assert layer.layout == (measured.layout if not reordered else "interleaved" if measured.layout == "half"
@@ -152,7 +159,8 @@ def check(config: dict) -> tuple:
 
 MODEL_TYPES = rope_model_types()
 VARIANTS = {"default": None, "linear": {"rope_type": "linear", "factor": 2.0},
-            "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}}
+            "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+            "dynamic": {"rope_type": "dynamic", "factor": 2.0}}
 
 
 def test_every_family_matches_its_code_or_is_refused_by_key(capsys):
@@ -164,7 +172,7 @@ def test_every_family_matches_its_code_or_is_refused_by_key(capsys):
             except Exception as error:  # noqa: BLE001
                 counts["skipped"] += 1
                 reasons["skipped"].append(f"{model_type}/{name}: config: {str(error).splitlines()[0][:90]}")
-                continue
+                break
             try:
                 with time_limit(LIMIT_S):
                     outcome, detail = check(config)
@@ -172,12 +180,12 @@ def test_every_family_matches_its_code_or_is_refused_by_key(capsys):
                 outcome, detail = "skipped", str(error)
             except AssertionError as error:
                 failures.append(f"{model_type}/{name}: {str(error).splitlines()[0][:200]}")
-                continue
+                break
             counts[outcome] += 1
             if detail or outcome != "matched":
                 reasons[outcome].append(f"{model_type}/{name}: {detail}")
-            if outcome == "skipped":
-                break  # the default config could not run: the variants would not either
+            if outcome != "matched":
+                break  # the variants of a family not matched by default would say no more
     with capsys.disabled():
         print(f"\nconfigs sweep over {len(MODEL_TYPES)} families: " + ", ".join(f"{k} {v}" for k, v in counts.items())
               + f", contradicted {len(failures)}")

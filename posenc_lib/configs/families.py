@@ -23,8 +23,8 @@ Fields (the reader walks them; see reader.py):
     local_base_key: the base of the sliding layers when the config has a flat rope dict (Gemma 3's legacy form).
     score_scale_key: a key whose -1/2 power scales q.k instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar).
     mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
-      on its NoPE layers. qk_norm_after_rope: a key that, when true, L2-normalises q and k AFTER the rotation
-      (the attention factor then cancels). direction: +1 counter-clockwise (the course's), -1 the other way.
+      on its NoPE layers. qk_norm_after_rope: a key that, when true, normalises q and k AFTER the rotation
+      ("always": the code does it unconditionally); an attention factor on cos/sin then cancels (reported as 1). direction: +1 counter-clockwise (the course's), -1 the other way.
     reorders_pairs: the interleaved apply function writes each rotated slice back as [first dim of every pair |
       second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
       the attention looks half-split (configs.measure sees that).
@@ -172,7 +172,7 @@ REGISTRY = (
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "starcoder2", "step3p5", "step3p7", "ultrabert",
         "vaultgemma", "voxtral_realtime_encoder",
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
-    Family("nanochat", ("nanochat",), direction=-1,
+    Family("nanochat", ("nanochat",), direction=-1, qk_norm_after_rope="always",
            source="modeling_nanochat.py: rotate_half returns cat(x2, -x1): each pair turns clockwise"),
     Family("openai_privacy_filter", ("openai_privacy_filter",), layout="interleaved",
            source="modeling_openai_privacy_filter.py (measured: pairs 2i, 2i+1)"),

@@ -106,9 +106,10 @@ class LayerPositions:
         if self.rope_type in ("dynamic", "longrope") and x.device.type != "meta":
             last = int(positions.max()) if positions is not None and positions.numel() else x.shape[-2] - 1
             seq_len = max(last + 1, 1)
-        inv_freq, factor = self.frequencies(seq_len, device=x.device)
+        inv_freq, _ = self.frequencies(seq_len, device=x.device)
         inv_freq = inv_freq if self.direction > 0 else -inv_freq  # a rotation the other way: angles negated
-        return _rope_dims(x, positions, inv_freq, factor, self.layout, *self.rotary_dims)
+        # the layer's own factor: 1 where a q/k normalisation after RoPE cancels the scaling's (reader.py)
+        return _rope_dims(x, positions, inv_freq, self.attention_factor, self.layout, *self.rotary_dims)
 
     def visible_keys(self, seq_len: int, *, device=None) -> torch.Tensor:
         """(seq_len, seq_len) bool: True where query i may attend key j (positions 0 .. seq_len-1).

@@ -386,6 +386,8 @@ def from_hf_config(config: dict) -> ModelPositions:
     params, more = _rope_dicts(r, [t for t, f in zip(layer_types, flags) if f])
     notes += more
     settings, mrope = {}, None
+    norm_key = family.qk_norm_after_rope
+    normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
     for layer_type, (p, where, theta_key) in sorted(params.items()):
         base, rope_type, scaling, partial, section = _scaling(r, p, where, theta_key, max_pos=max_pos)
         rotated = _rotated_dims(r, rope_head_dim, partial)
@@ -395,6 +397,12 @@ def from_hf_config(config: dict) -> ModelPositions:
             raise type(error)(f"{where}: {error}") from error
         if section is not None:
             mrope = _mrope_section(section, rotated, f"{where}['mrope_section']")
+        if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
+            notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
+                            f"normalisation after RoPE: reported as 1",
+                            f"{where}：cos/sin 上的注意力因子 {float(factor):.6g} 被 RoPE 之后对 q/k 的归一化抵消，"
+                            f"报告为 1"))
+            factor = 1.0
         settings[layer_type] = (base, rope_type, scaling, inv_freq, float(factor), rotated)
     chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
     tuning = family.temperature and r.flag("attn_temperature_tuning", True)
@@ -420,11 +428,10 @@ def from_hf_config(config: dict) -> ModelPositions:
                         f"for text tokens all three positions are equal, so the frequencies above apply",
                         f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE）；"
                         f"文本 token 的三个位置相同，所以上面的频率照样适用"))
-    if family.qk_norm_after_rope and r.flag(family.qk_norm_after_rope, False):
-        notes.append(tr(f"{family.qk_norm_after_rope}: q and k are L2-normalised after RoPE on the RoPE layers "
-                        f"(an attention factor on cos/sin cancels there)",
-                        f"{family.qk_norm_after_rope}：RoPE 层在旋转之后对 q 和 k 做 L2 归一化（cos/sin 上的注意力"
-                        f"因子在那里被抵消）"))
+    if normed_after:
+        notes.append(tr(f"q and k are normalised after RoPE on the RoPE layers ({norm_key}; an attention factor on "
+                        f"cos/sin cancels there)",
+                        f"RoPE 层在旋转之后对 q 和 k 做归一化（{norm_key}；cos/sin 上的注意力因子在那里被抵消）"))
     original = text.get("original_max_position_embeddings")
     if original is None:
         for base, rope_type, scaling, *_ in settings.values():
