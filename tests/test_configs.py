@@ -656,3 +656,33 @@ def test_measure_sees_which_layers_rotate():
     assert [layer.rope for layer in measured.layers] == [True, True, True, False]
     assert [layer.rope for layer in read.layers] == [True, True, True, False]
     assert read.layer(0).layout == measured.layers[0].layout == "interleaved"
+
+
+def _default(model_type):
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    return CONFIG_MAPPING[model_type]().to_dict()
+
+
+def test_families_the_issue_names_read_from_their_defaults():
+    """Facts of transformers 5.24's default configs, each from the family's code (see families.py's sources;
+    test_configs_sweep.py measures them): layers without positions are named by kind, never called RoPE."""
+    esm = from_hf_config(_default("esm"))
+    assert esm.position_encoding == "learned absolute" and not esm.layer(0).causal
+    nxt = from_hf_config(_default("qwen3_next"))
+    assert nxt.rope_layers == list(range(3, 48, 4)) and nxt.layer(0).mixer == "linear attention"
+    assert nxt.layer(3).rotary_dims == (0, 64) and "linear attention" in nxt.table()
+    mllama = from_hf_config(_default("mllama_text_model"))
+    assert mllama.layer(3).mixer == "cross-attention" and not mllama.layer(3).rope and mllama.layer(0).rope
+    gemma = from_hf_config(_default("recurrent_gemma"))
+    assert [gemma.layer(i).mixer for i in range(3)] == ["recurrent", "recurrent", "attention"]
+    assert gemma.layer(2).window == 2048 and gemma.layer(2).rotary_dims == (0, 128)
+    cohere2 = from_hf_config(_default("cohere2"))
+    assert cohere2.layer(0).layout == "interleaved" and cohere2.nope_layers == list(range(3, 40, 4))
+    assert from_hf_config(_default("glm4")).layer(0).layout == "interleaved"
+    assert from_hf_config(_default("codegen")).layer(0).rotary_dims == (0, 64)
+    lite = from_hf_config(_default("glm4_moe_lite")).layer(0)
+    assert lite.rotary_dims == (192, 256) and lite.layout == "interleaved"
+    with pytest.raises(ValueError, match=r"config\['rope_parameters'\]\['full_attention'\].*'proportional'"):
+        from_hf_config(_default("gemma4_text"))
+    with pytest.raises(ValueError, match=r"config\['rope_parameters'\].*unknown keys \['llama_4_scaling_beta'"):
+        from_hf_config(_default("ministral3"))

@@ -43,6 +43,7 @@ class Family:
     layout: str | None = "half"
     layout_key: tuple | None = None
     positions: str = "rope"            # "rope" or "learned absolute"
+    positions_key: tuple | None = None  # (key, default, {value: positions}) when a key chooses (ESM)
     causal: bool = True
     head_dim: str = "head_dim"
     rotated: str = "partial_rotary_factor"
@@ -180,6 +181,10 @@ REGISTRY = (
            source="modeling_olmo_hybrid.py: linear-attention layers beside full attention with RoPE"),
     Family("minicpm3", ("minicpm3",), head_dim="mla",
            source="modeling_minicpm3.py: DeepSeek's MLA with the half-split apply_rotary_pos_emb"),
+    Family("esm", ("esm",), causal=False,
+           positions_key=("position_embedding_type", "absolute", {"absolute": "learned absolute", "rotary": "rope"}),
+           source="modeling_esm.py: a learned table unless position_embedding_type is 'rotary' (rotate_half on "
+                  "halves); bidirectional"),
     Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
            defaults={"max_position_embeddings": 512}),
     Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),

@@ -371,7 +371,14 @@ def from_hf_config(config: dict) -> ModelPositions:
         f"若不是每层都旋转，哪些层旋转）无法从配置得知")]
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
-    if family.positions == "learned absolute":  # BERT, GPT-2: a learned table added to the input
+    positions = family.positions
+    if family.positions_key is not None:  # ESM: position_embedding_type chooses
+        key, default, choices = family.positions_key
+        value = r.get(key, default)
+        if value not in choices:
+            raise ValueError(f"{r.name(key)} must be one of {sorted(choices)}, got {value!r}")
+        positions = choices[value]
+    if positions == "learned absolute":  # BERT, GPT-2, ESM by default: a learned table added to the input
         head_dim, _, _ = _head_dims(r)
         layers = tuple(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
                                       head_dim ** -0.5, "full", None, causal=family.causal) for i in range(n))
@@ -417,12 +424,12 @@ def from_hf_config(config: dict) -> ModelPositions:
             base, rope_type, scaling, inv_freq, factor, rotated = settings[layer_type]
             layers.append(LayerPositions(i, True, head_dim, (start, start + rotated), layout, base, rope_type, scaling,
                                          inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
-                                         layer_type=layer_type, direction=family.direction))
+                                         layer_type=layer_type, direction=family.direction, causal=family.causal))
         else:
             layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
                                          _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature if mixer == "attention" else None,
-                                         layer_type=layer_type, mixer=mixer))
+                                         layer_type=layer_type, mixer=mixer, causal=family.causal))
     if mrope is not None:
         notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE); "
                         f"for text tokens all three positions are equal, so the frequencies above apply",
