@@ -1,7 +1,7 @@
 """Every model family in the installed transformers that defines a rotary embedding: configs.from_hf_config
 against what the family's own code does (configs.measure runs it at a tiny size).
 
-For each family: transformers' default config (then scaling variants), shrunk to a tiny size (2 heads of 32
+For each family: transformers' default config (then YaRN and dynamic-NTK variants of it), shrunk to a tiny size (2 heads of 32
 dims, at most 6 layers, the layer pattern recomputed by transformers), written out with to_dict() and read
 back by from_hf_config. Each case either matches the code layer by layer (which layers turn q and k, which
 dims, the layout, the direction, and the q.q and k.k scores between positions 0, 1, 2, 3 to ~1e-5, with position 4095 to 1e-3: the
@@ -158,7 +158,7 @@ def check(config: dict) -> tuple:
 
 
 MODEL_TYPES = rope_model_types()
-VARIANTS = {"default": None, "linear": {"rope_type": "linear", "factor": 2.0},
+VARIANTS = {"default": None,
             "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
             "dynamic": {"rope_type": "dynamic", "factor": 2.0}}
 
@@ -187,8 +187,9 @@ def test_every_family_matches_its_code_or_is_refused_by_key(capsys):
             if outcome != "matched":
                 break  # the variants of a family not matched by default would say no more
     with capsys.disabled():
-        print(f"\nconfigs sweep over {len(MODEL_TYPES)} families: " + ", ".join(f"{k} {v}" for k, v in counts.items())
-              + f", contradicted {len(failures)}")
+        print(f"\nconfigs sweep over {len(MODEL_TYPES)} model_types with a rotary embedding, {len(VARIANTS)} cases each "
+              f"(a model_type stops at its first case that is not matched): "
+              + ", ".join(f"{k} {v}" for k, v in counts.items()) + f", contradicted {len(failures)}")
         for outcome, lines in reasons.items():
             print(f"  {outcome}:\n    " + "\n    ".join(lines))
         if failures:
