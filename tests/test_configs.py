@@ -482,8 +482,8 @@ BAD = [
     ("layer_types a list entry", {**LLAMA, "layer_types": ["full_attention", ["full_attention"]]}, ValueError,
      r"config\['layer_types'\]\[1\] must be one of"),
     ("no_rope_layers too short", {**LLAMA, "model_type": "smollm3", "no_rope_layers": [1]}, ValueError,
-     r"config\['no_rope_layers'\] must have an entry for each of the 2 layers"),
-    ("layer_types unknown", {**LLAMA, "layer_types": ["full_attention", "linear_attention"]}, ValueError,
+     r"config\['no_rope_layers'\] must have one entry for each of the 2 layers"),
+    ("layer_types unknown", {**LLAMA, "layer_types": ["full_attention", "linear_attn"]}, ValueError,
      r"config\['layer_types'\]\[1\] must be one of"),
     ("layer_types a string", {**LLAMA, "layer_types": "full_attention"}, TypeError,
      r"config\['layer_types'\] must be a list, got str"),
@@ -510,6 +510,29 @@ BAD = [
     ("model_type not a string", {**LLAMA, "model_type": 3}, TypeError, r"config\['model_type'\] must be a string"),
     ("gpt-j rotary_dim odd", {"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 1, "rotary_dim": 7},
      ValueError, r"config\['rotary_dim'\] must be even"),
+    ("hidden_size not divisible by the heads", {**LLAMA, "hidden_size": 65}, ValueError,
+     r"config\['hidden_size'\] = 65 must be divisible by config\['num_attention_heads'\] = 2"),
+    ("n_embd not divisible by n_head (GPT-J's names)", {"model_type": "gptj", "n_embd": 65, "n_head": 2, "n_layer": 1},
+     ValueError, r"config\['n_embd'\] = 65 must be divisible by config\['n_head'\] = 2"),
+    ("layer_types longer than num_hidden_layers", {**LLAMA, "layer_types": ["full_attention"] * 3}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 3"),
+    ("layer_types shorter than num_hidden_layers", {**LLAMA, "layer_types": ["full_attention"]}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 1"),
+    ("mrope_section of two sections", {**LLAMA, "model_type": "qwen2_5_vl",
+                                       "rope_scaling": {"type": "mrope", "mrope_section": [8, 8]}},
+     ValueError, r"\['mrope_section'\] must be a list of 3 section sizes"),
+    ("mrope_section negative", {**LLAMA, "model_type": "qwen2_5_vl",
+                                "rope_scaling": {"type": "mrope", "mrope_section": [20, -2, -2]}},
+     ValueError, r"\['mrope_section'\] must hold non-negative integers"),
+    ("mrope_section not integers", {**LLAMA, "model_type": "qwen2_5_vl",
+                                    "rope_scaling": {"type": "mrope", "mrope_section": [8.0, 4, 4]}},
+     ValueError, r"\['mrope_section'\] must hold non-negative integers"),
+    ("rotary_pct too big names rotary_pct", {**LLAMA, "model_type": "gpt_neox", "rotary_pct": 2.0}, ValueError,
+     r"config\['rotary_pct'\]"),
+    ("qk_rope_head_dim missing names it", {**LLAMA, "model_type": "deepseek_v3", "qk_rope_head_dim": None,
+                                           "qk_nope_head_dim": 16}, ValueError, r"config\['qk_rope_head_dim'\] is missing"),
+    ("n_positions a string names n_positions", {"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 1,
+                                                "n_positions": "1024"}, TypeError, r"config\['n_positions'\]"),
     ("nested rope_parameters missing a layer type", {**LLAMA, "model_type": "gemma3_text",
                                                      "rope_parameters": {"full_attention": {"rope_type": "default"}}},
      ValueError, r"has no entry for the layer type 'sliding_attention'"),
@@ -541,10 +564,27 @@ def test_bad_arguments_of_the_report_objects():
         attention_temperature(torch.arange(3), floor_scale=0)
 
 
-def test_unknown_model_type_is_read_generically_and_says_so():
+def test_unknown_model_type_states_no_layout():
+    """The layout is in a family's code, not in config.json: without a record it is None, shown as unknown with
+    where it would come from, and apply refuses rather than guess."""
     positions = from_hf_config({**LLAMA, "model_type": "my_llama", "rope_theta": 5e5})
-    assert positions.family == "generic" and "generic" in positions.notes[0]
-    assert positions.layer(0).base == 5e5 and positions.layer(0).layout == "half"
+    assert positions.family == "generic" and "no family record" in positions.notes[0]
+    assert positions.layer(0).base == 5e5 and positions.layer(0).layout is None
+    table = positions.table()
+    assert "unknown" in table and "modeling_my_llama.py" in table and "configs.measure" in table
+    assert " half " not in table and "interleaved" not in table
+    with pytest.raises(ValueError, match=r"layout is unknown"):
+        positions.layer(0).apply(torch.randn(3, 32))
+
+
+def test_defaults_are_marked_and_the_scaling_start_is_named_for_what_it_is():
+    positions = from_hf_config({"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 2,
+                                "num_hidden_layers": 6, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                                         "original_max_position_embeddings": 1024}})
+    assert "rope_theta" in positions.defaults_used and "head_dim" in positions.defaults_used
+    table = positions.table()
+    assert "defaults" in table and "rope_local_base_freq" in table
+    assert "the scaling starts from length 1024" in table and "pretrained" not in table
 
 
 def test_load_model_configs_names_a_missing_file(tmp_path):
@@ -572,3 +612,77 @@ VARIANTS = {  # what each model's config.json makes it use, as notebooks 10-11 t
 def test_variants_of_the_shipped_models(name):
     entry = {m["name"]: m for m in MODELS}[name]
     assert from_hf_config(entry["config"]).variants() == VARIANTS[name]
+
+
+# ------------------------------------------------------------------ pasted text, and the code's own answer
+def test_pasted_text_that_is_not_json_is_one_line():
+    from posenc_lib.configs import read_pasted
+    assert read_pasted('{"model_type": "llama"}') == {"model_type": "llama"}
+    with pytest.raises(ValueError, match=r"not JSON: .* at line 1, column 24") as info:
+        read_pasted('{"model_type": "llama",}')
+    assert "\n" not in str(info.value) and info.value.__cause__ is None
+    with pytest.raises(TypeError, match=r"must be an object"):
+        read_pasted("[1, 2]")
+
+
+GLM_LIKE = {"model_type": "glm4", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "hidden_size": 128, "head_dim": 32, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                                     "partial_rotary_factor": 0.5}}
+
+
+def test_measure_reads_glms_interleaved_pairs_and_nanochats_direction_from_the_code():
+    """configs.measure on transformers' own code: GLM-4 pairs (2i, 2i+1) in the first half of the head (the
+    reader's record says so too); a half-split family pairs (i, i + r/2); NanoChat turns the other way."""
+    from posenc_lib.configs import measure
+    glm = measure(GLM_LIKE).layers[0]
+    assert (glm.rope, glm.layout, glm.rotary_dims, glm.direction) == (True, "interleaved", (0, 16), 1)
+    torch.testing.assert_close(glm.inv_freq, from_hf_config(GLM_LIKE).layer(0).inv_freq, atol=1e-6, rtol=1e-5)
+    assert glm.attention_factor == pytest.approx(1.0, abs=1e-6)
+    llama = measure({**GLM_LIKE, "model_type": "llama", "rope_parameters": {"rope_type": "default",
+                                                                            "rope_theta": 10000.0}}).layers[1]
+    assert (llama.layout, llama.rotary_dims, llama.direction) == ("half", (0, 32), 1)
+    nanochat = measure({**GLM_LIKE, "model_type": "nanochat", "rope_parameters": {"rope_type": "default",
+                                                                                  "rope_theta": 10000.0}})
+    assert nanochat.layers[0].direction == -1 and from_hf_config(
+        {**GLM_LIKE, "model_type": "nanochat"}).layer(0).direction == -1
+
+
+def test_measure_sees_which_layers_rotate():
+    """Cohere2 turns q and k only on its sliding layers; a Qwen3-Next linear-attention layer has no q and k."""
+    from posenc_lib.configs import measure
+    cohere2 = {**GLM_LIKE, "model_type": "cohere2", "num_hidden_layers": 4, "sliding_window": 16,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    measured, read = measure(cohere2), from_hf_config(cohere2)
+    assert [layer.rope for layer in measured.layers] == [True, True, True, False]
+    assert [layer.rope for layer in read.layers] == [True, True, True, False]
+    assert read.layer(0).layout == measured.layers[0].layout == "interleaved"
+
+
+def _default(model_type):
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    return CONFIG_MAPPING[model_type]().to_dict()
+
+
+def test_families_the_issue_names_read_from_their_defaults():
+    """Facts of transformers 5.24's default configs, each from the family's code (see families.py's sources;
+    test_configs_sweep.py measures them): layers without positions are named by kind, never called RoPE."""
+    esm = from_hf_config(_default("esm"))
+    assert esm.position_encoding == "learned absolute" and not esm.layer(0).causal
+    nxt = from_hf_config(_default("qwen3_next"))
+    assert nxt.rope_layers == list(range(3, 48, 4)) and nxt.layer(0).mixer == "linear attention"
+    assert nxt.layer(3).rotary_dims == (0, 64) and "linear attention" in nxt.table()
+    mllama = from_hf_config(_default("mllama_text_model"))
+    assert mllama.layer(3).mixer == "cross-attention" and not mllama.layer(3).rope and mllama.layer(0).rope
+    gemma = from_hf_config(_default("recurrent_gemma"))
+    assert [gemma.layer(i).mixer for i in range(3)] == ["recurrent", "recurrent", "attention"]
+    assert gemma.layer(2).window == 2048 and gemma.layer(2).rotary_dims == (0, 128)
+    cohere2 = from_hf_config(_default("cohere2"))
+    assert cohere2.layer(0).layout == "interleaved" and cohere2.nope_layers == list(range(3, 40, 4))
+    assert from_hf_config(_default("glm4")).layer(0).layout == "interleaved"
+    assert from_hf_config(_default("codegen")).layer(0).rotary_dims == (0, 64)
+    lite = from_hf_config(_default("glm4_moe_lite")).layer(0)
+    assert lite.rotary_dims == (192, 256) and lite.layout == "interleaved"
+    with pytest.raises(ValueError, match=r"config\['rope_parameters'\]\['full_attention'\].*'proportional'"):
+        from_hf_config(_default("gemma4_text"))
+    with pytest.raises(ValueError, match=r"config\['rope_parameters'\].*unknown keys \['llama_4_scaling_beta'"):
+        from_hf_config(_default("ministral3"))

@@ -17,7 +17,7 @@ from posenc_lib.i18n import Text, get_language, language, set_language, tr
 PACKAGE = Path(posenc_lib.__file__).parent
 # what a learner reads: the checkers, figures and sliders, and the reports notebooks print
 LEARNER_FACING = sorted([*(p for folder in ("exercises", "plots", "widgets") for p in (PACKAGE / folder).glob("*.py")),
-                         PACKAGE / "configs.py", PACKAGE / "attention.py", PACKAGE / "experiments" / "own_encoding.py",
+                         *(PACKAGE / "configs").glob("*.py"), PACKAGE / "attention.py", PACKAGE / "experiments" / "own_encoding.py",
                          PACKAGE / "experiments" / "summary.py"])
 CJK = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_WORD = re.compile(r"\b[A-Za-z]{3,}\b")

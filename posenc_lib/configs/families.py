@@ -1,0 +1,191 @@
+"""What transformers' code decides about positions, per model family: one `Family` record each, in `REGISTRY`.
+
+A config.json holds numbers (rope_theta, head_dim, layer_types ...); which dims form a pair, which layers
+turn q and k, and where the head size comes from are written in the family's modeling_*.py. Each record
+states those facts for the model_types it covers, as transformers 5 (locked: 5.24) codes them;
+tests/test_configs.py measures every record against the installed transformers (`configs.measure`).
+
+Fields (the reader walks them; see reader.py):
+    layout: "half" (pair i = dims i, i + r/2; HF's rotate_half) or "interleaved" (dims 2i, 2i+1; a
+      rotate_half on x[..., 0::2], x[..., 1::2], or GPT-J's rotate_every_two). layout_key: a config key
+      that switches the layout, (key, its default): true -> interleaved, false -> half (DeepSeek's rope_interleave).
+    head_dim: where the q/k head size comes from: "head_dim" (the key, else hidden_size // heads),
+      "hidden" (always hidden_size // heads: the family's code ignores a head_dim key), "mla" (q/k heads of
+      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE).
+    rotated: how many of those dims turn: "partial_rotary_factor" (int(head_dim * f)), "rotary_pct" (GPT-NeoX's
+      name for it), "rotary_dim" (stated in dims: GPT-J, CodeGen).
+    fixed_base: a base written in the code, not read from the config (GPT-J: 10000).
+    layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES);
+      pattern: (key, default) of the every-k-th-layer rules (Gemma 3's sliding_window_pattern 6, Cohere2's 4 ...);
+      window_key: the key of the sliding window's size (RecurrentGemma: attention_window_size).
+    rope_layer_types: the layer types whose attention turns q and k (None: every attention layer).
+      Cohere2/EXAONE 4/AFMoE rotate only their sliding layers (EXAONE 4 rotates every layer when sliding_window is null: `rope_all_without_window`).
+    local_base_key: the base of the sliding layers when the config has a flat rope dict (Gemma 3's legacy form).
+    score_scale_key: a key whose -1/2 power scales q.k instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar).
+    mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
+      on its NoPE layers. qk_norm_after_rope: a key that, when true, normalises q and k AFTER the rotation
+      ("always": the code does it unconditionally); an attention factor on cos/sin then cancels (reported as 1). direction: +1 counter-clockwise (the course's), -1 the other way.
+    reorders_pairs: the interleaved apply function writes each rotated slice back as [first dim of every pair |
+      second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
+      the attention looks half-split (configs.measure sees that).
+    rope_type_renames: legacy rope types the family's config class renames (Phi-3: su, yarn -> longrope).
+    defaults: the family's config-class defaults of the keys read (tests compare them with transformers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    model_types: tuple
+    layout: str | None = "half"
+    layout_key: tuple | None = None
+    positions: str = "rope"            # "rope" or "learned absolute"
+    positions_key: tuple | None = None  # (key, default, {value: positions}) when a key chooses (ESM)
+    causal: bool = True
+    head_dim: str = "head_dim"
+    rotated: str = "partial_rotary_factor"
+    theta_key: str = "rope_theta"
+    fixed_base: float | None = None
+    layers: str = "uniform"
+    pattern: tuple = ("sliding_window_pattern", 6)
+    window_key: str = "sliding_window"
+    rope_layer_types: tuple | None = None
+    rope_all_without_window: bool = False
+    local_base_key: str | None = None
+    score_scale_key: str | None = None
+    mla_mscale: bool = False
+    temperature: bool = False
+    qk_norm_after_rope: str | None = None
+    direction: int = 1
+    reorders_pairs: bool = False
+    rope_type_renames: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    source: str = ""
+
+
+REGISTRY = (
+    Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
+           source="modeling_llama.py: rotate_half on the two halves"),
+    Family("mistral", ("mistral",), layers="window_everywhere",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072, "sliding_window": 4096},
+           source="modeling_mistral.py: Llama's rotation; one sliding_window for every layer"),
+    Family("qwen2", ("qwen2",), layers="max_window_layers",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                     "sliding_window": 4096, "max_window_layers": 28}),
+    Family("qwen3", ("qwen3",), layers="max_window_layers",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "head_dim": 128,
+                     "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28}),
+    Family("qwen2_5_vl", ("qwen2_5_vl", "qwen2_5_vl_text"), layers="max_window_layers",
+           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                     "sliding_window": 4096, "max_window_layers": 80}),
+    Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
+                                      "partial_rotary_factor": 0.5},
+           source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),
+    Family("phi3", ("phi3",), layers="window_everywhere", rope_type_renames={"su": "longrope", "yarn": "longrope"},
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "sliding_window": None}),
+    Family("gemma2", ("gemma2",), layers="alternate_sliding", score_scale_key="query_pre_attn_scalar",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256, "sliding_window": 4096,
+                     "query_pre_attn_scalar": 256}),
+    Family("gemma3_text", ("gemma3", "gemma3_text"), layers="every_kth_full", local_base_key="rope_local_base_freq",
+           score_scale_key="query_pre_attn_scalar",
+           defaults={"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "max_position_embeddings": 131072,
+                     "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6,
+                     "query_pre_attn_scalar": 256}),
+    Family("llama4_text", ("llama4", "llama4_text"), layout="interleaved", layers="no_rope_flags_chunked",
+           temperature=True, qk_norm_after_rope="use_qk_norm",
+           defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128,
+                     "no_rope_layer_interval": 4, "attention_chunk_size": 8192, "attn_temperature_tuning": True,
+                     "floor_scale": 8192, "attn_scale": 0.1},
+           source="modeling_llama4.py: apply_rotary_emb multiplies complex pairs (2i, 2i+1)"),
+    Family("smollm3", ("smollm3",), layers="no_rope_flags",
+           defaults={"rope_theta": 2000000.0, "max_position_embeddings": 32768, "no_rope_layer_interval": 4,
+                     "use_sliding_window": False, "sliding_window": None}),
+    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3", "glm4_moe_lite", "youtu"), layout_key=("rope_interleave", True),
+           head_dim="mla", reorders_pairs=True,
+           mla_mscale=True,
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
+                     "qk_nope_head_dim": 128, "rope_interleave": True},
+           source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice"),
+    Family("gpt_neox", ("gpt_neox",), rotated="rotary_pct", theta_key="rotary_emb_base", head_dim="hidden",
+           defaults={"rotary_emb_base": 10000.0, "rotary_pct": 0.25, "max_position_embeddings": 2048}),
+    Family("gptj", ("gptj",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
+           defaults={"rotary_dim": 64, "n_positions": 2048},
+           source="modeling_gptj.py: rotate_every_two, create_sinusoidal_positions with base 10000"),
+    # interleaved pairs: a rotate_half on x[..., 0::2], x[..., 1::2] (cos/sin repeated pairwise)
+    Family("cohere", ("cohere",), layout="interleaved", defaults={"rope_theta": 500000.0},
+           source="modeling_cohere.py: rotate_half stacks (-x[1::2], x[0::2]); freqs repeat_interleave(2)"),
+    Family("cohere2", ("cohere2", "cohere2_moe"), layout="interleaved", layers="every_kth_full", pattern=("sliding_window_pattern", 4),
+           rope_layer_types=("sliding_attention",), defaults={"rope_theta": 10000.0, "sliding_window": 4096},
+           source="modeling_cohere2.py: apply_rotary_pos_emb only when the layer has a sliding window"),
+    Family("glm", ("glm", "glm4"), layout="interleaved", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+           source="modeling_glm.py / modeling_glm4.py: rotate_half on (0::2, 1::2) of the first rotary dims"),
+    Family("ernie4_5", ("ernie4_5", "ernie4_5_moe"), layout="interleaved", defaults={"rope_theta": 500000.0},
+           source="modeling_ernie4_5.py: rotate_half on (0::2, 1::2)"),
+    Family("helium", ("helium",), layout="interleaved", defaults={"rope_theta": 100000.0},
+           source="modeling_helium.py: rotate_half on (0::2, 1::2)"),
+    Family("codegen", ("codegen",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
+           defaults={"rotary_dim": 64, "n_positions": 2048},
+           source="modeling_codegen.py: GPT-J's rotate_every_two on the first rotary_dim dims"),
+    # only some layers rotate
+    Family("exaone4", ("exaone4", "exaone_moe"), layers="every_kth_full", pattern=("sliding_window_pattern", 4),
+           rope_layer_types=("sliding_attention",), rope_all_without_window=True,
+           defaults={"rope_theta": 10000.0, "sliding_window": 4096},
+           source="modeling_exaone4.py: RoPE when sliding_window is None or the layer slides"),
+    Family("afmoe", ("afmoe",), layers="every_kth_full", pattern=("global_attn_every_n_layers", 4),
+           rope_layer_types=("sliding_attention",), defaults={"rope_theta": 10000.0, "sliding_window": 1024},
+           source="modeling_afmoe.py: RoPE only on the local (sliding) layers"),
+    Family("flint", ("flint",), layers="flint_pattern", rope_layer_types=("sliding_attention",),
+           defaults={"sliding_window": 513},
+           source="modeling_flint.py: only sliding-window layers are rotary; configuration_flint.py: full attention on "
+                  "layers 0, 1, every i % 4 == 1 and the last"),
+    Family("kolibri1", ("kolibri1",), layers="every_kth_full", pattern=("_", 5), rope_layer_types=("sliding_attention",),
+           rope_all_without_window=True,
+           source="modeling_kolibri1.py: RoPE when sliding_window is None or the layer slides (global NoPE)"),
+    Family("lara_mini", ("lara_mini",), layers="layer_types_required",
+           rope_layer_types=("sliding_attention",),
+           source="modeling_lara_mini.py: NoPE layers get position_embeddings=None "
+                  "(measured: the full-attention layers)"),
+    # layers without positions: linear attention, recurrent blocks, cross-attention
+    Family("qwen3_next", ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
+           layers="full_interval", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "head_dim": 256},
+           source="modeling_qwen3_next.py: gated DeltaNet (linear attention) layers, RoPE on the full-attention ones"),
+    Family("minimax", ("minimax",), layers="every_other_linear", defaults={"rope_theta": 1000000.0},
+           source="modeling_minimax.py: lightning (linear) attention layers beside full ones"),
+    Family("recurrent_gemma", ("recurrent_gemma",), layers="block_types", window_key="attention_window_size",
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                     "block_types": ["recurrent", "recurrent", "attention"], "attention_window_size": 2048},
+           source="modeling_recurrent_gemma.py: recurrent blocks; local attention with RoPE on half the head"),
+    Family("mllama", ("mllama", "mllama_text_model"), layers="cross_attention_layers", defaults={"rope_theta": 500000.0},
+           source="modeling_mllama.py: MllamaTextCrossAttention (no RoPE) on cross_attention_layers"),
+    # every attention layer turns the two halves of its rotary dims (rotate_half on x[..., :r/2], x[..., r/2:]),
+    # measured with configs.measure on transformers 5.24's default configs (tests/test_configs_sweep.py re-checks)
+    Family("rotate_half", (
+        "apertus", "apertus1p5", "apertus1p5_text", "arcee", "aria", "aria_text", "bitnet", "cwm", "diffllama",
+        "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
+        "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
+        "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
+        "jina_embeddings_v3", "lfm2", "mellum", "mimo_v2_flash", "minimax_m2", "mixtral", "modernbert",
+        "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
+        "olmo", "olmo2", "olmo3", "olmoe", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
+        "qwen3_moe", "seed_oss", "solar_open", "stablelm", "starcoder2", "step3p5", "step3p7", "ultrabert",
+        "vaultgemma", "voxtral_realtime_encoder",
+    ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
+    Family("nanochat", ("nanochat",), direction=-1, qk_norm_after_rope="always",
+           source="modeling_nanochat.py: rotate_half returns cat(x2, -x1): each pair turns clockwise"),
+    Family("openai_privacy_filter", ("openai_privacy_filter",), layout="interleaved",
+           source="modeling_openai_privacy_filter.py (measured: pairs 2i, 2i+1)"),
+    Family("olmo_hybrid", ("olmo_hybrid",), layers="layer_types_required",
+           source="modeling_olmo_hybrid.py: linear-attention layers beside full attention with RoPE"),
+    Family("minicpm3", ("minicpm3",), head_dim="mla",
+           source="modeling_minicpm3.py: DeepSeek's MLA with the half-split apply_rotary_pos_emb"),
+    Family("esm", ("esm",), causal=False,
+           positions_key=("position_embedding_type", "absolute", {"absolute": "learned absolute", "rotary": "rope"}),
+           source="modeling_esm.py: a learned table unless position_embedding_type is 'rotary' (rotate_half on "
+                  "halves); bidirectional"),
+    Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
+           defaults={"max_position_embeddings": 512}),
+    Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),
+)

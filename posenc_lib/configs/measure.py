@@ -1,0 +1,334 @@
+"""What the model's own code does with positions, measured: `measure(config)` (needs transformers).
+
+config.json holds numbers; which dims pair, which layers turn q and k, which way they turn, are in the
+family's modeling code. `measure` runs that code at a tiny size and reads the answer off it:
+
+  1. the config (transformers' own class for its model_type) is shrunk where it does not touch positions:
+     2 heads of the same head size, a small MLP, 4 experts, a small vocabulary; head_dim, rotary settings,
+     rope parameters and the layer count and types are kept;
+  2. the model is built with an attention function of ours that records the q and k each layer hands to
+     it (after RoPE) and returns zeros, so every layer's input does not depend on what attention saw;
+  3. it is run twice on the same random inputs: as it is, and with its rotary-embedding module answering
+     cos = 1, sin = 0 (no turn): the second run gives q and k before RoPE;
+  4. per layer, the map M(m) from q before to q after RoPE at position m is fitted (least squares over all
+     heads and batch rows, in float64), at positions 0, 1, 2, 3 and far (4095, or the context length - 1 if
+     shorter). The relative map S = M(0)^T M(3), which is what q.k sees between positions 0 and 3, tells:
+     which dims turn (M(m) differs from M(0) there, at some m), how they pair (the one other dim
+     each turned dim mixes with), the direction (sign of S[p, i] for the pair (i, p), i < p: + is
+     counter-clockwise, the course's convention), the frequency of each pair
+     (its angle over distance 3, divided by 3, refined over distance far)
+     and the attention factor (the length of M(0)'s turned columns: cos and sin at position 0 are (a, 0)).
+
+What it reports is what reaches the attention: a permutation applied to q and k alike before the call
+(DeepSeek's apply_rotary_pos_emb_interleave writes each rope slice as [first of every pair | second of every
+pair]) does not change q.k and is not visible here; the layout then shows as "half". A layer that never
+calls the attention function (linear attention, a recurrent block, cross-attention without image input)
+has no q and k and is reported as such. An attention factor cancelled by a q/k normalisation after RoPE
+measures as 1, which is what the scores see.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..i18n import tr
+from .report import kind_text as report_kind, layer_ranges, table_cell
+
+PROBE = "posenc_probe"
+_SMALL = {"intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
+          "ffn_hidden_size": 32, "num_experts": 4, "n_routed_experts": 4, "num_local_experts": 4,
+          "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1, "kv_lora_rank": 16,
+          "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 16,
+          "linear_value_head_dim": 16}
+
+
+@dataclass(frozen=True, eq=False)
+class MeasuredLayer:
+    """One layer as its code behaves. attends: the layer called the attention function (False: a layer without
+    q and k over positions); rope: q changes with its position; rotary_dims: (start, stop) of the dims that
+    turn, or None when they are not one block; layout: "half", "interleaved", or None when the pairs are neither;
+    direction: +1 counter-clockwise (the course's), -1 the other way; inv_freq: (pairs,) float64, the angle per
+    token of each pair in the layout's order; attention_factor: a on cos and sin; head_dim: of q."""
+    index: int
+    attends: bool
+    rope: bool
+    head_dim: int | None = None
+    rotary_dims: tuple | None = None
+    layout: str | None = None
+    direction: int | None = None
+    inv_freq: torch.Tensor | None = None
+    attention_factor: float | None = None
+
+    def describe(self) -> str:
+        if not self.attends:
+            return tr("no attention call (no q and k)", "没有调用注意力（没有 q 和 k）")
+        if not self.rope:
+            return tr("q does not change with position (NoPE)", "q 不随位置变化（NoPE）")
+        start, stop = self.rotary_dims or (None, None)
+        turn = tr("counter-clockwise", "逆时针") if self.direction == 1 else tr("clockwise", "顺时针")
+        layout = self.layout or tr("neither layout", "两种布局都不是")
+        return tr(f"RoPE {layout}, dims {start}:{stop} of {self.head_dim}, turning {turn}, "
+                  f"cos/sin x {self.attention_factor:.6g}",
+                  f"RoPE {layout}，第 {start}:{stop} 维（共 {self.head_dim} 维），{turn}旋转，"
+                  f"cos/sin 乘 {self.attention_factor:.6g}")
+
+
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """`measure`'s answer: the model_type, the transformers class that ran, and one MeasuredLayer per layer."""
+    model_type: str
+    model_class: str
+    layers: tuple
+
+    def table(self) -> str:
+        groups: dict = {}
+        for layer in self.layers:
+            key = layer.describe()
+            if layer.rope:
+                key += tr(f", longest wavelength {table_cell(float(2 * math.pi / layer.inv_freq.min()), 4)}",
+                          f"，最长波长 {table_cell(float(2 * math.pi / layer.inv_freq.min()), 4)}")
+            groups.setdefault(key, []).append(layer.index)
+        lines = [tr(f"{self.model_type}, measured by running transformers' {self.model_class} at a tiny size:",
+                    f"{self.model_type}：在极小尺寸下运行 transformers 的 {self.model_class} 测得：")]
+        lines += [tr(f"  layers {layer_ranges(ix)}: {text}", f"  第 {layer_ranges(ix)} 层：{text}")
+                  for text, ix in groups.items()]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+# ----------------------------------------------------------------------------- building the tiny model
+def tiny_config(config: dict):
+    """transformers' config object for this config.json, shrunk where it does not touch positions (see the
+    module docstring). Returns the text config (the part whose layers measure runs)."""
+    import transformers
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
+    fields = dict(config)
+    model_type = fields.pop("model_type", None)
+    if not isinstance(model_type, str):
+        raise ValueError("config['model_type'] is missing: transformers needs it to find the family's code")
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise ValueError(f"config['model_type'] = {model_type!r} is not a model_type the installed transformers "
+                         f"{transformers.__version__} knows")
+    text = transformers.AutoConfig.for_model(model_type, **fields).get_text_config()
+    values = text.to_dict()
+    head_dim = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    heads = 2
+    small = {"num_attention_heads": heads, "num_key_value_heads": min(values.get("num_key_value_heads") or 2, heads)}
+    qk = (values.get("qk_nope_head_dim") or 0) + (values.get("qk_rope_head_dim") or 0)
+    if qk:  # MLA: q straight from hidden (no low-rank q), wide enough that q spans its head
+        small["q_lora_rank"] = None
+    small["hidden_size"] = heads * max(head_dim, qk)
+    if "head_dim" in values and values["head_dim"]:
+        small["head_dim"] = head_dim
+    small.update({k: v for k, v in _SMALL.items() if isinstance(values.get(k), int) and values[k] > v})
+    small["vocab_size"] = 128  # special token ids point into it (their values do not matter here)
+    for key, v in values.items():
+        if key.endswith(("token_id", "token_ids")) and v is not None:
+            small[key] = [i % 128 for i in v] if isinstance(v, list) else v % 128 if isinstance(v, int) else v
+    values.update({k: v for k, v in small.items() if k in values})
+    values.pop("model_type", None)
+    values = {k: v for k, v in values.items() if not k.startswith("_") and k not in ("transformers_version",)}
+    return type(text)(**values)
+
+
+def _model_class(text):
+    import importlib
+
+    import transformers
+    mapping = transformers.models.auto.modeling_auto.MODEL_MAPPING_NAMES
+    name = mapping.get(text.model_type)
+    module = importlib.import_module(type(text).__module__.replace(".configuration_", ".modeling_"))
+    if isinstance(name, str) and hasattr(module, name):
+        return getattr(module, name)
+    for attr in dir(module):  # a text model of a multimodal family: the model class built on this config class
+        cls = getattr(module, attr)
+        if (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)
+                and getattr(cls, "config_class", None) is type(text) and attr.endswith("Model")):
+            return cls
+    raise ValueError(f"no model class for {type(text).__name__} in {module.__name__}")
+
+
+def _layer_index(model, n: int) -> dict:
+    """id(module) -> the layer it belongs to, from the model's list of n decoder layers."""
+    for _, child in model.named_modules():
+        if isinstance(child, torch.nn.ModuleList) and len(child) == n:
+            return {id(m): i for i, layer in enumerate(child) for m in layer.modules()}
+    raise ValueError(f"no list of {n} layers in {type(model).__name__}")
+
+
+def _identity_rotary(out):
+    """The rotary module's answer with no turn: cos = 1, sin = 0 (its own shapes and order)."""
+    if isinstance(out, torch.Tensor) and out.is_complex():  # Llama 4: e^(i angle) as one complex tensor
+        return torch.ones_like(out)
+    if isinstance(out, tuple) and len(out) == 2:
+        a, b = out
+        if torch.all(a.reshape(-1, a.shape[-1])[0] == 0):  # (sin, cos) order: sin is zero at position 0
+            return torch.zeros_like(a), torch.ones_like(b)
+        return torch.ones_like(a), torch.zeros_like(b)
+    raise ValueError(f"the rotary-embedding module returns {type(out).__name__}, not (cos, sin)")
+
+
+def capture(config: dict, *, seed: int = 0, max_params: int = 3_000_000) -> tuple:
+    """Run the tiny model twice (with and without its rotary turn); return (model class name, text config,
+    {layer: (q_before, q_after, k_before, k_after)} each (batch, heads, 5, head_dim) float64, position_ids).
+    Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
+    pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that batch x heads >= the q head size (the fit
+    of M needs as many independent q vectors as dims)."""
+    import transformers
+    from transformers import AttentionInterface
+
+    text = tiny_config(config)
+    seen: list = []
+
+    def probe(module, query, key, value, attention_mask, **kwargs):
+        seen.append((module, query.detach().double(), key.detach().double()))
+        b, _, t, _ = query.shape
+        return torch.zeros(b, t, query.shape[1], value.shape[-1], dtype=query.dtype, device=query.device), None
+
+    AttentionInterface.register(PROBE, probe)
+    text._attn_implementation = PROBE
+    cls = _model_class(text)
+    torch.manual_seed(seed)
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        with torch.device("meta"):  # the size first: a family with sizes the shrink does not know is refused
+            size = sum(p.numel() for p in cls(text).parameters())
+        if size > max_params:
+            raise ValueError(f"{cls.__name__} still has {size:,} parameters after shrinking (the family sizes "
+                             f"something this shrink does not know): not run")
+        model = cls(text).eval().double()  # float64: the measured angles are not float32 rounding
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    layer_of = _layer_index(model, text.num_hidden_layers)
+    rotaries = [m for name, m in model.named_modules() if type(m).__name__.endswith("RotaryEmbedding")
+                and "vision" not in name.lower()]
+    if not rotaries:
+        raise ValueError(f"{cls.__name__} has no rotary-embedding module to switch off")
+    dims = [getattr(text, k, None) for k in ("head_dim", "qk_head_dim")]
+    dims += [(getattr(text, "qk_nope_head_dim", None) or 0) + (getattr(text, "qk_rope_head_dim", None) or 0),
+             text.hidden_size // text.num_attention_heads]
+    batch = (max(d for d in dims if isinstance(d, int)) + 8) // text.num_attention_heads + 1
+    hidden = torch.randn(batch, 5, text.hidden_size, generator=torch.Generator().manual_seed(seed),
+                         dtype=torch.float64)
+    far = min(getattr(text, "max_position_embeddings", None) or 4096, 4096) - 1
+    position_ids = torch.tensor([0, 1, 2, 3, far])[None].expand(batch, 5)
+    try:
+        runs = [_run(model, hidden, position_ids, rotaries, seen, layer_of, turn) for turn in (False, True)]
+    except RuntimeError:  # kernels without float64 (grouped expert matmuls): float32, rounding in the angles
+        model, hidden = model.float(), hidden.float()
+        runs = [_run(model, hidden, position_ids, rotaries, seen, layer_of, turn) for turn in (False, True)]
+    before, after = runs
+    if not after:
+        raise ValueError(f"{cls.__name__}'s layers do not call transformers' attention interface: nothing to record")
+    layers = {i: (before[i][0], after[i][0], before[i][1], after[i][1]) for i in after if i in before}
+    return cls.__name__, text, layers, position_ids
+
+
+def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> dict:
+    """One forward pass; {layer: (q, k)} as the attention received them. turn=False: rotary modules answer
+    cos = 1, sin = 0."""
+    seen.clear()
+    handles = [] if turn else [r.register_forward_hook(lambda mod, args, out: _identity_rotary(out))
+                               for r in rotaries]
+    try:
+        with torch.no_grad():
+            model(inputs_embeds=hidden, position_ids=position_ids, use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    return {layer_of[id(m)]: (q, k) for m, q, k in seen if id(m) in layer_of}
+
+
+def _fit(before: torch.Tensor, after: torch.Tensor, m: int) -> torch.Tensor:
+    """M with after[..., m, :] = before[..., m, :] @ M^T, fitted over batch and heads: (head_dim, head_dim)."""
+    x = before[..., m, :].reshape(-1, before.shape[-1])
+    y = after[..., m, :].reshape(-1, after.shape[-1])
+    return torch.linalg.lstsq(x, y).solution.T
+
+
+def _analyse(index: int, before: torch.Tensor, after: torch.Tensor, far: int, tol: float = 1e-5) -> MeasuredLayer:
+    """One layer's facts from q before and after RoPE at positions (0, 1, 2, 3, far)."""
+    d = before.shape[-1]
+    maps = [_fit(before, after, t) for t in range(before.shape[-2])]
+    for t, m in enumerate(maps):
+        residual = (before[..., t, :] @ m.T - after[..., t, :]).abs().max() / after.abs().max()
+        if residual > 1e-3:
+            raise ValueError(f"layer {index}: q after RoPE is not a linear function of q before it "
+                             f"(relative residual {float(residual):.2g})")
+    m0 = maps[0]
+    near, far_map = m0.T @ maps[3], m0.T @ maps[4]  # what q.k sees between position 0 and 3, and 0 and far
+    size = float(torch.diagonal(m0.T @ m0).max()) ** 0.5
+    moved = torch.stack([(m - m0).abs().amax(dim=0) for m in maps[1:]]).amax(dim=0)  # (d,) per input dim
+    changed = torch.nonzero(moved > tol * size).flatten().tolist()
+    if not changed:
+        return MeasuredLayer(index, True, False, d, (0, 0), None, None, None, 1.0)
+    start, stop = changed[0], changed[-1] + 1
+    r = stop - start
+    block = list(range(start, stop)) == changed and r % 2 == 0
+    mix = near.abs() + far_map.abs()
+    mix.fill_diagonal_(-1.0)
+    partner = dict(zip(changed, mix[:, changed].argmax(dim=0).tolist()))  # the one other dim each turned dim mixes with
+    layout, pairs = None, None
+    if block and all(partner[j] - start == (j - start) ^ 1 for j in changed):
+        layout, pairs = "interleaved", [(start + 2 * i, start + 2 * i + 1) for i in range(r // 2)]
+    elif block and all(partner[j] == (j + r // 2 if j < start + r // 2 else j - r // 2) for j in changed):
+        layout, pairs = "half", [(start + i, start + i + r // 2) for i in range(r // 2)]
+    if pairs is None:
+        pairs = sorted({tuple(sorted((j, partner[j]))) for j in changed})
+    coarse = torch.stack([torch.atan2(near[p, i], near[i, i]) for i, p in pairs]) / 3  # |3 theta| < pi
+    fine = torch.stack([torch.atan2(far_map[p, i], far_map[i, i]) for i, p in pairs])
+    turns = torch.round((coarse * far - fine) / (2 * math.pi))  # whole turns the far angle wrapped
+    angles = (fine + 2 * math.pi * turns) / far
+    direction = 1 if float(angles.sum()) > 0 else -1
+    factor = float(torch.stack([m0[:, i].norm() for i, _ in pairs]).mean())
+    return MeasuredLayer(index, True, True, d, (start, stop) if block else None, layout, direction,
+                         angles.abs(), factor)
+
+
+def measure(config: dict) -> Measured:
+    """What the installed transformers' code for config['model_type'] does with positions, layer by layer
+    (see the module docstring for how). config: a config.json as a dict (a multimodal wrapper is measured
+    through its text model). Raises ImportError without transformers, ValueError when the family's code
+    cannot be run this way (the message says why)."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError as error:
+        raise ImportError("configs.measure runs the family's code: it needs transformers installed") from error
+    cls, text, layers, position_ids = capture(config)
+    far = int(position_ids[0, -1])
+    out = []
+    for i in range(text.num_hidden_layers):
+        if i not in layers:
+            out.append(MeasuredLayer(i, False, False))
+            continue
+        q_before, q_after, _, _ = layers[i]
+        out.append(_analyse(i, q_before, q_after, far))
+    return Measured(text.model_type, cls, tuple(out))
+
+
+def side_by_side(config: dict) -> str:
+    """What the config says (from_hf_config, the family record) beside what the code does (measure), one line
+    per layer kind, and whether they agree on rotation, dims, layout and direction."""
+    from .reader import from_hf_config
+    read, measured = from_hf_config(config), measure(config)
+    groups: dict = {}
+    for ours, code in zip(read.layers, measured.layers):
+        agree = ours.rope == code.rope and (not ours.rope or (
+            ours.layout is not None and ours.rotary_dims == code.rotary_dims and ours.layout == code.layout
+            and ours.direction == code.direction))
+        verdict = tr("agree", "一致") if agree else (tr("the config does not say", "配置没有说明")
+                                                   if ours.rope and ours.layout is None else tr("DIFFER", "不一致"))
+        key = (report_kind(ours), code.describe(), verdict)
+        groups.setdefault(key, []).append(ours.index)
+    lines = []
+    for (said, done, verdict), indices in groups.items():
+        lines += [tr(f"layers {layer_ranges(indices)}: {verdict}", f"第 {layer_ranges(indices)} 层：{verdict}"),
+                  tr(f"  config says: {said}", f"  配置所说：{said}"),
+                  tr(f"  code does:   {done}", f"  代码所做：{done}")]
+    return "\n".join(lines)

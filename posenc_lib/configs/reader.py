@@ -1,0 +1,483 @@
+"""Reading a config.json into a `ModelPositions`: `from_hf_config(config)`.
+
+The reader walks the family's record (families.REGISTRY): it reads the numbers from the config (head_dim,
+rope_parameters / rope_scaling, layer_types ...) and takes from the record what only the family's code
+decides (layout, which layers rotate, where the head size comes from). Where the config lacks a key, the
+family's default (its transformers config class's) applies and the report lists it under "defaults". A
+model_type no record covers is read with the keys every family shares; what only code decides (the layout)
+is then None, shown as "unknown" with where it comes from (`configs.measure` reads it from the code).
+
+Keys read (others are ignored; ill-typed ones are an error naming the user's key, e.g. config['head_dim']):
+    head_dim, or hidden_size // num_attention_heads (GPT-J: n_embd // n_head); MLA: qk_nope_head_dim +
+      qk_rope_head_dim; hidden_size must be divisible by the heads when head_dim is not given
+    rope_parameters (transformers >= 5) or the legacy rope_scaling (+ top-level rope_theta,
+      partial_rotary_factor); as in transformers, a non-empty rope_scaling wins over rope_parameters.
+      The dict may be nested by layer type ({"full_attention": {...}, "sliding_attention": {...}}).
+      Its keys are checked by `scaling.ROPE_SCALINGS` (an unknown rope_type or key is a ValueError)
+    partial rotary: partial_rotary_factor, rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen)
+    per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
+      (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
+      no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
+    BERT, GPT-2: learned absolute positions (max_position_embeddings / n_positions rows), no RoPE.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+
+from .. import _checks
+from ..i18n import tr
+from ..scaling import _validate, rope_inv_freq, rope_type_of, rotary_dim
+from .families import REGISTRY, Family
+from .layers import LayerPositions, ModelPositions
+
+FAMILIES = {model_type: family for family in REGISTRY for model_type in family.model_types}
+FAMILY_DEFAULTS = {family.name: family.defaults for family in REGISTRY}
+GENERIC = Family("generic", (), layout=None, layers="window_if_used", defaults={"rope_theta": 10000.0})
+# transformers' layer types -> the attention they mean (None: a layer that does not attend over positions)
+_HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
+                   "linear_attention": None, "recurrent": None, "cross_attention": None}
+# layer types whose layer does not attend over positions, and what it is instead (LayerPositions.mixer)
+MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention"}
+_NOT_SCALING = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
+
+
+class _Reader:
+    """Typed access to one config dict, errors naming the key as config['key']."""
+
+    def __init__(self, config: dict, family: Family, prefix: str):
+        self.config, self.family, self.prefix = config, family, prefix
+        self.defaults, self.defaults_used = family.defaults, []
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}[{key!r}]"
+
+    def present(self, key: str, older: str) -> str:
+        """The key this config uses for a setting: `key`, or its older name (GPT-2/GPT-J's n_layer, n_head,
+        n_positions) when only that one is there -- so errors name the user's key."""
+        if key in self.config:
+            return key
+        return older if older in self.config or (older in self.defaults and key not in self.defaults) else key
+
+    def get(self, key: str, default=None):
+        """The config's value (an explicit null included, as transformers keeps it), else the family default."""
+        if key in self.config:
+            return self.config[key]
+        if key in self.defaults and key not in self.defaults_used:
+            self.defaults_used.append(key)
+        return self.defaults.get(key, default)
+
+    def int(self, key: str, default=None, *, required: bool = False):
+        value = self.get(key, default)
+        if value is None:
+            if required:
+                raise ValueError(f"{self.name(key)} is missing (needed to read the model's positions)")
+            return None
+        return _checks.positive_int(self.name(key), value)
+
+    def number(self, key: str, default=None):
+        value = self.get(key, default)
+        return None if value is None else _checks.positive_float(self.name(key), value)
+
+    def flag(self, key: str, default=False) -> bool:
+        """A true/false setting; a number counts by its truth (Llama 4 Scout's config says
+        attn_temperature_tuning: 4, which transformers treats as true)."""
+        value = self.get(key, default)
+        if value is None:
+            return False
+        if isinstance(value, bool) or (isinstance(value, numbers.Real) and math.isfinite(value)):
+            return bool(value)
+        raise TypeError(f"{self.name(key)} must be true or false, got {value!r}")
+
+    def layer_list(self, key: str, length: int, allowed) -> list | None:
+        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`."""
+        value = self.config.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{self.name(key)} must be a list, got {type(value).__name__}")
+        if len(value) != length:
+            raise ValueError(f"{self.name(key)} must have one entry for each of the {length} layers "
+                             f"(num_hidden_layers), got {len(value)}")
+        for i, v in enumerate(value[:length]):
+            # True == 1.0 == 1 in a set: only an entry of an allowed value's own type counts
+            if not any(type(v) is type(a) and v == a for a in allowed):
+                raise ValueError(f"{self.name(key)}[{i}] must be one of {sorted(allowed)}, got {v!r}")
+        return list(value[:length])
+
+
+def _text_config(config):
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
+    text = config.get("text_config")
+    if text is None:
+        return config, "config"
+    if not isinstance(text, dict):
+        raise TypeError(f"config['text_config'] must be a dict, got {type(text).__name__}")
+    merged = dict(text)
+    merged.setdefault("model_type", config.get("model_type"))
+    return merged, "config['text_config']"
+
+
+def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
+    """{HF layer type: (its rope parameters dict, the key it came from, the top-level key of its base when the
+    dict has no rope_theta)}, notes."""
+    notes = []
+    legacy, modern = r.config.get("rope_scaling"), r.config.get("rope_parameters")
+    for key, value in (("rope_scaling", legacy), ("rope_parameters", modern)):
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(f"{r.name(key)} must be a dict or null, got {type(value).__name__}")
+    key = "rope_scaling" if legacy else "rope_parameters"
+    if legacy and modern:
+        notes.append(tr("rope_scaling and rope_parameters both given: rope_scaling wins, as in transformers",
+                        "rope_scaling 和 rope_parameters 同时给出：与 transformers 一样，以 rope_scaling 为准"))
+    params = legacy or modern or {}
+    names = set(_HF_LAYER_TYPES)
+    nested = bool(params) and set(params) <= names
+    local = r.family.local_base_key
+    if local and not nested:  # legacy Gemma 3: rope_scaling is the global layers' only
+        return {"full_attention": (params, r.name(key), r.family.theta_key),
+                "sliding_attention": ({"rope_type": "default"}, r.name(local), local)}, notes
+    if nested:
+        out = {}
+        for layer_type in set(layer_types):
+            if layer_type not in params:
+                raise ValueError(f"{r.name(key)} has no entry for the layer type {layer_type!r}")
+            p = params[layer_type]
+            if not isinstance(p, dict):
+                raise TypeError(f"{r.name(key)}[{layer_type!r}] must be a dict, got {type(p).__name__}")
+            out[layer_type] = (p, f"{r.name(key)}[{layer_type!r}]", "rope_theta")
+        return out, notes
+    return {t: (params, r.name(key), r.family.theta_key) for t in set(layer_types)}, notes
+
+
+def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tuple:
+    """From one HF rope parameters dict: (base, rope_type, posenc scaling dict, rotated-dims reader, mrope_section)."""
+    family, text = r.family, r.config
+    if family.fixed_base is not None:  # a base written in the family's code (GPT-J: create_sinusoidal_positions)
+        base = family.fixed_base
+    elif p.get("rope_theta") is not None:
+        base = _checks.positive_float(f"{where}['rope_theta']", p["rope_theta"])
+    else:
+        base = _checks.positive_float(r.name(theta_key), r.get(theta_key))
+    partial = p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']"
+    if partial[0] is None:
+        partial = r.get(family.rotated, 1.0 if family.rotated != "rotary_dim" else None), r.name(family.rotated)
+    given = {k: v for k, v in p.items() if k not in _NOT_SCALING}
+    if "type" in given:  # the legacy name; transformers reads rope_type first when both are there
+        legacy = given.pop("type")
+        given.setdefault("rope_type", legacy)
+    rope_type = given.get("rope_type", "default")
+    if rope_type in family.rope_type_renames:  # e.g. Phi3Config renames su and yarn to longrope
+        given["rope_type"] = rope_type = family.rope_type_renames[rope_type]
+    if rope_type == "mrope":  # Qwen2-VL / Qwen2.5-VL: plain frequencies, sections recorded
+        given["rope_type"] = rope_type = "default"
+    l0 = "original_max_position_embeddings"
+    if rope_type in ("llama3", "yarn", "longrope"):
+        top = text.get(l0)  # a top-level L0 (Phi-3 keeps it there) wins, as in transformers
+        given[l0] = top if top is not None else given.get(l0) or max_pos
+        if given.get("factor") is None and rope_type in ("yarn", "longrope") and max_pos and given[l0]:
+            given["factor"] = max_pos / given[l0]  # transformers' fallback for the factor
+    if rope_type == "dynamic":
+        given.setdefault(l0, max_pos)
+    scaling = None if rope_type == "default" and set(given) <= {"rope_type"} else given
+    if scaling is not None:
+        try:
+            rope_type = rope_type_of(scaling)
+            _validate(scaling)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{where}: {error}") from error
+        if rope_type == "default":
+            scaling = None
+    return base, rope_type, scaling, partial, p.get("mrope_section")
+
+
+def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
+    """How many dims turn: stated in dims (rotary_dim) or as a fraction of the head; errors name the user's key."""
+    value, where = partial
+    if r.family.rotated == "rotary_dim" and where == r.name("rotary_dim"):
+        rotated = r.int("rotary_dim", rope_head_dim)
+        if rotated > rope_head_dim or rotated % 2:
+            raise ValueError(f"{where} must be even and <= head_dim {rope_head_dim}, got {rotated}")
+        return rotated
+    try:
+        return rotary_dim(rope_head_dim, value)
+    except (ValueError, TypeError) as error:
+        message = str(error).replace("partial_rotary_factor must", "must").replace("partial_rotary_factor=", "")
+        raise type(error)(f"{where}: {message}") from error
+
+
+def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
+    if r.family.score_scale_key:  # Gemma: 1/sqrt(query_pre_attn_scalar)
+        return float(r.number(r.family.score_scale_key)) ** -0.5
+    scale = head_dim ** -0.5
+    if r.family.mla_mscale and scaling is not None and scaling.get("mscale_all_dim"):
+        def mscale(factor, m):  # YaRN's mscale, as DeepSeek's yarn_get_mscale
+            return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+        scale *= mscale(scaling["factor"], scaling["mscale_all_dim"]) ** 2
+    return scale
+
+
+# ----------------------------------------------------------------------------- which layer is which
+def _no_rope_flags(r: _Reader, n: int) -> list:
+    """no_rope_layers[i] = 1: layer i USES RoPE (transformers' naming); default every no_rope_layer_interval-th
+    layer is NoPE. Llama4TextConfig takes an empty list as "not given"."""
+    given = r.config.get("no_rope_layers")
+    if given is not None and not (isinstance(given, (list, tuple)) and len(given) == 0 and r.family.temperature):
+        return r.layer_list("no_rope_layers", n, {0, 1})
+    interval = r.int("no_rope_layer_interval", 4)
+    return [int((i + 1) % interval != 0) for i in range(n)]
+
+
+def _every(r, n: int, key: str, default: int, hit: str, rest: str) -> list:
+    """Every key-th layer (1-based) is `hit`, the others `rest` (Gemma 3's sliding_window_pattern ...)."""
+    k = r.int(key, default)
+    return [hit if (i + 1) % k == 0 else rest for i in range(n)]
+
+
+def _window_if_used(r, n):
+    sliding = r.get("sliding_window") is not None and r.flag("use_sliding_window", True)
+    return ["sliding_attention" if sliding else "full_attention"] * n
+
+
+def _max_window_layers(r, n):
+    window = r.get("sliding_window") if r.flag("use_sliding_window") else None
+    first = r.int("max_window_layers", 0)
+    return ["sliding_attention" if window is not None and i >= first else "full_attention" for i in range(n)]
+
+
+def _no_rope_flags_sliding(r, n):  # SmolLM3: a window on the NoPE layers when use_sliding_window
+    sliding = r.flag("use_sliding_window") and r.get("sliding_window") is not None
+    return ["sliding_attention" if sliding and not f else "full_attention" for f in _no_rope_flags(r, n)]
+
+
+def _layer_types_required(r, n):
+    raise ValueError(f"{r.name('layer_types')} is missing: the {r.family.name} family's pattern of layer types is "
+                     f"not read without it")
+
+
+def _block_types(r, n):  # RecurrentGemma: block_types repeated over the layers
+    blocks = r.get("block_types")
+    if not isinstance(blocks, (list, tuple)) or not blocks or any(b not in ("recurrent", "attention") for b in blocks):
+        raise ValueError(f"{r.name('block_types')} must be a non-empty list of 'recurrent'/'attention', got {blocks!r}")
+    return ["recurrent" if blocks[i % len(blocks)] == "recurrent" else "sliding_attention" for i in range(n)]
+
+
+def _cross_attention_layers(r, n):  # Mllama: the listed layers attend to the image tokens
+    listed = r.get("cross_attention_layers") or []
+    if not isinstance(listed, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
+        raise TypeError(f"{r.name('cross_attention_layers')} must be a list of layer indices, got {listed!r}")
+    return ["cross_attention" if i in listed else "full_attention" for i in range(n)]
+
+
+# rule name (Family.layers) -> HF layer type of each of n layers, when the config has no layer_types
+LAYER_RULES = {
+    "uniform": lambda r, n: ["full_attention"] * n,
+    "window_if_used": _window_if_used,
+    "window_everywhere": lambda r, n: ["full_attention" if r.get("sliding_window") is None
+                                       else "sliding_attention"] * n,
+    "alternate_sliding": lambda r, n: ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)],
+    "every_kth_full": lambda r, n: _every(r, n, *r.family.pattern, "full_attention", "sliding_attention"),
+    "full_interval": lambda r, n: _every(r, n, "full_attention_interval", 4, "full_attention", "linear_attention"),
+    "every_other_linear": lambda r, n: ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)],
+    "max_window_layers": _max_window_layers,
+    "no_rope_flags": _no_rope_flags_sliding,
+    "no_rope_flags_chunked": lambda r, n: ["chunked_attention" if f else "full_attention"
+                                           for f in _no_rope_flags(r, n)],
+    "flint_pattern": lambda r, n: ["full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention"
+                                   for i in range(n)],
+    "layer_types_required": _layer_types_required,
+    "block_types": _block_types,
+    "cross_attention_layers": _cross_attention_layers,
+}
+# rule name -> does it say per layer whether RoPE is used (no_rope_layers)?
+_FLAG_RULES = ("no_rope_flags", "no_rope_flags_chunked")
+
+
+def _layers(r: _Reader, n: int) -> tuple[list, list]:
+    """(rope flags, HF layer types) for n layers: layer_types if given, else the family's rule; then which of
+    them rotate (the family's rope_layer_types, no_rope_layers)."""
+    family = r.family
+    types = r.layer_list("layer_types", n, _HF_LAYER_TYPES)
+    if types is None:
+        types = LAYER_RULES[family.layers](r, n)
+    flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
+    rotating = family.rope_layer_types
+    if rotating is not None and family.rope_all_without_window and r.get("sliding_window") is None:
+        rotating = None
+    flags = [int(f and _HF_LAYER_TYPES[t] is not None and (rotating is None or t in rotating))
+             for f, t in zip(flags, types)]
+    return flags, types
+
+
+# ----------------------------------------------------------------------------- the whole config
+def _head_dims(r: _Reader) -> tuple[int, int, int]:
+    """(q/k head dim, the dims RoPE may turn, where they start), as the family's code sizes its heads."""
+    heads = r.int(r.present("num_attention_heads", "n_head"), required=True)
+    if r.family.head_dim == "mla":  # MLA: q/k heads of nope + rope dims, RoPE on the rope slice only
+        rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
+        return nope + rope, rope, nope
+    head_dim = r.int("head_dim") if r.family.head_dim == "head_dim" else None
+    if head_dim is None:  # transformers: hidden_size // num_attention_heads
+        key = "hidden_size" if "hidden_size" in r.config or "n_embd" not in r.config else "n_embd"
+        hidden = r.int(key, required=True)
+        if hidden % heads:
+            heads_key = "num_attention_heads" if "num_attention_heads" in r.config or "n_head" not in r.config \
+                else "n_head"
+            raise ValueError(f"{r.name(key)} = {hidden} must be divisible by {r.name(heads_key)} = {heads} "
+                             f"(the head size is {key} / {heads_key} when head_dim is not given)")
+        head_dim = hidden // heads
+    return head_dim, head_dim, 0
+
+
+def _layout(r: _Reader, model_type: str) -> tuple:
+    """(layout or None, where it comes from)."""
+    family = r.family
+    if family.layout_key is not None:
+        key, default = family.layout_key
+        return ("interleaved" if r.flag(key, default) else "half"), tr(
+            f"{family.name}'s code, switched by {r.name(key)}", f"{family.name} 的代码，由 {r.name(key)} 切换")
+    if family.layout is None:
+        return None, tr(f"config.json does not say which dims pair; transformers' modeling_{model_type}.py does "
+                        f"(its rotate_half / apply_rotary_pos_emb): configs.measure(config) reads it from that code",
+                        f"config.json 不说明哪些维度配对；transformers 的 modeling_{model_type}.py 才说明"
+                        f"（它的 rotate_half / apply_rotary_pos_emb）：configs.measure(config) 从那段代码里测出来")
+    return family.layout, tr(f"the {family.name} family record", f"{family.name} 系列记录")
+
+
+def from_hf_config(config: dict) -> ModelPositions:
+    """Read a Hugging Face config.json (as a dict) into a `ModelPositions`: what each layer does with positions.
+
+        positions = from_hf_config(json.load(open("config.json")))
+        print(positions.table())                  # one line per kind of layer
+        positions.layer(5).base, positions.nope_layers, positions.layer(0).inv_freq
+
+    A multimodal wrapper (Gemma 3, Llama 4, Qwen2.5-VL with text_config) is read through its text_config.
+    An unknown rope_type, an unknown key inside rope_parameters/rope_scaling, or a key of the wrong type
+    raises a ValueError/TypeError naming it (e.g. "config['rope_scaling']: scaling['rope_type'] must be one
+    of ..."). A model_type without a family record gets layout None ("unknown"), never a guess.
+    """
+    text, prefix = _text_config(config)
+    model_type = text.get("model_type") or "unknown"
+    if not isinstance(model_type, str):
+        raise TypeError(f"{prefix}['model_type'] must be a string, got {model_type!r}")
+    family = FAMILIES.get(model_type, GENERIC)
+    r = _Reader(text, family, prefix)
+    notes = [] if family is not GENERIC else [tr(
+        f"model_type {model_type!r} has no family record: the keys every family shares are read; what only its "
+        f"code decides (the layout; which layers rotate, if not all) is not known from the config",
+        f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键；只有代码才决定的事（布局；"
+        f"若不是每层都旋转，哪些层旋转）无法从配置得知")]
+    n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
+    max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
+    positions = family.positions
+    if family.positions_key is not None:  # ESM: position_embedding_type chooses
+        key, default, choices = family.positions_key
+        value = r.get(key, default)
+        if value not in choices:
+            raise ValueError(f"{r.name(key)} must be one of {sorted(choices)}, got {value!r}")
+        positions = choices[value]
+    if positions == "learned absolute":  # BERT, GPT-2, ESM by default: a learned table added to the input
+        head_dim, _, _ = _head_dims(r)
+        layers = tuple(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
+                                      head_dim ** -0.5, "full", None, causal=family.causal) for i in range(n))
+        return ModelPositions(model_type, family.name, "learned absolute", n, max_pos, None, layers,
+                              notes=(tr(f"learned absolute positions: a table of {max_pos} rows added to the input; "
+                                        f"no position in attention",
+                                        f"可学习的绝对位置嵌入：一张 {max_pos} 行的表，加在输入上；"
+                                        f"注意力里没有位置信息"),), defaults_used=tuple(r.defaults_used))
+    head_dim, rope_head_dim, start = _head_dims(r)
+    layout, layout_from = _layout(r, model_type)
+    flags, layer_types = _layers(r, n)
+    params, more = _rope_dicts(r, [t for t, f in zip(layer_types, flags) if f])
+    notes += more
+    settings, mrope = {}, None
+    norm_key = family.qk_norm_after_rope
+    normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
+    for layer_type, (p, where, theta_key) in sorted(params.items()):
+        base, rope_type, scaling, partial, section = _scaling(r, p, where, theta_key, max_pos=max_pos)
+        rotated = _rotated_dims(r, rope_head_dim, partial)
+        try:
+            inv_freq, factor = rope_inv_freq(rotated, base=base, scaling=scaling)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{where}: {error}") from error
+        if section is not None:
+            mrope = _mrope_section(section, rotated, f"{where}['mrope_section']")
+        if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
+            notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
+                            f"normalisation after RoPE: reported as 1",
+                            f"{where}：cos/sin 上的注意力因子 {float(factor):.6g} 被 RoPE 之后对 q/k 的归一化抵消，"
+                            f"报告为 1"))
+            factor = 1.0
+        settings[layer_type] = (base, rope_type, scaling, inv_freq, float(factor), rotated)
+    chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
+    tuning = family.temperature and r.flag("attn_temperature_tuning", True)
+    temperature = {"floor_scale": r.number("floor_scale"), "attn_scale": r.number("attn_scale")} if tuning else None
+    window = r.int(family.window_key) if "sliding_attention" in layer_types else None
+    layers = []
+    for i, (flag, layer_type) in enumerate(zip(flags, layer_types)):
+        attention = _HF_LAYER_TYPES[layer_type] or "full"
+        size = {"full": None, "sliding": window, "chunked": chunk}[attention]
+        mixer = MIXERS.get(layer_type, "attention")
+        if flag:
+            base, rope_type, scaling, inv_freq, factor, rotated = settings[layer_type]
+            layers.append(LayerPositions(i, True, head_dim, (start, start + rotated), layout, base, rope_type, scaling,
+                                         inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
+                                         layer_type=layer_type, direction=family.direction, causal=family.causal))
+        else:
+            layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
+                                         _score_scale(r, head_dim, None), attention, size,
+                                         temperature=temperature if mixer == "attention" else None,
+                                         layer_type=layer_type, mixer=mixer, causal=family.causal))
+    if mrope is not None:
+        notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE); "
+                        f"for text tokens all three positions are equal, so the frequencies above apply",
+                        f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE）；"
+                        f"文本 token 的三个位置相同，所以上面的频率照样适用"))
+    if normed_after:
+        notes.append(tr(f"q and k are normalised after RoPE on the RoPE layers ({norm_key}; an attention factor on "
+                        f"cos/sin cancels there)",
+                        f"RoPE 层在旋转之后对 q 和 k 做归一化（{norm_key}；cos/sin 上的注意力因子在那里被抵消）"))
+    original = text.get("original_max_position_embeddings")
+    if original is None:
+        for base, rope_type, scaling, *_ in settings.values():
+            if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
+                original = scaling["original_max_position_embeddings"]
+    if original is not None:
+        original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
+    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
+                          defaults_used=tuple(r.defaults_used), layout_from=layout_from)
+
+
+def _mrope_section(section, rotated: int, where: str) -> tuple:
+    """M-RoPE's split of the rotary pairs into (temporal, height, width): three non-negative ints adding up to
+    the number of pairs, as transformers' Qwen-VL code needs them."""
+    if not isinstance(section, (list, tuple)) or len(section) != 3:
+        raise ValueError(f"{where} must be a list of 3 section sizes (temporal, height, width), got {section!r}")
+    for v in section:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"{where} must hold non-negative integers, got {section!r}")
+    if sum(section) != rotated // 2:
+        raise ValueError(f"{where} must add up to the number of pairs {rotated // 2}, got {list(section)}")
+    return tuple(int(v) for v in section)
+
+
+def read_pasted(pasted) -> dict:
+    """A pasted config.json (a string) or the dict itself -> the dict. Text that is not JSON raises one ValueError
+    line saying where (json's own line and column), not a traceback through the json module."""
+    if isinstance(pasted, dict):
+        return pasted
+    if not isinstance(pasted, str):
+        raise TypeError(f"pasted must be the config.json text or a dict, got {type(pasted).__name__}")
+    try:
+        config = json.loads(pasted)
+    except json.JSONDecodeError as error:
+        raise ValueError(tr(f"the pasted text is not JSON: {error.msg} at line {error.lineno}, column {error.colno} "
+                            f"(a config.json uses double quotes, true/false/null, no trailing commas)",
+                            f"粘贴的文本不是 JSON：第 {error.lineno} 行第 {error.colno} 列，{error.msg}"
+                            f"（config.json 用双引号、true/false/null，不能有多余的逗号）")) from None
+    if not isinstance(config, dict):
+        raise TypeError(tr(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}",
+                           f"粘贴的 JSON 必须是一个对象 {{...}}（即 config.json），得到的是 {type(config).__name__}"))
+    return config
