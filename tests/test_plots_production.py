@@ -153,7 +153,9 @@ def test_spectrum_rows_report_what_each_layer_sees():
     long_inv, _ = _by_prefix("Phi-3").layer(0).frequencies(131072)             # the long factors at the full context
     np.testing.assert_allclose(phi3["wavelengths"], (2 * math.pi / long_inv).numpy())
     table = plots.checkpoint_table(rows)
-    assert len(table.splitlines()) == len(rows) + 1 and "learned absolute" in table
+    what, lengths = table.split("\n\n")                                      # two tables, a row per entry each
+    assert len(what.splitlines()) == len(lengths.splitlines()) == len(rows) + 1 and "learned absolute" in what
+    assert max(len(line) for line in table.splitlines()) <= 130                  # each fits a notebook column
     fig, ax = plt.subplots()
     assert plots.render_checkpoint_spectra(ax, rows) is rows
 

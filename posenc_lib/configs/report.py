@@ -78,12 +78,16 @@ def rows(model) -> list:
     out = []
     for _, indices in model.kinds():
         layer = model.layers[indices[0]]
+        others = [i for i in range(model.num_layers) if i not in indices]
+        ranges = layer_ranges(indices)
+        if len(ranges) > 16 and others:  # "0-2,4-6,8-10,..." reads better as what it leaves out
+            ranges = tr(f"all but {layer_ranges(others)}", f"除 {layer_ranges(others)} 外的各层")
         waves = layer.wavelengths
         attention = (_mixer_name(layer.mixer) if layer.mixer != "attention" else
                      _attention_name(layer.attention) + ("" if layer.window is None else f" {layer.window}")
                      + (tr(" + query temperature", " + 查询温度") if layer.temperature else ""))
         out.append({
-            "layers": layer_ranges(indices), "count": len(indices), "rope": layer.rope,
+            "layers": ranges, "count": len(indices), "rope": layer.rope,
             "layout": layout_name(layer.layout) if layer.rope else None,
             "rotary_dims": tr(f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]} of {layer.head_dim}",
                               f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]}（共 {layer.head_dim} 维）"),

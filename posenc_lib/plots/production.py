@@ -506,10 +506,7 @@ def spectrum_rows(reports: dict) -> list:
         context = positions.max_position_embeddings
         for row, (_, indices) in zip(positions.rows(), positions.kinds()):
             layer = positions.layer(indices[0])
-            others = [i for i in range(positions.num_layers) if i not in indices]
-            layers = row["layers"] if len(row["layers"]) <= 16 or not others else tr(
-                f"all but {layer_ranges(others)}", f"除 {layer_ranges(others)} 外的各层")
-            entry = {"model": name, "layers": layers, "kind": layer_kind(layer), "rope": layer.rope,
+            entry = {"model": name, "layers": row["layers"], "kind": layer_kind(layer), "rope": layer.rope,
                      "layout": layer.layout,
                      "rotary": tr(f"{layer.rotary_dim} of {layer.head_dim}", f"{layer.rotary_dim}/{layer.head_dim} 维"),
                      "base": layer.base,
@@ -527,24 +524,30 @@ def spectrum_rows(reports: dict) -> list:
 
 
 def checkpoint_table(rows: list) -> str:
-    """spectrum_rows' rows as plain text: one line per (model, kind of layer)."""
-    columns = [("model", tr("model", "模型")), ("layers", tr("layers", "层")), ("kind", tr("attention", "注意力")),
-               ("layout", tr("layout", "布局")), ("rotary", tr("rotated", "旋转维度")), ("base", tr("base", "底数")),
-               ("rope_type", "rope_type"), ("attention_factor", "cos/sin x"), ("context", tr("context", "上下文")),
+    """spectrum_rows' rows as plain text, one line per (model, kind of layer), in two tables that each fit a
+    notebook column: what the layers do with positions, then the lengths (context, distances seen, pairs
+    that turn less than once, the first distance where the decay bound B goes negative)."""
+    what = [("model", tr("model", "模型")), ("layers", tr("layers", "层")), ("kind", tr("attention", "注意力")),
+            ("layout", tr("layout", "布局")), ("rotary", tr("rotated", "旋转维度")), ("base", tr("base", "底数")),
+            ("rope_type", "rope_type"), ("attention_factor", "cos/sin x")]
+    lengths = [("model", tr("model", "模型")), ("layers", tr("layers", "层")), ("context", tr("context", "上下文")),
                ("seen", tr("sees", "可见距离")), ("slow", tr("<1 turn", "<1 圈")), ("first_negative", tr("B<0 at", "B<0 处"))]
     cells = []
     for row in rows:
-        line = {key: table_cell(row[key], digits=4) for key, _ in columns}
+        line = {key: table_cell(row[key], digits=4) for key, _ in what + lengths}
         line["kind"] = str(_KIND_NAMES.get(row["kind"], row["kind"]))
         if not row["rope"]:
             line["kind"] = tr("learned absolute", "可学习绝对位置") if row["position_encoding"] != "rope" else row["kind"]
         if row["slow"] is not None:
             line["slow"] = f"{row['slow']}/{row['pairs']}"
         cells.append(line)
-    widths = {key: max(_width(title), *(_width(c[key]) for c in cells)) for key, title in columns}
-    lines = ["  ".join(_ljust(title, widths[key]) for key, title in columns)]
-    lines += ["  ".join(_ljust(c[key], widths[key]) for key, _ in columns) for c in cells]
-    return "\n".join(lines)
+    widths = {key: max(_width(title), *(_width(c[key]) for c in cells)) for key, title in what + lengths}
+    tables = []
+    for columns in (what, lengths):
+        lines = ["  ".join(_ljust(title, widths[key]) for key, title in columns)]
+        lines += ["  ".join(_ljust(c[key], widths[key]) for key, _ in columns) for c in cells]
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 
