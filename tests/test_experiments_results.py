@@ -184,3 +184,24 @@ def test_write_results_skips_a_missing_part(tmp_path):
     S.write_results(tmp_path / "new", {"extrapolation": {"runs": []}, "context_extension": None})
     assert [p.name for p in (tmp_path / "new").iterdir()] == [S.EXTRAPOLATION_FILE]
     assert S.load_results("extrapolation", tmp_path / "new") == {"runs": []}
+
+
+def test_the_shipped_seed0_models_load_and_are_the_cached_runs():
+    """data/ ships the seed-0 RoPE and sinusoidal models; each loads into build_model's architecture and gives
+    its cached run's loss at L on the same windows (a changed file or recipe fails)."""
+    import torch
+    from posenc_lib.experiments import ExperimentConfig, STATE_FILES, load_corpus, load_results, load_seed0_model
+    from posenc_lib.experiments.evaluation import eval_ends, evaluate
+    cfg, valid = ExperimentConfig(), load_corpus().valid
+    runs = load_results("extrapolation")["runs"]
+    ends = eval_ends(valid, cfg.train_len * max(cfg.eval_multiples), cfg.eval_windows)   # the runs' windows
+    for encoding in STATE_FILES:
+        model = load_seed0_model(encoding)
+        assert not model.training
+        cached = next(r for r in runs if r["encoding"] == encoding and r["seed"] == 0)["loss"]["1"]
+        with torch.no_grad():
+            loss = evaluate(model, valid, context_len=cfg.train_len, score_len=cfg.train_len, ends=ends,
+                            batch=cfg.eval_batch)
+        assert abs(loss - cached) < 1e-4, (encoding, loss, cached)
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        load_seed0_model("alibi")

@@ -30,7 +30,8 @@ def test_fresh_short_run_reproduces_the_main_ordering(tmp_path):
     assert s["sinusoidal"]["4"]["mean"] - s["sinusoidal"]["1"]["mean"] > 0.3
     assert out["context_extension"] is None
     assert load_results("extrapolation", tmp_path) == _as_json(out["extrapolation"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == [EXTRAPOLATION_FILE]
+    # the extrapolation part writes its results and seed-0 sinusoidal's weights (notebook 03 reads them)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [EXTRAPOLATION_FILE, "experiments_sinusoidal_L64_seed0.pt"]
 
 
 _TINY = replace(ExperimentConfig(), train_len=16, steps=4, batch_size=4, seeds=(0,), encodings=("rope", "learned"),

@@ -46,8 +46,8 @@ from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_
                          set_rope_scaling)
 from .own_encoding import encoding_rule_problems, rule_report, train_own_encoding
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
-from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, data_dir, data_file,
-                      load_model_configs, load_results, load_rope_model, write_results)
+from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, STATE_FILES, data_dir, data_file,
+                      load_model_configs, load_results, load_rope_model, load_seed0_model, write_results)
 from ..numbers import seed_stats
 from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, summarize, summarize_probe,
                      train_and_evaluate)
@@ -57,11 +57,11 @@ from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
     "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
-    "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus",
+    "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "STATE_FILES", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus",
     "ExperimentConfig", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file",
     "decode", "early_positions", "encode", "encoding_rule_problems", "encoding_summary", "eval_ends", "evaluate",
     "evaluate_sliding", "extension_eval", "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit",
-    "live_run", "load_corpus", "load_model_configs", "load_results", "load_rope_model", "make_probes",
+    "live_run", "load_corpus", "load_model_configs", "load_results", "load_rope_model", "load_seed0_model", "make_probes",
     "method_position_loss", "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe",
     "rule_report", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
     "summarize_probe", "supports_length", "train", "train_and_evaluate", "train_own_encoding", "training_exposure",

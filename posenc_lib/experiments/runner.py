@@ -33,7 +33,7 @@ from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus
 from .evaluation import eval_ends, evaluate, evaluate_sliding, rope_scaling, set_rope_scaling
 from .probe import make_probes, probe_cells, retrieval_probe
-from .results import EXTRAPOLATION_FILE, write_results
+from .results import EXTRAPOLATION_FILE, STATE_FILES, write_results
 from .training import build_model, train
 
 # ----------------------------------------------------------------------------------------- the jobs
@@ -359,13 +359,14 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
 
     runner = _Runner(workers, threads, total, show_progress)
     try:
-        done, followers = runner.run([(train_and_evaluate, (enc, seed, cfg, enc == "rope")) for enc, seed in jobs],
-                                     follow_up)
+        # the RoPE runs keep their weights (their fine-tunes start from them); seed-0 sinusoidal's is shipped too
+        done, followers = runner.run([(train_and_evaluate, (enc, seed, cfg, enc == "rope" or (
+            enc in STATE_FILES and seed == 0))) for enc, seed in jobs], follow_up)
     finally:
         runner.close()
     by_job = dict(zip(jobs, done))
     runs = [by_job[enc, seed] for seed in cfg.seeds for enc in cfg.encodings]  # seed by seed, as configured
-    states = {r["seed"]: r.pop("state") for r in runs if "state" in r}
+    states = {(r["encoding"], r["seed"]): r.pop("state") for r in runs if "state" in r}
     evals = sorted((f for i, fs in followers.items() for f in fs if "label" in f), key=lambda e: e["seed"])
     fts = sorted((f for i, fs in followers.items() for f in fs if "method" in f),
                  key=lambda f: (f["seed"], cfg.finetune_methods.index(f["method"])))
@@ -390,7 +391,8 @@ def run_all(cfg: ExperimentConfig = ExperimentConfig(), *, out_dir: Path | str |
         result["provenance"]["timing_whole_command"] = timing
         result["provenance"]["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     if out_dir is not None:
-        write_results(out_dir, results, rope_state=states.get(0) if extension_result is not None else None)
+        write_results(out_dir, results, {enc: states[enc, 0] for enc in STATE_FILES if (enc, 0) in states
+                                         and (enc != "rope" or extension_result is not None)})
     return results
 
 
