@@ -33,6 +33,11 @@ YaRN's beta_fast < beta_slow is an error (HF only warns). HF's legacy key `type`
              sqrt(1 + ln(factor) / ln(L0)) (1 if factor <= 1) on cos and sin at every length
     llama3   Llama 3.1: wavelengths > L0/low_freq_factor divided by factor, < L0/high_freq_factor kept,
              smooth interpolation between (no band when the two are equal, as in Llama 4 Scout)
+    proportional  p-RoPE (Barbero et al. 2025, "Round and Round We Go"; Gemma 4): theta_i = base ** (-2i/dim)
+             over the WHOLE head for the fastest int(partial_rotary_factor * dim // 2) pairs and 0 for the
+             others (those pairs never turn), then / factor (default 1). The other meaning of "partial":
+             GPT-NeoX/Phi turn the first rotary_dim dims with theta over rotary_dim; p-RoPE keeps the
+             head's pairs (i, i + dim/2) and its frequencies, and stops the slowest ones
 
 dim below is the rotary dim. Every type's function returns (inv_freq, attention_factor); inv_freq is
 float64 on the given device (float32 where the device has no float64), so that angles m * theta_i
@@ -148,6 +153,15 @@ def _llama3(dim, base, device, p, seq_len):
     return torch.where(wavelen > l0 / low_ff, theta / factor, torch.where(wavelen < l0 / high_ff, theta, scaled)), 1.0
 
 
+def _proportional(dim, base, device, p, seq_len):
+    # p-RoPE (Gemma 4): the whole head's frequencies, base ** (-2i/dim); only the fastest int(f * dim // 2)
+    # pairs keep theirs, the slower ones get 0 (cos 1, sin 0: never turned); all divided by factor
+    turning = int(p.get("partial_rotary_factor", 1.0) * dim // 2)
+    theta = _default(dim, base, device)
+    theta = torch.where(torch.arange(dim // 2, device=device) < turning, theta, torch.zeros_like(theta))
+    return theta / p.get("factor", 1.0), 1.0
+
+
 # ----------------------------------------------------------------------------- the registry
 @dataclass(frozen=True)
 class RopeScaling:
@@ -174,7 +188,12 @@ ROPE_SCALINGS = {r.name: r for r in (
                             "cos/sin scaled"),
     RopeScaling("llama3", _llama3, ("factor", _L0, "low_freq_factor", "high_freq_factor"),
                 description="Llama 3.1: long wavelengths / factor, short ones kept, smooth between"),
+    RopeScaling("proportional", _proportional, (), ("factor",),
+                description="p-RoPE (Gemma 4): the head's own frequencies, the slowest 1 - partial_rotary_factor of "
+                            "the pairs set to 0; the whole head is the rotary dim"),
 )}
+# rope_types whose partial_rotary_factor does not shrink the rotary dim: they use it inside their frequencies
+WHOLE_HEAD_TYPES = ("proportional",)
 ROPE_TYPES = tuple(ROPE_SCALINGS)
 
 
@@ -308,7 +327,12 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     naming the key, e.g. scaling['factor'].
     """
     partial = _resolve_partial(partial_rotary_factor, scaling)
-    dim = rotary_dim(_checks.positive_int("dim", dim), partial) if partial != 1 else _checks.even_int("dim", dim)
+    whole_head = isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES
+    if whole_head and partial_rotary_factor is not None:
+        raise ValueError("partial_rotary_factor for rope_type='proportional' goes in the scaling dict: it sets how "
+                         "many pairs turn, not how many dims (the whole head is rotated)")
+    dim = (rotary_dim(_checks.positive_int("dim", dim), partial) if partial != 1 and not whole_head
+           else _checks.even_int("dim", dim))
     base = _checks.positive_float("base", base, minimum=1.0)
     if seq_len is not None:
         seq_len = _checks.positive_int("seq_len", seq_len)

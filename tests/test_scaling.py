@@ -354,7 +354,7 @@ def test_yarn_and_llama3_keep_high_and_divide_low_frequencies():
 
 def test_default_rope_type_is_no_scaling():
     torch.testing.assert_close(rope_inv_freq(32, scaling={"rope_type": "default"})[0], rope_inv_freq(32)[0])
-    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3"}
+    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "longrope", "llama3", "proportional"}
 
 
 # ------------------------------------------------------------------ whole pipeline: vs LlamaRotaryEmbedding
@@ -485,9 +485,9 @@ BAD = [
                                   (0.5, ValueError, r"base must be > 1.0")]],
     # the dict and its rope_type
     ("scaling not a dict", lambda: rope_inv_freq(8, scaling="linear"), TypeError, r"scaling must be a dict"),
-    ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "proportional", "factor": 2.0}), ValueError,
-     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'longrope', 'ntk', 'yarn'\], "
-     r"got 'proportional'"),
+    ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "su", "factor": 2.0}), ValueError,
+     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'longrope', 'ntk', 'proportional', 'yarn'\], "
+     r"got 'su'"),
     ("rope_type missing", lambda: rope_inv_freq(8, scaling={"factor": 2.0}), ValueError,
      r"scaling needs a 'rope_type', one of"),
     ("legacy type unknown", lambda: rope_inv_freq(8, scaling={"type": "su", "factor": 2.0}), ValueError,
@@ -588,3 +588,40 @@ def test_extension_scaling_checks_its_settings(kwargs, exc, match):
     from posenc_lib.scaling import extension_scaling
     with pytest.raises(exc, match=match):
         extension_scaling(factor=2.0, original_max_position_embeddings=64, **kwargs)
+
+
+@pytest.mark.parametrize("head_dim, fraction, factor", [(16, 0.25, None), (16, 0.5, 2.0), (64, 0.25, None), (32, 1.0, None)])
+def test_proportional_rope_is_transformers_p_rope(head_dim, fraction, factor):
+    """Gemma 4's rope_type 'proportional' (p-RoPE): transformers' own init function gives the same frequencies;
+    the slowest pairs get 0 and the exponent runs over the whole head (not over the turned dims)."""
+    import transformers
+    from transformers.modeling_rope_utils import _compute_proportional_rope_parameters
+    params = {"rope_type": "proportional", "rope_theta": 10000.0, "partial_rotary_factor": fraction}
+    if factor is not None:
+        params["factor"] = factor
+    config = transformers.LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
+                                      rope_parameters=dict(params))
+    theirs, their_factor = _compute_proportional_rope_parameters(config, "cpu")
+    ours, our_factor = rope_inv_freq(head_dim, scaling=params)
+    assert ours.shape == (head_dim // 2,) and our_factor == their_factor == 1.0
+    torch.testing.assert_close(ours.float(), theirs, rtol=1e-6, atol=0)
+    turning = int(fraction * head_dim // 2)
+    assert (ours[turning:] == 0).all() and (ours[:turning] > 0).all()
+    # the other "partial": GPT-NeoX turns fewer dims with the exponent over them -- other frequencies
+    if fraction < 1:
+        neox, _ = rope_inv_freq(head_dim, partial_rotary_factor=fraction)
+        assert neox.shape[0] < ours.shape[0] and not torch.allclose(neox[1:turning], ours[1:turning])
+
+
+def test_proportional_takes_its_fraction_in_the_dict():
+    with pytest.raises(ValueError, match="goes in the scaling dict"):
+        rope_inv_freq(16, scaling={"rope_type": "proportional"}, partial_rotary_factor=0.25)
+
+
+def test_gemma4_defaults_are_what_notebook_10_says():
+    """Notebook 10: Gemma 4's full-attention layers use p-RoPE with partial_rotary_factor 0.25 and base 1e6,
+    its sliding layers plain RoPE with base 1e4 (transformers' default Gemma4TextConfig)."""
+    from transformers import CONFIG_MAPPING
+    params = CONFIG_MAPPING["gemma4_text"]().rope_parameters
+    assert params["full_attention"] == {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}
+    assert params["sliding_attention"] == {"rope_type": "default", "rope_theta": 1e4}

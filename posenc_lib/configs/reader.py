@@ -28,7 +28,7 @@ import numbers
 
 from .. import _checks
 from ..i18n import tr
-from ..scaling import _validate, rope_inv_freq, rope_type_of, rotary_dim
+from ..scaling import WHOLE_HEAD_TYPES, _validate, rope_inv_freq, rope_type_of, rotary_dim
 from .families import REGISTRY, Family
 from .layers import LayerPositions, ModelPositions
 
@@ -188,6 +188,9 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tup
             _validate(scaling)
         except (ValueError, TypeError) as error:
             raise type(error)(f"{where}: {error}") from error
+        if rope_type in WHOLE_HEAD_TYPES:  # its partial_rotary_factor means pairs, not dims: not read yet
+            raise ValueError(f"{where}['rope_type'] is {rope_type!r} (p-RoPE, Gemma 4): posenc_lib.scaling.rope_inv_freq "
+                             f"computes its frequencies, but this reader does not read such a model's layers yet")
         if rope_type == "default":
             scaling = None
     return base, rope_type, scaling, partial, p.get("mrope_section")
