@@ -1017,6 +1017,7 @@ def _interleaved_tables(angles):  # Cohere's: repeat_interleave(freqs, 2), the i
 def _rotate_with(family, q, angles):
     """q (batch, heads, seq, head_dim) rotated by transformers' own code of `family`; angles (seq, head_dim/2)."""
     import importlib
+    family, _, part = family.partition(":")  # "deepseek_v32:mla": that model's MLA attention, not its indexer
     module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
     if family == "llama4":      # complex pairs: view_as_complex on (x[2i], x[2i+1])
         freqs_cis = torch.polar(torch.ones_like(angles), angles)[None]  # (1, seq, head_dim/2)
@@ -1025,7 +1026,7 @@ def _rotate_with(family, q, angles):
         return module.apply_rotary_emb(q, q, torch.polar(torch.ones_like(angles), angles)[None])[0]
     if family == "gptj":        # rotate_every_two, sin/cos tables of head_dim/2 repeated inside
         return module.apply_rotary_pos_emb(q.transpose(1, 2), angles.sin()[None], angles.cos()[None]).transpose(1, 2)
-    if family == "deepseek_v3":  # rope_interleave=True (its default): pairs (x[2i], x[2i+1]) in, and the result
+    if family == "deepseek_v3" or part == "mla":  # rope_interleave=True (its default): pairs (x[2i], x[2i+1]) in, and the result
         cos, sin = _cat_tables(angles)  # written de-interleaved (pair i at dims i, i + d/2): the same dot products
         out = module.apply_rotary_pos_emb_interleave(q, q, cos[None], sin[None])[0]
         return out[..., torch.argsort(layout_permutation(q.shape[-1]))]
@@ -1037,7 +1038,10 @@ def _rotate_with(family, q, angles):
     ("llama", "half"), ("mistral", "half"), ("qwen2", "half"), ("qwen3", "half"), ("gemma", "half"),
     ("gpt_neox", "half"),
     ("gptj", "interleaved"), ("llama4", "interleaved"), ("deepseek_v2", "interleaved"),
-    ("deepseek_v3", "interleaved"), ("glm", "interleaved"), ("cohere", "interleaved")])
+    ("deepseek_v3", "interleaved"), ("glm", "interleaved"), ("cohere", "interleaved"),
+    # DeepSeek-V3.2: its sparse-attention indexer rotates half-split (apply_rotary_pos_emb), its MLA interleaved
+    # (apply_rotary_pos_emb_interleave): two layouts in one layer (notebook 10, section 7; vLLM PR 28968)
+    ("deepseek_v32", "half"), ("deepseek_v32:mla", "interleaved")])
 def test_pair_layout_of_transformers_model_families(family, layout):
     """The families notebook 06 names for each layout: their own rotation code in transformers gives
     apply_rope(layout=...) and not the other layout."""
