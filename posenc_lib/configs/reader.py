@@ -28,7 +28,7 @@ import numbers
 
 from .. import _checks
 from ..i18n import tr
-from ..scaling import WHOLE_HEAD_TYPES, _validate, rope_inv_freq, rope_type_of, rotary_dim
+from ..scaling import WHOLE_HEAD_TYPES, _validate, rope_inv_freq, rope_type_of, rotary_dim, yarn_attention_factor
 from .families import REGISTRY, Family
 from .layers import LayerPositions, ModelPositions
 
@@ -216,9 +216,8 @@ def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
         return float(r.number(r.family.score_scale_key)) ** -0.5
     scale = head_dim ** -0.5
     if r.family.mla_mscale and scaling is not None and scaling.get("mscale_all_dim"):
-        def mscale(factor, m):  # YaRN's mscale, as DeepSeek's yarn_get_mscale
-            return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
-        scale *= mscale(scaling["factor"], scaling["mscale_all_dim"]) ** 2
+        # DeepSeek's softmax scale takes YaRN's mscale squared (its yarn_get_mscale with mscale_all_dim)
+        scale *= yarn_attention_factor(scaling["factor"], scaling["mscale_all_dim"]) ** 2
     return scale
 
 
