@@ -188,7 +188,7 @@ ROPE_SCALINGS = {r.name: r for r in (
                             "cos/sin scaled"),
     RopeScaling("llama3", _llama3, ("factor", _L0, "low_freq_factor", "high_freq_factor"),
                 description="Llama 3.1: long wavelengths / factor, short ones kept, smooth between"),
-    RopeScaling("proportional", _proportional, (), ("factor",),
+    RopeScaling("proportional", _proportional, (), ("partial_rotary_factor", "factor"),
                 description="p-RoPE (Gemma 4): the head's own frequencies, the slowest 1 - partial_rotary_factor of "
                             "the pairs set to 0; the whole head is the rotary dim"),
 )}

@@ -55,6 +55,7 @@ def test_scaling_cheat_sheet_one_row_per_rope_type_with_computed_numbers():
     assert rows["yarn"]["attention_factor"] == pytest.approx(0.1 * math.log(4) + 1)
     assert rows["yarn"]["first"] == 1.0 and rows["yarn"]["last"] == pytest.approx(0.25)
     assert rows["longrope"]["first"] is None                         # no formula: needs a model's own factors
+    assert (rows["proportional"]["first"], rows["proportional"]["last"]) == (1.0, 0.0)   # p-RoPE stops the slow pairs
     assert rows["yarn"]["keys"][:3] == ["rope_type", "factor", "original_max_position_embeddings"]
     assert rows["yarn"]["models"] == ["B"] and rows["default"]["models"] == ["A", "B"]
     table = P.scaling_cheat_sheet_markdown(list(rows.values()))

@@ -143,6 +143,9 @@ SCALING_METHODS = {
                                   "θ_i / λ_i：L0 以内用 short_factor，超过后用 long_factor")),
     "llama3": ("Llama 3.1", Text("θ_i if λ_i < L0/high_freq_factor, θ_i / s if λ_i > L0/low_freq_factor, smooth between",
                                  "λ_i < L0/high_freq_factor 时取 θ_i，λ_i > L0/low_freq_factor 时取 θ_i / s，中间平滑过渡")),
+    "proportional": (Text("p-RoPE (Gemma 4)", "p-RoPE（Gemma 4）"),
+                     Text("θ_i for the fastest p·d/2 pairs (p = partial_rotary_factor), 0 for the others",
+                          "最快的 p·d/2 对取 θ_i（p = partial_rotary_factor），其余为 0")),
 }
 
 
@@ -158,7 +161,8 @@ def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, or
                 "dynamic": {"factor": factor, "original_max_position_embeddings": original_max},
                 "yarn": {"factor": factor, "original_max_position_embeddings": original_max},
                 "llama3": {"factor": factor, "original_max_position_embeddings": original_max,
-                           "low_freq_factor": 1.0, "high_freq_factor": 4.0}}
+                           "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+                "proportional": {"partial_rotary_factor": 0.25}}  # Gemma 4's fraction; no length factor
     examples = dict(examples or {})
     rows = []
     for rope_type, record in ROPE_SCALINGS.items():
@@ -174,13 +178,13 @@ def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, or
         else:
             rows.append({**row, "first": None, "last": None, "attention_factor": None, "setting": None})
             continue
-        length = None if scaling is None else int(scaling["factor"] * scaling.get("original_max_position_embeddings",
-                                                                                   original_max))
+        length = None if scaling is None else int(scaling.get("factor", 1.0) * scaling.get(
+            "original_max_position_embeddings", original_max))
         scaled, attention = rope_inv_freq(head, scaling=scaling, seq_len=length)
         plain = rope_inv_freq(head)[0]
         rows.append({**row, "first": float(scaled[0] / plain[0]), "last": float(scaled[-1] / plain[-1]),
                      "attention_factor": float(attention),
-                     "setting": (head, None if scaling is None else float(scaling["factor"]))})
+                     "setting": (head, None if scaling is None or "factor" not in scaling else float(scaling["factor"]))})
     return rows
 
 
