@@ -143,7 +143,7 @@ SCALING_METHODS = {
                                   "θ_i / λ_i：L0 以内用 short_factor，超过后用 long_factor")),
     "llama3": ("Llama 3.1", Text("θ_i if λ_i < L0/high_freq_factor, θ_i / s if λ_i > L0/low_freq_factor, smooth between",
                                  "λ_i < L0/high_freq_factor 时取 θ_i，λ_i > L0/low_freq_factor 时取 θ_i / s，中间平滑过渡")),
-    "proportional": (Text("p-RoPE (Gemma 4)", "p-RoPE（Gemma 4）"),
+    "proportional": (Text("p-RoPE (Gemma 4)", "截去慢频率的 RoPE（p-RoPE，Gemma 4）"),
                      Text("θ_i for the fastest p·d/2 pairs (p = partial_rotary_factor), 0 for the others",
                           "最快的 p·d/2 对取 θ_i（p = partial_rotary_factor），其余为 0")),
 }
