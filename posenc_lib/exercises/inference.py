@@ -17,7 +17,7 @@ import torch
 from ..i18n import tr
 from ..inference import position_ids_from_mask
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_left_pad_positions", "check_query_against_cache", "check_window_positions"]
 
@@ -88,36 +88,37 @@ def check_query_against_cache(fn) -> None:
         want = keys @ apply_rope(q[None], torch.tensor([m]), base=base)[0]
         if same(got, want, atol=1e-6):
             continue
-
-        def score(query, at_keys=keys):
-            return at_keys @ query
-
-        rotated_at = {p: apply_rope(q[None], torch.tensor([p]), base=base)[0] for p in (0, m - 1, m + 1, -m)}
-        if same(got, score(q), atol=1e-6) or same(got, score(rotated_at[0]), atol=1e-6):
-            raise ExerciseError(tr("the query was not rotated: the cached keys carry their positions, so the new "
-                                   "query must be turned by its own position m",
-                                   "查询没有旋转：缓存的键带着各自的位置，新的查询也必须按自己的位置 m 旋转"))
-        if same(got, score(rotated_at[m - 1]), atol=1e-6) or same(got, score(rotated_at[m + 1]), atol=1e-6):
-            raise ExerciseError(tr("off by one: the query is at position m itself",
-                                   "差了一：查询就在位置 m 上"))
-        if same(got, score(rotated_at[-m]), atol=1e-6):
-            raise ExerciseError(tr("turned the wrong way: R_m turns counter-clockwise by +m theta_i",
-                                   "方向反了：R_m 按 +m theta_i 逆时针旋转"))
-        twice = apply_rope(keys, torch.arange(n), base=base)             # each key turned a second time
-        if same(got, twice @ apply_rope(q[None], torch.tensor([m]), base=base)[0], atol=1e-6):
-            raise ExerciseError(tr("the cached keys were rotated again: they are stored already rotated by their "
-                                   "positions, a second turn counts each position twice",
-                                   "缓存的键又被旋转了一次：它们存进去时已经按位置旋转过，再转一次会把位置算两遍"))
-        interleaved = keys @ apply_rope(q[None], torch.tensor([m]), base=base, layout="interleaved")[0]
-        if same(got, interleaved, atol=1e-6):
-            raise ExerciseError(tr("layout: the keys use the half layout, pairs (i, i + d/2), not (2i, 2i+1)",
-                                   "布局不对：键用的是 half 布局，即 (i, i + d/2) 成对，不是 (2i, 2i+1)"))
+        name_the_mistake(got, _query_mistakes(q, keys, m, base))
         raise ExerciseError(tr(f"for m = {m} expected the scores {[round(float(v), 4) for v in want]}, got "
                                f"{[round(float(v), 4) for v in got.reshape(-1)][:n]}",
                                f"m = {m} 时分数应为 {[round(float(v), 4) for v in want]}，得到的是 "
                                f"{[round(float(v), 4) for v in got.reshape(-1)][:n]}"))
     ok(tr("the new query turned by its own position, the cached keys left as they were: the scores of one full forward.",
           "新的查询按自己的位置旋转，缓存的键原样不动：和一次完整前向的分数相同。"))
+
+
+def _query_mistakes(q, keys, m, base):
+    """(what each known mistake returns, its message) for check_query_against_cache, computed one at a time."""
+    def scored(position, layout="half"):                                 # the cached keys against q turned to `position`
+        return keys @ apply_rope(q[None], torch.tensor([position]), base=base, layout=layout)[0]
+
+    unrotated = tr("the query was not rotated: the cached keys carry their positions, so the new "
+                   "query must be turned by its own position m",
+                   "查询没有旋转：缓存的键带着各自的位置，新的查询也必须按自己的位置 m 旋转")
+    yield keys @ q, unrotated
+    yield scored(0), unrotated
+    off_by_one = tr("off by one: the query is at position m itself", "差了一：查询就在位置 m 上")
+    yield scored(m - 1), off_by_one
+    yield scored(m + 1), off_by_one
+    yield scored(-m), tr("turned the wrong way: R_m turns counter-clockwise by +m theta_i",
+                         "方向反了：R_m 按 +m theta_i 逆时针旋转")
+    twice = apply_rope(keys, torch.arange(keys.shape[0]), base=base)      # each key turned a second time
+    yield twice @ apply_rope(q[None], torch.tensor([m]), base=base)[0], tr(
+        "the cached keys were rotated again: they are stored already rotated by their positions, a second turn "
+        "counts each position twice",
+        "缓存的键又被旋转了一次：它们存进去时已经按位置旋转过，再转一次会把位置算两遍")
+    yield scored(m, "interleaved"), tr("layout: the keys use the half layout, pairs (i, i + d/2), not (2i, 2i+1)",
+                                       "布局不对：键用的是 half 布局，即 (i, i + d/2) 成对，不是 (2i, 2i+1)")
 
 
 # ------------------------------------------------------------------------------- a rolling window with sinks
