@@ -31,11 +31,11 @@ ui-screenshots/zh/ (git-ignored).
 
 What maintained tools do here: Playwright drives the browser, waits (wait_for_function, expect) and
 makes the REST calls; jupyter_server picks the port and says when it listens (its server-info file).
-The server is our own subprocess because pytest-jupyter's `jp_serverapp` runs jupyter_server inside
-the test process, on an event loop that only turns while an async test awaits (sync Playwright would
-block it) and with the kernel's messages passing through the interpreter whose redraws we time.
-pytest-playwright would only hand us the browser, one call here; Galata is a TypeScript/npm toolchain
-whose notebook helpers run in Node, a second toolchain in CI for what Playwright already does.
+The server stays our own subprocess: pytest-jupyter's `jp_serverapp` does serve JupyterLab in Chinese,
+but inside the test process, on a loop that turns only while an async test awaits (with sync Playwright,
+which pytest-playwright's fixtures are, the page never loads), one server per test, and its message relay
+sharing the interpreter with the driver whose redraws we time. pytest-playwright would only hand us the
+browser (one call here); Galata is a TypeScript/npm toolchain whose notebook helpers run in Node.
 
 Needs: `pip install -e ".[ui]"` (Playwright) and a Chromium: /usr/bin/chromium (Debian/Ubuntu:
 `apt-get install chromium`), or --chromium PATH, or Playwright's own (`playwright install chromium`).
@@ -59,6 +59,11 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect, sync_playwright
+except ImportError:  # the static reading works without it; the live run says what to install
+    sync_playwright = None
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBES_JS = Path(__file__).with_name("ui_check.js")
@@ -137,9 +142,7 @@ def check_static(path: Path) -> StaticResult:
 class LabServer:
     """JupyterLab from this venv, serving a throwaway copy of the notebooks, in its own process group."""
 
-    def __init__(self, notebooks_dir: Path, workdir: Path, startup_timeout: float, settings: dict):
-        from jupyter_server.serverapp import list_running_servers
-
+    def __init__(self, notebooks_dir: Path, workdir: Path, settings: dict):
         self.token = secrets.token_hex(24)
         self.log_path = workdir / "jupyter.log"
         # The served tree mirrors the repo: notebooks/ copied, every other top-level entry linked, so
@@ -156,14 +159,14 @@ class LabServer:
             p = workdir / "lab-settings" / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(json.dumps(values))
-        runtime = workdir / "jupyter-runtime"
+        self.runtime = workdir / "jupyter-runtime"
         env = dict(os.environ)
         env.pop("MPLBACKEND", None)  # a learner's kernel picks its backend itself (%matplotlib inline)
         env.update(JUPYTERLAB_SETTINGS_DIR=str(workdir / "lab-settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"),
                    JUPYTER_CONFIG_DIR=str(workdir / "jupyter-config"),  # no user config (passwords...)
                    JUPYTER_DATA_DIR=str(workdir / "jupyter-data"),      # no user kernelspecs
-                   JUPYTER_RUNTIME_DIR=str(runtime),
+                   JUPYTER_RUNTIME_DIR=str(self.runtime),
                    PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}")
         jupyter = VENV_BIN / "jupyter"
         if not jupyter.exists():
@@ -177,9 +180,13 @@ class LabServer:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                      cwd=root_dir, start_new_session=True)
-        # jupyter_server writes its server-info file (url, port) once it listens.
+
+    def wait_until_listening(self, startup_timeout: float) -> None:
+        """jupyter_server writes its server-info file (url, port) once it listens."""
+        from jupyter_server.serverapp import list_running_servers
+
         deadline = time.monotonic() + startup_timeout
-        while not (info := next(list_running_servers(str(runtime)), None)):
+        while not (info := next(list_running_servers(str(self.runtime)), None)):
             if self.proc.poll() is not None:
                 raise UICheckError(f"JupyterLab exited with code {self.proc.returncode} while starting")
             if time.monotonic() > deadline:
@@ -294,10 +301,7 @@ class LiveResult:
 
 class Runner:
     def __init__(self, server: LabServer, browser, args, shots: Path, run_menu: str):
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
         self.server, self.args, self.shots, self.run_menu = server, args, shots, run_menu
-        self.Timeout = PlaywrightTimeout
         # One context for all notebooks so JupyterLab's static files come from the HTTP cache;
         # each notebook gets its own page and its own fresh workspace. Every page has the probes.
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -345,9 +349,9 @@ class Runner:
         """Playwright polls `uic.<predicate>(name)` in the page until it is true: False on timeout."""
         try:
             page.wait_for_function(f"(name) => uic.{predicate}(name)", arg=self.name,
-                                   timeout=timeout_s * 1000, polling=polling)
+                                   timeout=max(timeout_s, 0.1) * 1000, polling=polling)
             return True
-        except self.Timeout:
+        except PlaywrightTimeout:
             return False
 
     def _accept_dialogs(self, page, res) -> None:
@@ -367,7 +371,7 @@ class Runner:
         page.goto(f"{self.server.base}/lab/workspaces/uicheck-{secrets.token_hex(4)}/tree/{name}?reset"
                   f"&token={self.server.token}", wait_until="domcontentloaded", timeout=a.load_timeout * 1000)
         # JupyterLab loaded, notebook open, kernel idle (accepting a kernel dialog if one shows up).
-        while self._wait(page, "opened", a.load_timeout - (time.monotonic() - t0)) and dialog.count():
+        while self._wait(page, "opened", t0 + a.load_timeout - time.monotonic()) and dialog.count():
             self._accept_dialogs(page, res)
         st = page.evaluate("(name) => uic.state(name)", name)
         if not (st.get("ready") and st["status"] == "idle"):
@@ -428,8 +432,6 @@ class Runner:
     def _check_widgets(self, page, res: LiveResult, expected_views: int):
         """Every widget view the kernel displayed is rendered (the ipywidgets JupyterLab extension works:
         without it JupyterLab falls back to the text repr), and every widget image loaded."""
-        from playwright.sync_api import expect
-
         outputs = page.locator(".jp-OutputArea-output")
         views = page.locator(".jp-OutputArea-output:has(> .jupyter-widgets)")
         loading = outputs.filter(has_text=re.compile(r"Loading widget\.\.\."))
@@ -442,7 +444,7 @@ class Runner:
             expect(loading).to_have_count(0, timeout=timeout)
             page.wait_for_function(f"() => ({loaded})([...document.querySelectorAll("
                                    "'.jp-OutputArea-output img.widget-image')]).every(Boolean)", timeout=timeout)
-        except (AssertionError, self.Timeout):
+        except (AssertionError, PlaywrightTimeout):
             pass  # what is missing is reported below
         for b in outputs.filter(has_text=re.compile("Error displaying widget|Error creating widget")).all_inner_texts():
             res.errors.append(f"widget not displayed: {b[:200]}")
@@ -562,7 +564,7 @@ class Runner:
         try:
             page.wait_for_function("() => uic.rec.load !== null", timeout=self.args.redraw_timeout * 1000,
                                    polling=10)
-        except self.Timeout:
+        except PlaywrightTimeout:
             pass
         rec = page.evaluate("() => { const {action, change, load, src1} = uic.rec; return {action, change, load, src1}; }")
         r.after = ctrl.evaluate(value)
@@ -788,9 +790,7 @@ def check_edition(paths: list, edition: dict, a):
     failed = any(s.problems for s in static.values())
     if a.static_only:
         return failed, [], static
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
+    if sync_playwright is None:
         print("UI FAILED: Playwright is not installed in this venv: `.venv/bin/pip install -e '.[ui]'` "
               "(`make test-ui` does it)")
         return 2
@@ -811,7 +811,8 @@ def check_edition(paths: list, edition: dict, a):
         load = (f", load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
                 if hasattr(os, "getloadavg") else "")
         print(f"== live run: JupyterLab ({VENV_BIN / 'jupyter'}) + headless Chromium{load}")
-        server = LabServer(paths[0].parent, workdir, a.startup_timeout, edition["settings"])
+        server = LabServer(paths[0].parent, workdir, edition["settings"])
+        server.wait_until_listening(a.startup_timeout)
         print(f"   server on {server.base} (port picked by the system, random token), serving a copy of "
               f"{paths[0].parent}")
         with sync_playwright() as p:
