@@ -593,22 +593,21 @@ class Runner:
 
 
     def _move(self, page, ctrl, kind: str, move: int, rearm) -> str:
-        """Move the control once, as a person would; the last input event is what ARM_JS times."""
+        """Move the control once, as a person would; the last input event is what uic.arm times."""
         if kind == "slider":
             handle = ctrl.locator(".noUi-handle").first
+            try:  # Playwright's hit-target check: the handle itself gets the mouse, nothing covers it
+                handle.hover(timeout=5000)
+            except PlaywrightTimeout as e:
+                why = [line.strip() for line in str(e).splitlines() if "intercepts pointer events" in line]
+                raise UICheckError("the slider handle does not get the mouse (covered or off screen)"
+                                   + (f": {why[-1]}" if why else "")) from None
             track = ctrl.locator(".noUi-base").first.bounding_box()
             hb = handle.bounding_box()
             x0, y0 = hb["x"] + hb["width"] / 2, hb["y"] + hb["height"] / 2
             frac = (x0 - track["x"]) / max(track["width"], 1)
             dx = track["width"] * 0.35 * (-1 if frac > 0.5 else 1)
-            hit = page.evaluate("([x, y]) => { const e = document.elementFromPoint(x, y); "
-                                "return e ? (e.closest('.noUi-handle') ? 'handle' : e.className || e.tagName) : null; }",
-                                [x0, y0])
-            if hit != "handle":
-                raise UICheckError(f"the slider handle is not under the mouse at ({x0:.0f}, {y0:.0f}): "
-                                   f"{hit} is (covered or off screen)")
             before = handle.get_attribute("aria-valuenow")
-            page.mouse.move(x0, y0)
             page.mouse.down()
             page.mouse.move(x0 + dx, y0, steps=8)
             page.mouse.up()
