@@ -435,15 +435,15 @@ class Runner:
         outputs = page.locator(".jp-OutputArea-output")
         views = page.locator(".jp-OutputArea-output:has(> .jupyter-widgets)")
         loading = outputs.filter(has_text=re.compile(r"Loading widget\.\.\."))
-        images = page.locator(".jp-OutputArea-output img.widget-image")
-        loaded = "imgs => imgs.map(i => !!i.getAttribute('src') && i.complete && i.naturalWidth > 0)"
+        images = ".jp-OutputArea-output img.widget-image"
+        not_loaded = "imgs => imgs.filter(i => !(i.getAttribute('src') && i.complete && i.naturalWidth > 0)).length"
         timeout = self.args.widget_timeout * 1000
         try:
             if expected_views:
                 expect(views.nth(expected_views - 1)).to_be_attached(timeout=timeout)
             expect(loading).to_have_count(0, timeout=timeout)
-            page.wait_for_function(f"() => ({loaded})([...document.querySelectorAll("
-                                   "'.jp-OutputArea-output img.widget-image')]).every(Boolean)", timeout=timeout)
+            page.wait_for_function(f"() => ({not_loaded})([...document.querySelectorAll('{images}')]) === 0",
+                                   timeout=timeout)
         except (AssertionError, PlaywrightTimeout):
             pass  # what is missing is reported below
         for b in outputs.filter(has_text=re.compile("Error displaying widget|Error creating widget")).all_inner_texts():
@@ -455,8 +455,8 @@ class Runner:
             res.problems.append(f"the kernel displayed {expected_views} widget(s) but {views.count()} "
                                 "rendered: is the ipywidgets JupyterLab extension (jupyterlab_widgets) "
                                 "installed in the venv?")
-        if not all(images.evaluate_all(loaded)):
-            res.problems.append(f"{images.evaluate_all(loaded).count(False)} widget image(s) empty or not loaded")
+        if n := page.locator(images).evaluate_all(not_loaded):
+            res.problems.append(f"{n} widget image(s) empty or not loaded")
 
     def _check_readability(self, page, res: LiveResult):
         """The smallest text of every figure the kernel drew (>= MIN_TEXT_PX), each figure shown at its own
