@@ -96,6 +96,7 @@ def rows(model) -> list:
             "longest_wavelength": None if waves is None else float(waves.max()),
             "score_scale": layer.score_scale, "temperature": layer.temperature is not None,
         })
+        out[-1].update({column: tr("unknown", "未知") for column in model.unknown if column in out[-1]})
     return out
 
 
@@ -122,7 +123,10 @@ def table(model) -> str:
     widths = [max(_width(c), *(_width(r[k]) for r in cells)) for k, c in enumerate(headers)]
     lines = [head, "  ".join(_ljust(c, w) for c, w in zip(headers, widths))]
     lines += ["  ".join(_ljust(v, w) for v, w in zip(r, widths)) for r in cells]
-    if any(layer.rope and layer.layout is None for layer in model.layers):
+    if model.unknown:
+        lines.append(tr(f"{', '.join(model.unknown)} unknown (not in config.json): {model.layout_from}",
+                        f"{'、'.join(titles.get(c, c) for c in model.unknown)}未知（不在 config.json 里）：{model.layout_from}"))
+    elif any(layer.rope and layer.layout is None for layer in model.layers):
         lines.append(tr(f"layout unknown: {model.layout_from}", f"布局未知：{model.layout_from}"))
     if model.defaults_used:
         lines.append(tr(f"defaults (absent from the config, the family's defaults): {', '.join(model.defaults_used)}",
