@@ -173,7 +173,10 @@ def test_a_family_without_a_record_reports_code_only_facts_as_unknown():
               "rope_theta": 1e4, "sliding_window": 16}
     read = from_hf_config(config)
     row = read.rows()[0]
-    assert row["rope"] == row["layout"] == row["attention"] == "unknown"
+    assert row["rope"] == row["layout"] == row["attention"] == row["score_scale"] == row["temperature"] == "unknown"
+    assert row["attention_factor"] == 1.0  # plain RoPE: no factor to cancel
+    yarn = {**config, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}}
+    assert from_hf_config(yarn).rows()[0]["attention_factor"] == "unknown"  # a q/k norm after RoPE would cancel it
     table = read.table()
     assert "True" not in table and "sliding" not in table
     assert "modeling_my_llama.py" in table and "configs.measure" in table
@@ -248,3 +251,21 @@ def test_dynamic_ntk_starts_from_max_position_embeddings_as_transformers():
     read = from_hf_config(config)
     assert read.layer(0).scaling["original_max_position_embeddings"] == 1024
     assert any("not read by transformers' dynamic NTK" in note for note in read.notes)
+
+
+def test_dynamic_ntk_past_the_length_turns_like_transformers():
+    """Past max_position_embeddings, transformers' dynamic_rope_update recomputes the frequencies for the call's
+    length max(position_ids) + 1; the reader's layer does the same (the sweep's positions stay below the length)."""
+    from transformers.models.llama import configuration_llama, modeling_llama
+    config = configuration_llama.LlamaConfig(hidden_size=64, num_attention_heads=2, num_hidden_layers=1,
+                                             max_position_embeddings=64,
+                                             rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4})
+    rotary = modeling_llama.LlamaRotaryEmbedding(config)
+    positions = torch.arange(200)[None]
+    q = torch.randn(1, 2, 200, 32, generator=torch.Generator().manual_seed(3))
+    cos, sin = rotary(q, positions)
+    expected, _ = modeling_llama.apply_rotary_pos_emb(q, q, cos, sin)
+    layer = from_hf_config(_json(config)).layer(0)
+    torch.testing.assert_close(layer.apply(q, positions), expected, rtol=0, atol=1e-4)
+    plain = from_hf_config({**_json(config), "rope_parameters": {"rope_theta": 1e4}}).layer(0)
+    assert (layer.apply(q, positions) - plain.apply(q, positions)).abs().max() > 0.1  # the rescaling is visible

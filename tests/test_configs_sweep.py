@@ -136,7 +136,7 @@ def legacy_form(config: dict) -> dict:
         read = cls(**{k: v for k, v in out.items() if k != "model_type"}).rope_parameters
     except Exception as error:  # noqa: BLE001
         raise LookupError(f"transformers refuses the legacy form: {str(error).splitlines()[0][:80]}") from None
-    if {k: v for k, v in (read or {}).items() if k != "type"} != params:
+    if {k: v for k, v in (read or {}).items() if k != "type"} != {k: v for k, v in params.items() if k != "type"}:
         raise LookupError("transformers reads the legacy form into other rope parameters")
     return out
 

@@ -554,15 +554,18 @@ def from_hf_config(config: dict) -> ModelPositions:
         original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
     return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
                           defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
-                          unknown=_unknown_columns(r))
+                          unknown=_unknown_columns(r, layers))
 
 
-def _unknown_columns(r: _Reader) -> tuple:
+def _unknown_columns(r: _Reader, layers: list) -> tuple:
     """The report's columns that only a family's code decides, for a model_type without a record: which layers
-    rotate, the layout, and the attention pattern unless layer_types states it."""
+    rotate, the layout, the q.k scale and a query temperature; the attention pattern unless layer_types states
+    it; an attention factor on cos/sin (a q/k normalisation after RoPE would cancel it, Hunyuan, NanoChat)."""
     if r.family is not GENERIC:
         return ()
-    return ("rope", "layout") + (() if r.config.get("layer_types") is not None else ("attention",))
+    return (("rope", "layout", "score_scale", "temperature")
+            + (() if r.config.get("layer_types") is not None else ("attention",))
+            + (("attention_factor",) if any(layer.attention_factor != 1 for layer in layers) else ()))
 
 
 def _mrope_section(section, rotated: int, where: str) -> tuple:
