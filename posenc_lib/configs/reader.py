@@ -14,7 +14,16 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
       partial_rotary_factor); as in transformers, a non-empty rope_scaling wins over rope_parameters.
       The dict may be nested by layer type ({"full_attention": {...}, "sliding_attention": {...}}).
       Its keys are checked by `scaling.ROPE_SCALINGS` (an unknown rope_type or key is a ValueError)
-    partial rotary: partial_rotary_factor, rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen)
+    partial rotary: partial_rotary_factor, rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen); with rope_type
+      'proportional' (p-RoPE, Gemma 4) the whole head turns and the factor stops the slowest pairs instead
+    per-layer head sizes: per_layer_config {"05": {"head_dim": 512}} (transformers' to_dict) or the family's key
+      (Gemma 4's global_head_dim for its full-attention layers); other per-layer overrides of keys read here
+      are refused by name
+    mrope_section (M-RoPE; the family's record says chunks or interleaved, and its code's default section);
+      llama_4_scaling_beta in the rope dict (Ministral 3): a query scaling by position, not part of the rotation
+    dynamic NTK: from max_position_embeddings, as transformers 5 (an original_max_position_embeddings in its
+      dict is not read there, noted); YaRN's truncate inside one layer type's dict: refused (transformers reads
+      truncate from the top of rope_parameters only)
     per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
       (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
       no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
@@ -498,6 +507,25 @@ def from_hf_config(config: dict) -> ModelPositions:
     wanted |= {(t, _head_dims(r)) for t in params if t not in {w[0] for w in wanted}}  # checked though unused
     settings, mrope, more = _rope_settings(r, params, wanted, max_pos)
     notes += more
+    layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope)
+    mrope, interleaved = mrope or (None, None)
+    notes += r.notes + _model_notes(r, layers, mrope, interleaved)
+    original = text.get("original_max_position_embeddings")
+    if original is None:
+        for base, rope_type, scaling, *_ in settings.values():
+            if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
+                original = scaling["original_max_position_embeddings"]
+    if original is not None:
+        original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
+    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
+                          defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
+                          unknown=_unknown_columns(r, layers))
+
+
+def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope) -> list:
+    """One LayerPositions per layer: its attention (window, chunk), and its rotation from `settings` or none (a
+    NoPE layer, with Llama 4's temperature; a layer without positions of its own kind)."""
+    family = r.family
     chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
     tuning = family.temperature and r.flag("attn_temperature_tuning", True)
     temperature = {"floor_scale": r.number("floor_scale"), "attn_scale": r.number("attn_scale")} if tuning else None
@@ -513,15 +541,20 @@ def from_hf_config(config: dict) -> ModelPositions:
             layers.append(LayerPositions(i, True, head_dim, (start, start + rotated), layout, base, rope_type, scaling,
                                          inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
                                          layer_type=layer_type, direction=family.direction, causal=family.causal,
-                                         temperature=query_scale, mrope_section=mrope and mrope[0],
-                                         mrope_interleaved=mrope and mrope[1]))
+                                         temperature=query_scale, mrope_section=mrope[0] if mrope else None,
+                                         mrope_interleaved=mrope[1] if mrope else None))
         else:
             layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
                                          _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature if mixer == "attention" else None,
                                          layer_type=layer_type, mixer=mixer, causal=family.causal))
-    mrope, interleaved = mrope or (None, None)
-    notes += r.notes
+    return layers
+
+
+def _model_notes(r: _Reader, layers: list, mrope, interleaved) -> list:
+    """The report's notes on what the layers' columns do not show: M-RoPE's sections and how they are laid out,
+    a query scaling by position (Ministral 3), a q/k normalisation after RoPE."""
+    family, notes = r.family, []
     if mrope is not None:
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
@@ -545,16 +578,7 @@ def from_hf_config(config: dict) -> ModelPositions:
         notes.append(tr(f"q and k are normalised after RoPE on the RoPE layers ({norm_key}; an attention factor on "
                         f"cos/sin cancels there)",
                         f"RoPE 层在旋转之后对 q 和 k 做归一化（{norm_key}；cos/sin 上的注意力因子在那里被抵消）"))
-    original = text.get("original_max_position_embeddings")
-    if original is None:
-        for base, rope_type, scaling, *_ in settings.values():
-            if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
-                original = scaling["original_max_position_embeddings"]
-    if original is not None:
-        original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
-    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
-                          defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
-                          unknown=_unknown_columns(r, layers))
+    return notes
 
 
 def _unknown_columns(r: _Reader, layers: list) -> tuple:
