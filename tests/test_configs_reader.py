@@ -269,3 +269,15 @@ def test_dynamic_ntk_past_the_length_turns_like_transformers():
     torch.testing.assert_close(layer.apply(q, positions), expected, rtol=0, atol=1e-4)
     plain = from_hf_config({**_json(config), "rope_parameters": {"rope_theta": 1e4}}).layer(0)
     assert (layer.apply(q, positions) - plain.apply(q, positions)).abs().max() > 0.1  # the rescaling is visible
+
+
+def test_mistral4_reads_mla_with_the_same_query_scaling():
+    """Mistral 4: DeepSeek's MLA (RoPE on the last qk_rope_head_dim = int(head_dim 128 x partial 0.5) = 64 dims,
+    interleaved pairs) and Ministral 3's query scaling, by the same function in both modeling files."""
+    import inspect
+    from transformers.models.mistral4 import configuration_mistral4, modeling_mistral4
+    assert inspect.getsource(modeling_mistral4.get_llama_4_attn_scale) == inspect.getsource(
+        hf_ministral3.get_llama_4_attn_scale)
+    layer = from_hf_config(_json(configuration_mistral4.Mistral4Config())).layer(0)
+    assert layer.rotary_dims == (64, 128) and layer.layout == "interleaved" and layer.rope_type == "yarn"
+    assert layer.temperature == {"floor_scale": 8192.0, "attn_scale": 0.1, "offset": 0}

@@ -75,8 +75,9 @@ def tiny_default(model_type: str, rope=None) -> dict:
     for name, small in (("qk_rope_head_dim", 16), ("qk_nope_head_dim", 16), ("v_head_dim", 16), ("rotary_dim", 16)):
         if values.get(name):
             values[name] = small
-    if values.get("qk_rope_head_dim") and values.get("head_dim"):  # MLA families size their rotary by head_dim
-        values["head_dim"] = values["qk_rope_head_dim"]
+    if values.get("qk_rope_head_dim") and values.get("head_dim"):  # MLA: the rotary sizes by head_dim x partial
+        partial = (values.get("rope_parameters") or {}).get("partial_rotary_factor", 1.0)
+        values["head_dim"] = int(values["qk_rope_head_dim"] / partial)
     if isinstance(values.get(key("num_attention_heads")), int):
         values[key("num_attention_heads")] = 2
         values[key("hidden_size")] = 2 * HEAD_DIM

@@ -11,7 +11,9 @@ Fields (the reader walks them; see reader.py):
       that switches the layout, (key, its default): true -> interleaved, false -> half (DeepSeek's rope_interleave).
     head_dim: where the q/k head size comes from: "head_dim" (the key, else hidden_size // heads),
       "hidden" (always hidden_size // heads: the family's code ignores a head_dim key), "mla" (q/k heads of
-      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE).
+      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE; the rotary
+      embedding sizes its frequencies by int(head_dim * partial_rotary_factor), which must be qk_rope_head_dim:
+      Mistral 4 says head_dim 128 with 0.5, DeepSeek-V3's transformers config head_dim = qk_rope_head_dim).
     rotated: how many of those dims turn: "partial_rotary_factor" (int(head_dim * f)), "rotary_pct" (GPT-NeoX's
       name for it), "rotary_dim" (stated in dims: GPT-J, CodeGen).
     fixed_base: a base written in the code, not read from the config (GPT-J: 10000).
@@ -145,6 +147,10 @@ REGISTRY = (
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
                      "qk_nope_head_dim": 128, "rope_interleave": True},
            source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice"),
+    Family("mistral4", ("mistral4",), layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True,
+           mla_mscale=True, query_scale_key="llama_4_scaling_beta", rope_ignored_keys=("max_position_embeddings",),
+           source="modeling_mistral4.py: DeepSeek's MLA (apply_rotary_pos_emb_interleave on the rope slice), then "
+                  "query_states * get_llama_4_attn_scale(...) as Ministral 3"),
     Family("gpt_neox", ("gpt_neox",), rotated="rotary_pct", theta_key="rotary_emb_base", head_dim="hidden",
            defaults={"rotary_emb_base": 10000.0, "rotary_pct": 0.25, "max_position_embeddings": 2048}),
     Family("gptj", ("gptj",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",

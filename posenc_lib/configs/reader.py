@@ -352,7 +352,7 @@ def _head_dims(r: _Reader) -> tuple[int, int, int]:
     heads = r.int(r.present("num_attention_heads", "n_head"), required=True)
     if r.family.head_dim == "mla":  # MLA: q/k heads of nope + rope dims, RoPE on the rope slice only
         rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
-        return nope + rope, rope, nope
+        return nope + rope, r.int("head_dim") or rope, nope  # the rotary sizes by head_dim x partial (families.py)
     head_dim = r.int("head_dim") if r.family.head_dim == "head_dim" else None
     if head_dim is None:  # transformers: hidden_size // num_attention_heads
         key = "hidden_size" if "hidden_size" in r.config or "n_embd" not in r.config else "n_embd"
@@ -422,6 +422,9 @@ def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
         p, where, theta_key = params[layer_type]
         base, rope_type, scaling, partial, section, beta = _scaling(r, p, where, theta_key, max_pos=max_pos)
         rotated = _rotated_dims(r, dims[1], partial)
+        if family.head_dim == "mla" and rotated != r.int("qk_rope_head_dim"):
+            raise ValueError(f"{r.name('head_dim')} x the partial rotary factor gives {rotated} rotary dims, but "
+                             f"{r.name('qk_rope_head_dim')} is {r.int('qk_rope_head_dim')}: they must agree")
         try:
             inv_freq, factor = rope_inv_freq(rotated, base=base, scaling=scaling)
         except (ValueError, TypeError) as error:
