@@ -281,3 +281,16 @@ def test_mistral4_reads_mla_with_the_same_query_scaling():
     layer = from_hf_config(_json(configuration_mistral4.Mistral4Config())).layer(0)
     assert layer.rotary_dims == (64, 128) and layer.layout == "interleaved" and layer.rope_type == "yarn"
     assert layer.temperature == {"floor_scale": 8192.0, "attn_scale": 0.1, "offset": 0}
+
+
+DEVICES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mrope_and_query_scale_run_on_the_callers_device(device):
+    layer = from_hf_config(_json(cfg_qwen3.Qwen3VLTextConfig())).layer(0)
+    positions = torch.zeros(3, 2, 5, dtype=torch.long, device=device)
+    out = layer.apply(torch.zeros(2, 2, 5, 128, device=device), positions)
+    assert out.device.type == device and out.shape == (2, 2, 5, 128)
+    scaled = from_hf_config(_json(cfg_ministral3.Ministral3Config())).layer(0)
+    assert scaled.query_scale(torch.arange(4, device=device)).device.type == device
