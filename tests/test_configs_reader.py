@@ -183,6 +183,8 @@ def test_a_family_without_a_record_reports_code_only_facts_as_unknown():
     typed = from_hf_config({**config, "layer_types": ["sliding_attention"] * 3}).rows()[0]
     assert typed["rope"] == "unknown" and typed["attention"] == "sliding 16"  # layer_types is read, not guessed
     assert from_hf_config({**config, "model_type": "llama"}).rows()[0]["rope"] is True
+    assert read.layer(0).describe() == ("layer 0: RoPE if its code rotates (unknown), layout unknown, all dims, "
+                                        "base 10000, default, attention unknown")
 
 
 # ----------------------------------------------------------------------------- bad configs: the user's own key

@@ -52,6 +52,8 @@ class LayerPositions:
     mrope_section: M-RoPE's (t, h, w) split of the pairs (Qwen-VL), else None; mrope_interleaved: True when
     pair i reads t, h, w in turn (Qwen3-VL), False for chunks t | h | w (Qwen2-VL), None when not known (the
     family's code decides; no record). `apply` then takes positions of shape (3, batch, seq).
+    unknown: what this layer holds as the generic reading but no record states (a model_type without a record:
+    "rope", "attention" ...; see ModelPositions.unknown); describe() says so instead of stating it.
     """
     index: int
     rope: bool
@@ -73,6 +75,7 @@ class LayerPositions:
     direction: int = 1
     mrope_section: tuple | None = None
     mrope_interleaved: bool | None = None
+    unknown: tuple = ()
 
     @property
     def rotary_dim(self) -> int:

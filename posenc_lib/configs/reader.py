@@ -510,7 +510,7 @@ def from_hf_config(config: dict) -> ModelPositions:
     wanted |= {(t, _head_dims(r)) for t in params if t not in {w[0] for w in wanted}}  # checked though unused
     settings, mrope, more = _rope_settings(r, params, wanted, max_pos)
     notes += more
-    layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope)
+    layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope, _unknown_columns(r, []))
     mrope, interleaved = mrope or (None, None)
     notes += r.notes + _model_notes(r, layers, mrope, interleaved)
     original = text.get("original_max_position_embeddings")
@@ -525,7 +525,8 @@ def from_hf_config(config: dict) -> ModelPositions:
                           unknown=_unknown_columns(r, layers))
 
 
-def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope) -> list:
+def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope,
+                unknown: tuple) -> list:
     """One LayerPositions per layer: its attention (window, chunk), and its rotation from `settings` or none (a
     NoPE layer, with Llama 4's temperature; a layer without positions of its own kind)."""
     family = r.family
@@ -545,12 +546,12 @@ def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings
                                          inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
                                          layer_type=layer_type, direction=family.direction, causal=family.causal,
                                          temperature=query_scale, mrope_section=mrope[0] if mrope else None,
-                                         mrope_interleaved=mrope[1] if mrope else None))
+                                         mrope_interleaved=mrope[1] if mrope else None, unknown=unknown))
         else:
             layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
                                          _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature if mixer == "attention" else None,
-                                         layer_type=layer_type, mixer=mixer, causal=family.causal))
+                                         layer_type=layer_type, mixer=mixer, causal=family.causal, unknown=unknown))
     return layers
 
 

@@ -39,6 +39,8 @@ def kind_text(layer) -> str:
     where = tr("full causal", "全局因果") if layer.causal else tr("full bidirectional", "全局双向")
     if layer.window is not None:
         where = f"{_attention_name(layer.attention)} {layer.window}"
+    if "attention" in layer.unknown:  # no record and no layer_types: the pattern is in the code
+        where = tr("unknown", "未知")
     if layer.mixer != "attention":
         name = _mixer_name(layer.mixer)
         return tr(f"no positions: a {name} layer", f"没有位置信息：{name}层")
@@ -54,8 +56,10 @@ def kind_text(layer) -> str:
     dims += _stopped_pairs(layer)
     if layer.temperature is not None:  # Ministral 3: q scaled after RoPE by position
         factor += tr(", query scaled by position", "，查询按位置缩放")
-    return tr(f"RoPE {layout}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}",
-              f"RoPE {layout}，{dims}，底数 {layer.base:g}，{layer.rope_type}{factor}，注意力：{where}")
+    rope = f"RoPE {layout}" if "rope" not in layer.unknown else tr(
+        f"RoPE if its code rotates (unknown), layout {layout}", f"RoPE（代码是否旋转：未知），布局{layout}")
+    return tr(f"{rope}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}",
+              f"{rope}，{dims}，底数 {layer.base:g}，{layer.rope_type}{factor}，注意力：{where}")
 
 
 def _stopped_pairs(layer) -> str:
