@@ -142,8 +142,9 @@ def table(model) -> str:
     lines = [head, "  ".join(_ljust(c, w) for c, w in zip(headers, widths))]
     lines += ["  ".join(_ljust(v, w) for v, w in zip(r, widths)) for r in cells]
     if model.unknown:
-        lines.append(tr(f"{', '.join(model.unknown)} unknown (not in config.json): {model.layout_from}",
-                        f"{'、'.join(titles.get(c, c) for c in model.unknown)}未知（不在 config.json 里）：{model.layout_from}"))
+        unknown = tr(", ", "、").join(titles.get(c, c) for c in model.unknown)
+        lines.append(tr(f"{unknown}: unknown (not in config.json): {model.layout_from}",
+                        f"{unknown}：未知（不在 config.json 里）：{model.layout_from}"))
     elif any(layer.rope and layer.layout is None for layer in model.layers):
         lines.append(tr(f"layout unknown: {model.layout_from}", f"布局未知：{model.layout_from}"))
     if model.defaults_used:
