@@ -65,6 +65,16 @@ def test_gemma4_checkpoint_form_global_head_dim_reads_like_per_layer_config():
     assert [layer.head_dim for layer in b.layers][:6] == [256] * 5 + [512]
 
 
+@pytest.mark.parametrize("layers", [4, 6, 8, 12])
+def test_gemma4_layer_types_rule_is_the_config_class_s(layers):
+    """Without layer_types, Gemma 4's pattern: every 6th layer full, the last one forced to full (as its config
+    class computes them)."""
+    written = _json(cfg_gemma4.Gemma4TextConfig(num_hidden_layers=layers))
+    expected = written.pop("layer_types")
+    written.pop("per_layer_config")
+    assert [layer.layer_type for layer in from_hf_config(written).layers] == expected
+
+
 def test_p_rope_and_neox_partial_are_two_meanings_of_partial():
     """The same partial_rotary_factor 0.5 on a Llama-like head of 64: GPT-NeoX's partial turns the first 32 dims
     (16 pairs, theta over 32 dims); p-RoPE turns pairs of the whole head (theta over 64 dims) and stops the

@@ -314,6 +314,9 @@ LAYER_RULES = {
                                        else "sliding_attention"] * n,
     "alternate_sliding": lambda r, n: ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)],
     "every_kth_full": lambda r, n: _every(r, n, *r.family.pattern, "full_attention", "sliding_attention"),
+    # Gemma 4: every 6th layer full, and the last layer forced to full (Gemma4TextConfig.__post_init__)
+    "every_kth_full_last_full": lambda r, n: _every(r, n - 1, *r.family.pattern, "full_attention",
+                                                    "sliding_attention") + ["full_attention"],
     "full_interval": lambda r, n: _every(r, n, "full_attention_interval", 4, "full_attention", "linear_attention"),
     "every_other_linear": lambda r, n: ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)],
     "max_window_layers": _max_window_layers,
