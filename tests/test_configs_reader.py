@@ -306,3 +306,19 @@ def test_mrope_and_query_scale_run_on_the_callers_device(device):
     assert out.device.type == device and out.shape == (2, 2, 5, 128)
     scaled = from_hf_config(_json(cfg_ministral3.Ministral3Config())).layer(0)
     assert scaled.query_scale(torch.arange(4, device=device)).device.type == device
+
+
+@pytest.mark.parametrize("family,model_type", [("qwen3_vl", "qwen3_vl_text"), ("qwen3_5", "qwen3_5_text"),
+                                               ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
+                                               ("qwen2_5_vl", "qwen2_5_vl_text")])
+def test_new_records_defaults_are_their_config_classes(family, model_type):
+    """The defaults a record fills in for absent keys are the family's transformers config class's."""
+    from posenc_lib.configs import FAMILY_DEFAULTS
+    cls = type(transformers.CONFIG_MAPPING[model_type]())
+    for key, value in FAMILY_DEFAULTS[family].items():
+        if key == "rope_theta":
+            assert cls.default_theta == value
+        elif key == "partial_rotary_factor":
+            assert cls().rope_parameters["partial_rotary_factor"] == value
+        else:
+            assert getattr(cls, key) == value, key
