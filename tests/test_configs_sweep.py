@@ -16,10 +16,15 @@ and, where the rope dict is flat, also read in the older form (top-level rope_th
 rope_scaling with the legacy 'type' key) when transformers reads that form into the same rope parameters.
 Both readings are compared with one run of the code, layer by layer: which layers turn q and k, which dims,
 the layout, the direction, the q.q and k.k scores between positions 0, 1, 2, 3 to ~1e-5 (with the far position
-to 1e-3: the families' float32 angles), q's position-dependent scaling where the reader reports one, and the
-attention factor through the scores. Or the reader refuses with an error naming the config key, or it states
-the layout as unknown (a family without a record: the layout is in code). A family transformers cannot build
-or run this way is skipped with the reason. The counts are printed (pytest -s)."""
+to 1e-3: the families' float32 angles), and so the frequencies and the attention factor (p-RoPE's stopped
+pairs: dims and layout through the scores only). Or the reader refuses with an error naming the config key, or
+it states the layout as unknown (a family without a record: the layout is in code). A family transformers
+cannot build or run this way is skipped with the reason. The counts are printed (pytest -s).
+
+Not seen here, tested in tests/test_configs_reader.py: a query scaling by position (Ministral 3, Mistral 4: it
+is in both runs of the code), dynamic NTK past max_position_embeddings (the far position stays below it), M-RoPE
+on image positions (text positions are equal on the three axes). GPT-J and CodeGen write their base in the code
+and have no rope parameters to vary: their default case only."""
 import collections
 import contextlib
 import importlib.util
@@ -275,7 +280,6 @@ VARIANTS = {
 # one family for each way the reader finds a layer's rotation (the variants run on these only)
 REPRESENTATIVES = ("llama", "glm", "gpt_neox", "phi3", "deepseek_v3", "gemma3_text", "gemma4_text", "cohere2",
                    "llama4_text", "nanochat", "qwen3_next", "ministral3", "qwen3_vl_text")
-# (GPT-J and CodeGen write their base in the code and have no rope parameters to vary: their default case only)
 
 
 @pytest.fixture
