@@ -45,16 +45,17 @@ LIMIT_S = 6
 VARIANT_MAX_POSITIONS = 1024  # the far position 1023 lies past the variants' L0 = 256
 
 
+def modeling_source(model_type: str) -> str:
+    """The text of the family's modeling file ('' if it has none)."""
+    root = Path(importlib.util.find_spec("transformers").origin).parent / "models"
+    package = transformers.CONFIG_MAPPING[model_type].__module__.split(".")[2]
+    path = root / package / f"modeling_{package}.py"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
 def rope_model_types() -> list:
     """model_types whose modeling file defines a *RotaryEmbedding class (found by reading the files)."""
-    root = Path(importlib.util.find_spec("transformers").origin).parent / "models"
-    found = []
-    for model_type, cls in transformers.CONFIG_MAPPING.items():
-        package = cls.__module__.split(".")[2]
-        path = root / package / f"modeling_{package}.py"
-        if path.exists() and "RotaryEmbedding(nn.Module)" in path.read_text(encoding="utf-8"):
-            found.append(model_type)
-    return sorted(found)
+    return sorted(t for t in transformers.CONFIG_MAPPING if "RotaryEmbedding(nn.Module)" in modeling_source(t))
 
 
 def tiny_default(model_type: str, rope=None) -> dict:
@@ -91,7 +92,8 @@ def tiny_default(model_type: str, rope=None) -> dict:
     params = values.get("rope_parameters")
     record = FAMILIES.get(text.model_type)
     if isinstance(params, dict) and not any(isinstance(v, dict) for v in params.values()) and (
-            "mrope_section" in params or (record is not None and record.mrope)):  # sections that fit the tiny head
+            "mrope_section" in params or (record is not None and record.mrope)
+            or "mrope_section" in modeling_source(model_type)):  # M-RoPE sections that fit the tiny head
         pairs = rotated_pairs(values, None, params)
         values["rope_parameters"] = {**params, "mrope_section": [pairs - 2 * (pairs // 3), pairs // 3, pairs // 3]}
     if rope is not None:  # a scaling variant: the family's base (and partial factor) with this scaling
