@@ -91,7 +91,8 @@ def tiny_default(model_type: str, rope=None) -> dict:
             values[key("num_key_value_heads")] = 2
     params = values.get("rope_parameters")
     record = FAMILIES.get(text.model_type)
-    if isinstance(params, dict) and not any(isinstance(v, dict) for v in params.values()) and (
+    if isinstance(params, dict) and not any(isinstance(v, dict) for v in params.values()) and isinstance(
+            values.get("num_attention_heads"), int) and (  # (not a vision tower's num_heads)
             "mrope_section" in params or (record is not None and record.mrope)
             or "mrope_section" in modeling_source(model_type)):  # M-RoPE sections that fit the tiny head
         pairs = rotated_pairs(values, None, params)
