@@ -14,6 +14,10 @@ transformers = pytest.importorskip("transformers")
 
 from transformers.models.gemma4 import configuration_gemma4 as cfg_gemma4  # noqa: E402
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4  # noqa: E402
+from transformers.models.glm4v import configuration_glm4v as cfg_glm4v  # noqa: E402
+from transformers.models.glm4v import modeling_glm4v as hf_glm4v  # noqa: E402
+from transformers.models.glm4v_moe import configuration_glm4v_moe as cfg_glm4v_moe  # noqa: E402
+from transformers.models.glm4v_moe import modeling_glm4v_moe as hf_glm4v_moe  # noqa: E402
 from transformers.models.ministral3 import configuration_ministral3 as cfg_ministral3  # noqa: E402
 from transformers.models.ministral3 import modeling_ministral3 as hf_ministral3  # noqa: E402
 from transformers.models.qwen2_vl import configuration_qwen2_vl as cfg_qwen2  # noqa: E402
@@ -141,18 +145,30 @@ def test_ministral3_default_config_reads():
 SEGMENTS = [("text", 3), ("image", (1, 4, 6)), ("text", 2), ("video", (2, 4, 4)), ("text", 3)]
 
 
-@pytest.mark.parametrize("config_cls,rotary_cls,apply,interleaved,rotary_dims", [
-    (cfg_qwen3.Qwen3VLTextConfig, hf_qwen3.Qwen3VLTextRotaryEmbedding, hf_qwen3.apply_rotary_pos_emb, True, (0, 128)),
-    (cfg_qwen2.Qwen2VLTextConfig, hf_qwen2.Qwen2VLRotaryEmbedding, hf_qwen2.apply_rotary_pos_emb, False, (0, 128)),
-    (cfg_qwen35.Qwen3_5TextConfig, hf_qwen35.Qwen3_5TextRotaryEmbedding, hf_qwen35.apply_rotary_pos_emb, True, (0, 64)),
-], ids=["qwen3_vl", "qwen2_vl", "qwen3_5"])
-def test_mrope_layer_turns_like_transformers_on_image_and_video_positions(config_cls, rotary_cls, apply, interleaved,
-                                                                          rotary_dims):
+GLM4V_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+
+
+@pytest.mark.parametrize("config_cls,kwargs,rotary_cls,apply,interleaved,rotary_dims", [
+    (cfg_qwen3.Qwen3VLTextConfig, {}, hf_qwen3.Qwen3VLTextRotaryEmbedding, hf_qwen3.apply_rotary_pos_emb, True,
+     (0, 128)),
+    (cfg_qwen2.Qwen2VLTextConfig, {}, hf_qwen2.Qwen2VLRotaryEmbedding, hf_qwen2.apply_rotary_pos_emb, False, (0, 128)),
+    (cfg_qwen35.Qwen3_5TextConfig, {}, hf_qwen35.Qwen3_5TextRotaryEmbedding, hf_qwen35.apply_rotary_pos_emb, True,
+     (0, 64)),
+    (cfg_glm4v.Glm4vTextConfig, GLM4V_TEXT, hf_glm4v.Glm4vTextRotaryEmbedding, hf_glm4v.apply_rotary_pos_emb, False,
+     (0, 64)),
+    (cfg_glm4v_moe.Glm4vMoeTextConfig, {"head_dim": 128}, hf_glm4v_moe.Glm4vMoeTextRotaryEmbedding, hf_glm4v_moe.apply_rotary_pos_emb,
+     False, (0, 64)),
+], ids=["qwen3_vl", "qwen2_vl", "qwen3_5", "glm4v", "glm4v_moe"])
+def test_mrope_layer_turns_like_transformers_on_image_and_video_positions(config_cls, kwargs, rotary_cls, apply,
+                                                                          interleaved, rotary_dims):
     """The reader's layer, given (3, batch, seq) ids of text + image + text + video + text (multidim's
     mrope_position_ids, checked against get_rope_index in test_multidim.py), turns q as the family's rotary
     embedding and apply_rotary_pos_emb do: Qwen3-VL and Qwen3.5 interleave t, h, w pair by pair (Qwen3.5 on its
-    first 64 of 256 dims), Qwen2-VL takes them in chunks."""
-    config = config_cls()
+    first 64 of 256 dims), Qwen2-VL takes them in chunks, GLM-4V in chunks over interleaved pairs (2i, 2i+1) of
+    its first 64 of 128 dims (GLM-4.1V's partial_rotary_factor 0.5; transformers' default config has none, and
+    its default section [8, 12, 12] then does not fit), GLM-4V-MoE in the same chunks over half-split pairs (its
+    transformers default has no head_dim and 4096 / 96 heads does not divide: head_dim 128 is given here)."""
+    config = config_cls(**kwargs)
     read = from_hf_config(_json(config))
     layer = read.layer(read.rope_layers[0])
     assert read.mrope_interleaved is interleaved and layer.mrope_interleaved is interleaved
@@ -309,6 +325,7 @@ def test_mrope_and_query_scale_run_on_the_callers_device(device):
 
 
 @pytest.mark.parametrize("family,model_type", [("qwen3_vl", "qwen3_vl_text"), ("qwen3_5", "qwen3_5_text"),
+                                               ("glm4v", "glm4v_text"), ("glm4v_moe", "glm4v_moe_text"),
                                                ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
                                                ("qwen2_5_vl", "qwen2_5_vl_text")])
 def test_new_records_defaults_are_their_config_classes(family, model_type):

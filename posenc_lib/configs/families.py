@@ -108,6 +108,14 @@ REGISTRY = (
     Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"),
            mrope=("interleaved", (24, 20, 20)), defaults={"rope_theta": 500000.0, "head_dim": 128},
            source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by pair"),
+    Family("glm4v", ("glm4v", "glm4v_text"), layout="interleaved",
+           mrope=("chunks", (8, 12, 12)), defaults={"rope_theta": 10000.0},
+           source="modeling_glm4v.py: recomposition_frequencies takes t | h | w in chunks, then repeat_interleave(2): "
+                  "pairs (2i, 2i+1) of the first rotary dims (rotate_half_llm)"),
+    Family("glm4v_moe", ("glm4v_moe", "glm4v_moe_text"), mrope=("chunks", (8, 12, 12)),
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+           source="modeling_glm4v_moe.py: the same chunks, but cat([freq, freq]) and rotate_half: pairs (i, i + r/2), "
+                  "unlike GLM-4V's"),
     Family("ministral3", ("ministral3",), layers="window_everywhere", query_scale_key="llama_4_scaling_beta",
            rope_ignored_keys=("max_position_embeddings",),
            source="modeling_ministral3.py: rotate_half; then query_states * get_llama_4_attn_scale(position_ids, "
