@@ -11,7 +11,9 @@ Fields (the reader walks them; see reader.py):
       that switches the layout, (key, its default): true -> interleaved, false -> half (DeepSeek's rope_interleave).
     head_dim: where the q/k head size comes from: "head_dim" (the key, else hidden_size // heads),
       "hidden" (always hidden_size // heads: the family's code ignores a head_dim key), "mla" (q/k heads of
-      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE).
+      qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim: decoupled RoPE; the rotary
+      embedding sizes its frequencies by int(head_dim * partial_rotary_factor), which must be qk_rope_head_dim:
+      Mistral 4 says head_dim 128 with 0.5, DeepSeek-V3's transformers config head_dim = qk_rope_head_dim).
     rotated: how many of those dims turn: "partial_rotary_factor" (int(head_dim * f)), "rotary_pct" (GPT-NeoX's
       name for it), "rotary_dim" (stated in dims: GPT-J, CodeGen).
     fixed_base: a base written in the code, not read from the config (GPT-J: 10000).
@@ -29,6 +31,20 @@ Fields (the reader walks them; see reader.py):
       second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
       the attention looks half-split (configs.measure sees that).
     rope_type_renames: legacy rope types the family's config class renames (Phi-3: su, yarn -> longrope).
+    rope_ignored_keys: keys inside the rope dict that the family's config class leaves out of its rope checks and
+      its rotary code does not read (Ministral 3: max_position_embeddings).
+    query_scale_key: a key of the rope dict whose value beta scales every query after RoPE by
+      1 + beta * ln(1 + floor(m / original_max_position_embeddings)) (Ministral 3's llama_4_scaling_beta):
+      a position-dependent query scaling, not a change of the rotation.
+    head_dim_keys: ((layer type, key, default), ...): layers of that type size their heads by that key (Gemma 4's
+      full-attention layers: global_head_dim 512); a config's per_layer_config {"05": {"head_dim": ...}} (what
+      transformers' to_dict writes) wins.
+    score_scale: a fixed q.k scale written in the code (Gemma 4: 1.0, its q and k are RMS-normalised).
+    mrope: (style, default mrope_section) of a multimodal RoPE: "chunks" (Qwen2-VL: s_t pairs of t, then h, then w)
+      or "interleaved" (Qwen3-VL: pair i reads t, h, w in turn; multidim.mrope_axes); the section is the code's
+      default when the rope dict has none.
+    refused: ((key, values, why), ...): a value of key that the reader refuses, with why (Gemma 4's
+      use_bidirectional_attention 'all' changes the window's meaning).
     defaults: the family's config-class defaults of the keys read (tests compare them with transformers).
 """
 from __future__ import annotations
@@ -62,6 +78,12 @@ class Family:
     direction: int = 1
     reorders_pairs: bool = False
     rope_type_renames: dict = field(default_factory=dict)
+    rope_ignored_keys: tuple = ()
+    query_scale_key: str | None = None
+    head_dim_keys: tuple = ()
+    score_scale: float | None = None
+    mrope: tuple | None = None
+    refused: tuple = ()
     defaults: dict = field(default_factory=dict)
     source: str = ""
 
@@ -78,9 +100,33 @@ REGISTRY = (
     Family("qwen3", ("qwen3",), layers="max_window_layers",
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "head_dim": 128,
                      "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28}),
-    Family("qwen2_5_vl", ("qwen2_5_vl", "qwen2_5_vl_text"), layers="max_window_layers",
+    Family("qwen2_5_vl", ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"), layers="max_window_layers",
+           mrope=("chunks", (16, 24, 24)),
            defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
-                     "sliding_window": 4096, "max_window_layers": 80}),
+                     "sliding_window": 4096, "max_window_layers": 80},
+           source="modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: rotate_half; M-RoPE sections in chunks t | h | w"),
+    Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"),
+           mrope=("interleaved", (24, 20, 20)), defaults={"rope_theta": 500000.0, "head_dim": 128},
+           source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by pair"),
+    Family("glm4v", ("glm4v", "glm4v_text"), layout="interleaved",
+           mrope=("chunks", (8, 12, 12)), defaults={"rope_theta": 10000.0},
+           source="modeling_glm4v.py: recomposition_frequencies takes t | h | w in chunks, then repeat_interleave(2): "
+                  "pairs (2i, 2i+1) of the first rotary dims (rotate_half_llm)"),
+    Family("glm4v_moe", ("glm4v_moe", "glm4v_moe_text"), mrope=("chunks", (8, 12, 12)),
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+           source="modeling_glm4v_moe.py: the same chunks, but cat([freq, freq]) and rotate_half: pairs (i, i + r/2), "
+                  "unlike GLM-4V's"),
+    Family("ministral3", ("ministral3",), layers="window_everywhere", query_scale_key="llama_4_scaling_beta",
+           rope_ignored_keys=("max_position_embeddings",),
+           source="modeling_ministral3.py: rotate_half; then query_states * get_llama_4_attn_scale(position_ids, "
+                  "llama_4_scaling_beta, original_max_position_embeddings)"),
+    Family("gemma4_text", ("gemma4", "gemma4_text"), layers="every_kth_full_last_full", pattern=("_", 6),
+           head_dim_keys=(("full_attention", "global_head_dim", 512),), score_scale=1.0,
+           refused=(("use_bidirectional_attention", ("all",), "a bidirectional window of sliding_window // 2 + 1 "
+                     "each side, which this reader does not model"),),
+           defaults={"head_dim": 256, "sliding_window": 512, "max_position_embeddings": 131072},
+           source="modeling_gemma4.py: rotate_half on the whole head (p-RoPE's stopped pairs turn by 0); "
+                  "full-attention layers of global_head_dim; scaling = 1.0 after q/k RMS norms"),
     Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
                                       "partial_rotary_factor": 0.5},
            source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),
@@ -109,6 +155,10 @@ REGISTRY = (
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
                      "qk_nope_head_dim": 128, "rope_interleave": True},
            source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice"),
+    Family("mistral4", ("mistral4",), layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True,
+           mla_mscale=True, query_scale_key="llama_4_scaling_beta", rope_ignored_keys=("max_position_embeddings",),
+           source="modeling_mistral4.py: DeepSeek's MLA (apply_rotary_pos_emb_interleave on the rope slice), then "
+                  "query_states * get_llama_4_attn_scale(...) as Ministral 3"),
     Family("gpt_neox", ("gpt_neox",), rotated="rotary_pct", theta_key="rotary_emb_base", head_dim="hidden",
            defaults={"rotary_emb_base": 10000.0, "rotary_pct": 0.25, "max_position_embeddings": 2048}),
     Family("gptj", ("gptj",), layout="interleaved", rotated="rotary_dim", fixed_base=10000.0, head_dim="hidden",
@@ -149,9 +199,13 @@ REGISTRY = (
            source="modeling_lara_mini.py: NoPE layers get position_embeddings=None "
                   "(measured: the full-attention layers)"),
     # layers without positions: linear attention, recurrent blocks, cross-attention
-    Family("qwen3_next", ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
+    Family("qwen3_next", ("qwen3_next",),
            layers="full_interval", defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "head_dim": 256},
            source="modeling_qwen3_next.py: gated DeltaNet (linear attention) layers, RoPE on the full-attention ones"),
+    Family("qwen3_5", ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"), layers="full_interval",
+           mrope=("interleaved", (11, 11, 10)),
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "head_dim": 256},
+           source="modeling_qwen3_5.py: Qwen3-Next's layer stack; interleaved M-RoPE on the full-attention layers"),
     Family("minimax", ("minimax",), layers="every_other_linear", defaults={"rope_theta": 1000000.0},
            source="modeling_minimax.py: lightning (linear) attention layers beside full ones"),
     Family("recurrent_gemma", ("recurrent_gemma",), layers="block_types", window_key="attention_window_size",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import _checks
+from ..multidim import apply_multiaxis_rope, mrope_axes
 from ..rope import _rope_dims
 from ..scaling import rope_inv_freq
 from . import report
@@ -40,12 +41,19 @@ class LayerPositions:
     at the trained length (LongRoPE: the short factors; `frequencies(seq_len)` for another length);
     attention_factor: multiplies cos and sin (YaRN, LongRoPE; else 1). score_scale: multiplies q.k
     before the softmax (1/sqrt(head_dim) unless the model says otherwise). attention: "full",
-    "sliding" or "chunked", window: the window or chunk size (None for full). temperature: Llama 4's
-    {"floor_scale", "attn_scale"} on its NoPE layers (see `attention_temperature`), else None.
+    "sliding" or "chunked", window: the window or chunk size (None for full). temperature: a query scaling
+    that grows with the position, {"floor_scale", "attn_scale"[, "offset"]} (see `attention_temperature`):
+    Llama 4's on its NoPE layers, Ministral 3's llama_4_scaling_beta on its RoPE layers (after the rotation;
+    it scales q, it does not change how q turns); else None.
     layer_type: the name transformers gives the layer ("full_attention", "sliding_attention", ...).
     mixer: what mixes the tokens: "attention", or for a layer without positions of its own kind,
     "linear attention", "recurrent", "cross-attention" (keys from another input). direction: +1 when
     position m turns pair i counter-clockwise by m * theta_i (the course's convention), -1 the other way.
+    mrope_section: M-RoPE's (t, h, w) split of the pairs (Qwen-VL), else None; mrope_interleaved: True when
+    pair i reads t, h, w in turn (Qwen3-VL), False for chunks t | h | w (Qwen2-VL), None when not known (the
+    family's code decides; no record). `apply` then takes positions of shape (3, batch, seq).
+    unknown: what this layer holds as the generic reading but no record states (a model_type without a record:
+    "rope", "attention" ...; see ModelPositions.unknown); describe() says so instead of stating it.
     """
     index: int
     rope: bool
@@ -65,6 +73,9 @@ class LayerPositions:
     layer_type: str = "full_attention"
     mixer: str = "attention"
     direction: int = 1
+    mrope_section: tuple | None = None
+    mrope_interleaved: bool | None = None
+    unknown: tuple = ()
 
     @property
     def rotary_dim(self) -> int:
@@ -92,7 +103,9 @@ class LayerPositions:
         """x (..., seq, head_dim) rotated as this layer rotates q and k: only `rotary_dims` turn, in its
         layout, with its frequencies for the call's length L = 1 + the largest position (as HF decides
         dynamic NTK and LongRoPE) and its attention factor; a NoPE layer returns a copy of x.
-        positions: (seq,) or (batch, seq) integers on x's device, default 0 .. seq-1. New tensor, x's dtype."""
+        positions: (seq,) or (batch, seq) integers on x's device, default 0 .. seq-1; for an M-RoPE layer also
+        (3, batch, seq), one row per axis t, h, w (multidim.apply_multiaxis_rope with this layer's sections).
+        A query scaling (`temperature`, `query_scale`) is not applied here. New tensor, x's dtype."""
         _checks.float_tensor("x", x)
         if x.dim() < 2 or x.shape[-1] != self.head_dim:
             raise ValueError(f"x must have shape (..., seq, head_dim={self.head_dim}) for layer {self.index}, "
@@ -108,8 +121,21 @@ class LayerPositions:
             seq_len = max(last + 1, 1)
         inv_freq, _ = self.frequencies(seq_len, device=x.device)
         inv_freq = inv_freq if self.direction > 0 else -inv_freq  # a rotation the other way: angles negated
+        if positions is not None and positions.dim() == 3 and self.mrope_section is not None:
+            return self._apply_mrope(x, positions, inv_freq)
         # the layer's own factor: 1 where a q/k normalisation after RoPE cancels the scaling's (reader.py)
         return _rope_dims(x, positions, inv_freq, self.attention_factor, self.layout, *self.rotary_dims)
+
+    def _apply_mrope(self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+        """x's rotary dims turned by M-RoPE: pair i by positions[axis(i)] * theta_i (multidim.mrope_axes)."""
+        if self.mrope_interleaved is None:
+            raise ValueError(f"layer {self.index}: whether the M-RoPE sections interleave is in the family's code, not "
+                             f"in config.json: configs.measure(config) cannot tell it from text tokens either")
+        axes = mrope_axes(self.mrope_section, interleaved=self.mrope_interleaved, device=x.device)
+        start, stop = self.rotary_dims
+        turned = apply_multiaxis_rope(x[..., start:stop], positions, inv_freq=inv_freq.to(x.device),
+                                      axis_of_pair=axes, attention_factor=self.attention_factor, layout=self.layout)
+        return torch.cat((x[..., :start], turned, x[..., stop:]), dim=-1)
 
     def visible_keys(self, seq_len: int, *, device=None) -> torch.Tensor:
         """(seq_len, seq_len) bool: True where query i may attend key j (positions 0 .. seq_len-1).
@@ -128,8 +154,9 @@ class LayerPositions:
         return mask
 
     def query_scale(self, positions: torch.Tensor) -> torch.Tensor:
-        """The factor each query is multiplied by before q.k: Llama 4's attention temperature on its
-        NoPE layers (`attention_temperature`), ones elsewhere. positions: integer tensor; float64 result."""
+        """The factor each query is multiplied by before q.k (`attention_temperature`): Llama 4's temperature on its
+        NoPE layers, Ministral 3's llama_4_scaling_beta scaling on its RoPE layers; ones elsewhere.
+        positions: integer tensor; float64 result."""
         positions = _checks.position_values("positions", positions)
         if self.temperature is None:
             return torch.ones(positions.shape, dtype=_checks.angle_dtype(positions.device), device=positions.device)
@@ -140,11 +167,15 @@ class LayerPositions:
         return report.layer_line(self)
 
 
-def attention_temperature(positions: torch.Tensor, *, floor_scale: float = 8192, attn_scale: float = 0.1
-                          ) -> torch.Tensor:
+def attention_temperature(positions: torch.Tensor, *, floor_scale: float = 8192, attn_scale: float = 0.1,
+                          offset: int = 1) -> torch.Tensor:
     """Llama 4's query temperature at absolute positions m (its NoPE layers, inference-time scaling):
 
-        s(m) = 1 + attn_scale * log(1 + floor((m + 1) / floor_scale))
+        s(m) = 1 + attn_scale * log(1 + floor((m + offset) / floor_scale))      (Llama 4: offset 1)
+
+    Ministral 3 multiplies its queries on every layer, after RoPE, by the same form with offset 0,
+    floor_scale = rope_parameters' original_max_position_embeddings and attn_scale = llama_4_scaling_beta
+    (transformers' get_llama_4_attn_scale).
 
     1 for the first floor_scale - 1 positions, then growing like log m in steps of floor_scale: far
     queries get sharper softmaxes, countering the dilution of attention over many keys (the idea of
@@ -155,8 +186,10 @@ def attention_temperature(positions: torch.Tensor, *, floor_scale: float = 8192,
     positions = _checks.position_values("positions", positions)
     floor_scale = _checks.positive_float("floor_scale", floor_scale)
     attn_scale = _checks.positive_float("attn_scale", attn_scale, inclusive=True)
+    if isinstance(offset, bool) or offset not in (0, 1):
+        raise ValueError(f"offset must be 0 (Ministral 3) or 1 (Llama 4), got {offset!r}")
     m = positions.to(_checks.angle_dtype(positions.device))
-    return 1.0 + attn_scale * torch.log1p(torch.floor((m + 1.0) / floor_scale))
+    return 1.0 + attn_scale * torch.log1p(torch.floor((m + offset) / floor_scale))
 
 
 # ----------------------------------------------------------------------------- the whole model
@@ -171,7 +204,11 @@ class ModelPositions:
     not always the pretraining length: Llama 4 Scout's 8192 is its attention chunk; None if none is given).
     defaults_used: the keys taken from the family's defaults (absent from the config). layout_from: where
     the layout column comes from (the family record's source, or where it would come from when unknown). mrope_section: Qwen-VL's
-    split of the pairs into (temporal, height, width), or None. notes: how keys were interpreted.
+    split of the pairs into (temporal, height, width), or None; mrope_interleaved: True when the pairs take t, h, w
+    in turn (Qwen3-VL, Qwen3.5), False for chunks (Qwen2-VL), None when no record says. notes: how keys were
+    interpreted. unknown: the report's columns that only the family's code decides and no record states (a
+    model_type without a record: "rope", "layout", and "attention" when the config has no layer_types); the
+    layers then hold the generic reading, which the report does not show as fact.
     """
     model_type: str
     family: str
@@ -184,6 +221,8 @@ class ModelPositions:
     notes: tuple = field(default_factory=tuple)
     defaults_used: tuple = ()
     layout_from: str = ""
+    mrope_interleaved: bool | None = None
+    unknown: tuple = ()
 
     def layer(self, index: int) -> LayerPositions:
         """The settings of layer `index` (negative counts from the end)."""

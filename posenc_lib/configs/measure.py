@@ -41,7 +41,9 @@ _SMALL = {"intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_i
           "ffn_hidden_size": 32, "num_experts": 4, "n_routed_experts": 4, "num_local_experts": 4,
           "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1, "kv_lora_rank": 16,
           "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 16,
-          "linear_value_head_dim": 16}
+          "linear_value_head_dim": 16, "vocab_size_per_layer_input": 128}
+# inputs the probe does not feed, switched off (they do not touch positions): Gemma 4's per-layer token inputs
+_OFF = {"hidden_size_per_layer_input": 0}
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +118,8 @@ def tiny_config(config: dict):
                          f"{transformers.__version__} knows")
     text = transformers.AutoConfig.for_model(model_type, **fields).get_text_config()
     values = text.to_dict()
+    named = getattr(type(text), "attribute_map", {})  # GPT-J's config.json says n_embd, n_head for these
+    values = {k: values.get(named[k]) for k in ("hidden_size", "num_attention_heads") if k in named} | values
     head_dim = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
     heads = 2
     small = {"num_attention_heads": heads, "num_key_value_heads": min(values.get("num_key_value_heads") or 2, heads)}
@@ -126,11 +130,15 @@ def tiny_config(config: dict):
     if "head_dim" in values and values["head_dim"]:
         small["head_dim"] = head_dim
     small.update({k: v for k, v in _SMALL.items() if isinstance(values.get(k), int) and values[k] > v})
+    small.update({k: v for k, v in _OFF.items() if values.get(k)})
     small["vocab_size"] = 128  # special token ids point into it (their values do not matter here)
     for key, v in values.items():
         if key.endswith(("token_id", "token_ids")) and v is not None:
             small[key] = [i % 128 for i in v] if isinstance(v, list) else v % 128 if isinstance(v, int) else v
     values.update({k: v for k, v in small.items() if k in values})
+    for k in named:  # back to the family's own names
+        if k in values and named[k] in values:
+            values[named[k]] = values.pop(k)
     values.pop("model_type", None)
     values = {k: v for k, v in values.items() if not k.startswith("_") and k not in ("transformers_version",)}
     return type(text)(**values)
@@ -210,9 +218,13 @@ def capture(config: dict, *, seed: int = 0, max_params: int = 3_000_000) -> tupl
                 and "vision" not in name.lower()]
     if not rotaries:
         raise ValueError(f"{cls.__name__} has no rotary-embedding module to switch off")
-    dims = [getattr(text, k, None) for k in ("head_dim", "qk_head_dim")]
-    dims += [(getattr(text, "qk_nope_head_dim", None) or 0) + (getattr(text, "qk_rope_head_dim", None) or 0),
+    values = text.to_dict()  # (Gemma 4 refuses text.head_dim: its heads differ per layer, in per_layer_config)
+    dims = [values.get(k) for k in ("head_dim", "qk_head_dim")]
+    dims += [(values.get("qk_nope_head_dim") or 0) + (values.get("qk_rope_head_dim") or 0),
              text.hidden_size // text.num_attention_heads]
+    layer_configs = values.get("per_layer_config")  # per-layer head sizes (Gemma 4's global_head_dim)
+    if isinstance(layer_configs, dict):
+        dims += [c.get("head_dim") for c in layer_configs.values() if isinstance(c, dict)]
     batch = (max(d for d in dims if isinstance(d, int)) + 8) // text.num_attention_heads + 1
     hidden = torch.randn(batch, 5, text.hidden_size, generator=torch.Generator().manual_seed(seed),
                          dtype=torch.float64)

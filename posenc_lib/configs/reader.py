@@ -14,7 +14,16 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
       partial_rotary_factor); as in transformers, a non-empty rope_scaling wins over rope_parameters.
       The dict may be nested by layer type ({"full_attention": {...}, "sliding_attention": {...}}).
       Its keys are checked by `scaling.ROPE_SCALINGS` (an unknown rope_type or key is a ValueError)
-    partial rotary: partial_rotary_factor, rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen)
+    partial rotary: partial_rotary_factor, rotary_pct (GPT-NeoX), rotary_dim (GPT-J, CodeGen); with rope_type
+      'proportional' (p-RoPE, Gemma 4) the whole head turns and the factor stops the slowest pairs instead
+    per-layer head sizes: per_layer_config {"05": {"head_dim": 512}} (transformers' to_dict) or the family's key
+      (Gemma 4's global_head_dim for its full-attention layers); other per-layer overrides of keys read here
+      are refused by name
+    mrope_section (M-RoPE; the family's record says chunks or interleaved, and its code's default section);
+      llama_4_scaling_beta in the rope dict (Ministral 3): a query scaling by position, not part of the rotation
+    dynamic NTK: from max_position_embeddings, as transformers 5 (an original_max_position_embeddings in its
+      dict is not read there, noted); YaRN's truncate inside one layer type's dict: refused (transformers reads
+      truncate from the top of rope_parameters only)
     per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
       (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
       no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
@@ -41,6 +50,11 @@ _HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "ch
 # layer types whose layer does not attend over positions, and what it is instead (LayerPositions.mixer)
 MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention"}
 _NOT_SCALING = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
+# keys a per_layer_config may override that the reader reads model-wide: refused per layer (head_dim is read)
+_PER_LAYER_READ = {"head_dim", "rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "layer_types",
+                   "sliding_window", "qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim", "rope_interleave",
+                   "use_qk_norm", "attention_chunk_size", "no_rope_layers", "query_pre_attn_scalar",
+                   "num_attention_heads", "hidden_size", "global_head_dim"}
 
 
 class _Reader:
@@ -48,7 +62,7 @@ class _Reader:
 
     def __init__(self, config: dict, family: Family, prefix: str):
         self.config, self.family, self.prefix = config, family, prefix
-        self.defaults, self.defaults_used = family.defaults, []
+        self.defaults, self.defaults_used, self.notes = family.defaults, [], []
 
     def name(self, key: str) -> str:
         return f"{self.prefix}[{key!r}]"
@@ -164,7 +178,12 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tup
     partial = p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']"
     if partial[0] is None:
         partial = r.get(family.rotated, 1.0 if family.rotated != "rotary_dim" else None), r.name(family.rotated)
-    given = {k: v for k, v in p.items() if k not in _NOT_SCALING}
+    given = {k: v for k, v in p.items() if k not in _NOT_SCALING + family.rope_ignored_keys}
+    beta = None
+    if family.query_scale_key is not None:  # Ministral 3: a query scaling read from the rope dict (not RoPE's)
+        beta = given.pop(family.query_scale_key, None)
+        beta = None if beta is None else _checks.positive_float(f"{where}[{family.query_scale_key!r}]", beta,
+                                                                inclusive=True)
     if "type" in given:  # the legacy name; transformers reads rope_type first when both are there
         legacy = given.pop("type")
         given.setdefault("rope_type", legacy)
@@ -179,8 +198,19 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tup
         given[l0] = top if top is not None else given.get(l0) or max_pos
         if given.get("factor") is None and rope_type in ("yarn", "longrope") and max_pos and given[l0]:
             given["factor"] = max_pos / given[l0]  # transformers' fallback for the factor
-    if rope_type == "dynamic":
-        given.setdefault(l0, max_pos)
+    if rope_type == "dynamic":  # transformers 5's dynamic NTK starts from max_position_embeddings, whatever the dict says
+        if max_pos is None:
+            raise ValueError(f"{where}: dynamic NTK starts from {r.name('max_position_embeddings')}, which is missing")
+        if given.get(l0) not in (None, max_pos):
+            r.notes.append(tr(f"{where}['{l0}'] = {given[l0]} is not read by transformers' dynamic NTK, which starts "
+                              f"from max_position_embeddings = {max_pos}: {max_pos} is used",
+                              f"{where}['{l0}'] = {given[l0]} 不被 transformers 的 dynamic NTK 读取，它从 "
+                              f"max_position_embeddings = {max_pos} 开始：这里用 {max_pos}"))
+        given[l0] = max_pos
+    if "truncate" in given and where.count("[") > r.prefix.count("[") + 1:  # a layer type's own dict
+        raise ValueError(f"{where}['truncate']: transformers 5 reads YaRN's truncate from the top of rope_parameters, "
+                         f"so inside a layer type's dict it is ignored (truncate stays true); remove it or put the "
+                         f"model's rope parameters in one dict")
     scaling = None if rope_type == "default" and set(given) <= {"rope_type"} else given
     if scaling is not None:
         try:
@@ -188,12 +218,13 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tup
             _validate(scaling)
         except (ValueError, TypeError) as error:
             raise type(error)(f"{where}: {error}") from error
-        if rope_type in WHOLE_HEAD_TYPES:  # its partial_rotary_factor means pairs, not dims: not read yet
-            raise ValueError(f"{where}['rope_type'] is {rope_type!r} (p-RoPE, Gemma 4): posenc_lib.scaling.rope_inv_freq "
-                             f"computes its frequencies, but this reader does not read such a model's layers yet")
+        if rope_type in WHOLE_HEAD_TYPES:  # p-RoPE: the whole head turns; the fraction stops pairs, in the dict
+            if partial[0] is not None:
+                scaling["partial_rotary_factor"] = _checks.positive_float(partial[1], partial[0])
+            partial = 1.0, partial[1]
         if rope_type == "default":
             scaling = None
-    return base, rope_type, scaling, partial, p.get("mrope_section")
+    return base, rope_type, scaling, partial, p.get("mrope_section"), beta
 
 
 def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
@@ -212,6 +243,8 @@ def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
 
 
 def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
+    if r.family.score_scale is not None:  # written in the code (Gemma 4: 1.0)
+        return r.family.score_scale
     if r.family.score_scale_key:  # Gemma: 1/sqrt(query_pre_attn_scalar)
         return float(r.number(r.family.score_scale_key)) ** -0.5
     scale = head_dim ** -0.5
@@ -281,6 +314,9 @@ LAYER_RULES = {
                                        else "sliding_attention"] * n,
     "alternate_sliding": lambda r, n: ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)],
     "every_kth_full": lambda r, n: _every(r, n, *r.family.pattern, "full_attention", "sliding_attention"),
+    # Gemma 4: every 6th layer full, and the last layer forced to full (Gemma4TextConfig.__post_init__)
+    "every_kth_full_last_full": lambda r, n: _every(r, n - 1, *r.family.pattern, "full_attention",
+                                                    "sliding_attention") + ["full_attention"],
     "full_interval": lambda r, n: _every(r, n, "full_attention_interval", 4, "full_attention", "linear_attention"),
     "every_other_linear": lambda r, n: ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)],
     "max_window_layers": _max_window_layers,
@@ -319,7 +355,7 @@ def _head_dims(r: _Reader) -> tuple[int, int, int]:
     heads = r.int(r.present("num_attention_heads", "n_head"), required=True)
     if r.family.head_dim == "mla":  # MLA: q/k heads of nope + rope dims, RoPE on the rope slice only
         rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
-        return nope + rope, rope, nope
+        return nope + rope, r.int("head_dim") or rope, nope  # the rotary sizes by head_dim x partial (families.py)
     head_dim = r.int("head_dim") if r.family.head_dim == "head_dim" else None
     if head_dim is None:  # transformers: hidden_size // num_attention_heads
         key = "hidden_size" if "hidden_size" in r.config or "n_embd" not in r.config else "n_embd"
@@ -341,11 +377,84 @@ def _layout(r: _Reader, model_type: str) -> tuple:
         return ("interleaved" if r.flag(key, default) else "half"), tr(
             f"{family.name}'s code, switched by {r.name(key)}", f"{family.name} 的代码，由 {r.name(key)} 切换")
     if family.layout is None:
-        return None, tr(f"config.json does not say which dims pair; transformers' modeling_{model_type}.py does "
-                        f"(its rotate_half / apply_rotary_pos_emb): configs.measure(config) reads it from that code",
-                        f"config.json 不说明哪些维度配对；transformers 的 modeling_{model_type}.py 才说明"
-                        f"（它的 rotate_half / apply_rotary_pos_emb）：configs.measure(config) 从那段代码里测出来")
+        return None, tr(f"config.json does not say which layers rotate q and k or which dims pair; transformers' "
+                        f"modeling_{model_type}.py does (its attention and rotate_half / apply_rotary_pos_emb): "
+                        f"configs.measure(config) reads it from that code",
+                        f"config.json 不说明哪些层旋转 q 和 k、哪些维度配对；transformers 的 modeling_{model_type}.py "
+                        f"才说明（它的注意力和 rotate_half / apply_rotary_pos_emb）：configs.measure(config) "
+                        f"从那段代码里测出来")
     return family.layout, tr(f"the {family.name} family record", f"{family.name} 系列记录")
+
+
+def _layer_head_dims(r: _Reader, layer_types: list) -> list:
+    """Per layer (q/k head dim, dims RoPE may turn, where they start): the model's (`_head_dims`), or a layer's own
+    head_dim from per_layer_config (transformers' sparse per-layer overrides, keyed by the layer index; what its
+    to_dict writes) or from the family's head_dim_keys (Gemma 4's global_head_dim for full-attention layers)."""
+    n, shared = len(layer_types), _head_dims(r)
+    by_type = {t: r.int(key, default) for t, key, default in r.family.head_dim_keys if t in layer_types}
+    out = [(by_type[t], by_type[t], 0) if t in by_type else shared for t in layer_types]
+    given = r.config.get("per_layer_config")
+    if given is None:
+        return out
+    if not isinstance(given, dict):
+        raise TypeError(f"{r.name('per_layer_config')} must be a dict {{layer index: {{key: value}}}}, "
+                        f"got {type(given).__name__}")
+    for key, overrides in given.items():
+        where = f"{r.name('per_layer_config')}[{key!r}]"
+        index = int(key) if isinstance(key, int) or (isinstance(key, str) and key.isdigit()) else None
+        if index is None or not 0 <= index < n or not isinstance(overrides, dict):
+            raise ValueError(f"{where}: per_layer_config maps a layer index 0 .. {n - 1} (num_hidden_layers) to a dict "
+                             f"of overrides, got {key!r}: {overrides!r}")
+        for name in sorted(set(overrides) & _PER_LAYER_READ - {"head_dim"}):
+            raise ValueError(f"{where}[{name!r}]: a per-layer {name} is not read (only head_dim is)")
+        if "head_dim" in overrides:
+            if r.family.head_dim != "head_dim":
+                raise ValueError(f"{where}['head_dim']: the {r.family.name} family does not size its heads by head_dim")
+            size = _checks.positive_int(f"{where}['head_dim']", overrides["head_dim"])
+            out[index] = (size, size, 0)
+    return out
+
+
+def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
+    """{(layer type, head dims): (base, rope_type, scaling, inv_freq, attention factor, rotated dims, query scale)},
+    (mrope_section, interleaved) or None, notes: the frequencies of every kind of RoPE layer."""
+    family, settings, mrope, notes = r.family, {}, None, []
+    norm_key = family.qk_norm_after_rope
+    normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
+    for layer_type, dims in sorted(wanted):
+        p, where, theta_key = params[layer_type]
+        base, rope_type, scaling, partial, section, beta = _scaling(r, p, where, theta_key, max_pos=max_pos)
+        rotated = _rotated_dims(r, dims[1], partial)
+        if family.head_dim == "mla" and rotated != r.int("qk_rope_head_dim"):
+            raise ValueError(f"{r.name('head_dim')} x the partial rotary factor gives {rotated} rotary dims, but "
+                             f"{r.name('qk_rope_head_dim')} is {r.int('qk_rope_head_dim')}: they must agree")
+        try:
+            inv_freq, factor = rope_inv_freq(rotated, base=base, scaling=scaling)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"{where}: {error}") from error
+        if family.mrope is not None or section is not None:
+            style, default = family.mrope or (None, None)
+            named = f"{where}['mrope_section']" + ("" if section is not None else tr(
+                f" (absent: the {family.name} code's default {list(default)})",
+                f"（缺省：{family.name} 代码里的默认值 {list(default)}）"))
+            section = default if section is None else section
+            mrope = _mrope_section(section, rotated, named), None if style is None else style == "interleaved"
+        if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
+            notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
+                            f"normalisation after RoPE: reported as 1",
+                            f"{where}：cos/sin 上的注意力因子 {float(factor):.6g} 被 RoPE 之后对 q/k 的归一化抵消，"
+                            f"报告为 1"))
+            factor = 1.0
+        query_scale = None
+        if beta is not None:  # Ministral 3: q * (1 + beta ln(1 + floor(m / L0))) after RoPE (get_llama_4_attn_scale)
+            l0 = p.get("original_max_position_embeddings")
+            if l0 is None:
+                raise ValueError(f"{where}[{family.query_scale_key!r}] needs {where}['original_max_position_embeddings'] "
+                                 f"(the query scaling's step length), which is missing")
+            query_scale = {"floor_scale": _checks.positive_float(f"{where}['original_max_position_embeddings']", l0),
+                           "attn_scale": beta, "offset": 0}
+        settings[layer_type, dims] = (base, rope_type, scaling, inv_freq, float(factor), rotated, query_scale)
+    return settings, mrope, notes
 
 
 def from_hf_config(config: dict) -> ModelPositions:
@@ -367,10 +476,13 @@ def from_hf_config(config: dict) -> ModelPositions:
     family = FAMILIES.get(model_type, GENERIC)
     r = _Reader(text, family, prefix)
     notes = [] if family is not GENERIC else [tr(
-        f"model_type {model_type!r} has no family record: the keys every family shares are read; what only its "
-        f"code decides (the layout; which layers rotate, if not all) is not known from the config",
-        f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键；只有代码才决定的事（布局；"
-        f"若不是每层都旋转，哪些层旋转）无法从配置得知")]
+        f"model_type {model_type!r} has no family record: the keys every family shares are read (head_dim, "
+        f"partial_rotary_factor, rope_parameters, as transformers' shared rope functions read them); what only its "
+        f"code decides (which layers rotate, the layout, the attention pattern without layer_types) is not known "
+        f"from the config",
+        f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键（head_dim、partial_rotary_factor、"
+        f"rope_parameters，按 transformers 共用的 RoPE 函数的读法）；只有代码才决定的事（哪些层旋转、布局、"
+        f"没有 layer_types 时的注意力模式）无法从配置得知")]
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     positions = family.positions
@@ -389,30 +501,38 @@ def from_hf_config(config: dict) -> ModelPositions:
                                         f"no position in attention",
                                         f"可学习的绝对位置嵌入：一张 {max_pos} 行的表，加在输入上；"
                                         f"注意力里没有位置信息"),), defaults_used=tuple(r.defaults_used))
-    head_dim, rope_head_dim, start = _head_dims(r)
     layout, layout_from = _layout(r, model_type)
+    for key, values, why in family.refused:
+        if r.get(key) in values:
+            raise ValueError(f"{r.name(key)} = {r.get(key)!r} is not read: {why}")
     flags, layer_types = _layers(r, n)
+    dims = _layer_head_dims(r, layer_types)  # per layer: (q/k head dim, dims RoPE may turn, where they start)
     params, more = _rope_dicts(r, [t for t, f in zip(layer_types, flags) if f])
     notes += more
-    settings, mrope = {}, None
-    norm_key = family.qk_norm_after_rope
-    normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
-    for layer_type, (p, where, theta_key) in sorted(params.items()):
-        base, rope_type, scaling, partial, section = _scaling(r, p, where, theta_key, max_pos=max_pos)
-        rotated = _rotated_dims(r, rope_head_dim, partial)
-        try:
-            inv_freq, factor = rope_inv_freq(rotated, base=base, scaling=scaling)
-        except (ValueError, TypeError) as error:
-            raise type(error)(f"{where}: {error}") from error
-        if section is not None:
-            mrope = _mrope_section(section, rotated, f"{where}['mrope_section']")
-        if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
-            notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
-                            f"normalisation after RoPE: reported as 1",
-                            f"{where}：cos/sin 上的注意力因子 {float(factor):.6g} 被 RoPE 之后对 q/k 的归一化抵消，"
-                            f"报告为 1"))
-            factor = 1.0
-        settings[layer_type] = (base, rope_type, scaling, inv_freq, float(factor), rotated)
+    wanted = {(t, dims[i]) for i, (t, f) in enumerate(zip(layer_types, flags)) if f}
+    wanted |= {(t, _head_dims(r)) for t in params if t not in {w[0] for w in wanted}}  # checked though unused
+    settings, mrope, more = _rope_settings(r, params, wanted, max_pos)
+    notes += more
+    layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope, _unknown_columns(r, []))
+    mrope, interleaved = mrope or (None, None)
+    notes += r.notes + _model_notes(r, layers, mrope, interleaved)
+    original = text.get("original_max_position_embeddings")
+    if original is None:
+        for base, rope_type, scaling, *_ in settings.values():
+            if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
+                original = scaling["original_max_position_embeddings"]
+    if original is not None:
+        original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
+    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
+                          defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
+                          unknown=_unknown_columns(r, layers))
+
+
+def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope,
+                unknown: tuple) -> list:
+    """One LayerPositions per layer: its attention (window, chunk), and its rotation from `settings` or none (a
+    NoPE layer, with Llama 4's temperature; a layer without positions of its own kind)."""
+    family = r.family
     chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
     tuning = family.temperature and r.flag("attn_temperature_tuning", True)
     temperature = {"floor_scale": r.number("floor_scale"), "attn_scale": r.number("attn_scale")} if tuning else None
@@ -422,34 +542,61 @@ def from_hf_config(config: dict) -> ModelPositions:
         attention = _HF_LAYER_TYPES[layer_type] or "full"
         size = {"full": None, "sliding": window, "chunked": chunk}[attention]
         mixer = MIXERS.get(layer_type, "attention")
+        head_dim, _, start = dims[i]
         if flag:
-            base, rope_type, scaling, inv_freq, factor, rotated = settings[layer_type]
+            base, rope_type, scaling, inv_freq, factor, rotated, query_scale = settings[layer_type, dims[i]]
             layers.append(LayerPositions(i, True, head_dim, (start, start + rotated), layout, base, rope_type, scaling,
                                          inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
-                                         layer_type=layer_type, direction=family.direction, causal=family.causal))
+                                         layer_type=layer_type, direction=family.direction, causal=family.causal,
+                                         temperature=query_scale, mrope_section=mrope[0] if mrope else None,
+                                         mrope_interleaved=mrope[1] if mrope else None, unknown=unknown))
         else:
             layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
                                          _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature if mixer == "attention" else None,
-                                         layer_type=layer_type, mixer=mixer, causal=family.causal))
+                                         layer_type=layer_type, mixer=mixer, causal=family.causal, unknown=unknown))
+    return layers
+
+
+def _model_notes(r: _Reader, layers: list, mrope, interleaved) -> list:
+    """The report's notes on what the layers' columns do not show: M-RoPE's sections and how they are laid out,
+    a query scaling by position (Ministral 3), a q/k normalisation after RoPE."""
+    family, notes = r.family, []
     if mrope is not None:
-        notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE); "
-                        f"for text tokens all three positions are equal, so the frequencies above apply",
-                        f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE）；"
+        how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
+               False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
+               None: tr("chunked or interleaved: unknown (the family's modeling code decides)",
+                        "分块还是交错：未知（由该系列的建模代码决定）")}[interleaved]
+        notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE), "
+                        f"{how}; for text tokens all three positions are equal, so the frequencies above apply",
+                        f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE），{how}；"
                         f"文本 token 的三个位置相同，所以上面的频率照样适用"))
-    if normed_after:
+    scaled = [layer for layer in layers if layer.rope and layer.temperature is not None]
+    if scaled:
+        t = scaled[0].temperature
+        notes.append(tr(f"{family.query_scale_key} {t['attn_scale']:g}: every query is multiplied, after RoPE, by "
+                        f"1 + {t['attn_scale']:g} ln(1 + floor(m / {t['floor_scale']:g})) at position m: a query "
+                        f"scaling that grows with the position (layer.query_scale), not a change of the rotation",
+                        f"{family.query_scale_key} {t['attn_scale']:g}：每个查询在 RoPE 之后乘以 "
+                        f"1 + {t['attn_scale']:g} ln(1 + floor(m / {t['floor_scale']:g}))（m 为位置）：随位置增大的"
+                        f"查询缩放（layer.query_scale），不是旋转的改变"))
+    norm_key = family.qk_norm_after_rope
+    if norm_key == "always" or (norm_key is not None and r.flag(norm_key, False)):
         notes.append(tr(f"q and k are normalised after RoPE on the RoPE layers ({norm_key}; an attention factor on "
                         f"cos/sin cancels there)",
                         f"RoPE 层在旋转之后对 q 和 k 做归一化（{norm_key}；cos/sin 上的注意力因子在那里被抵消）"))
-    original = text.get("original_max_position_embeddings")
-    if original is None:
-        for base, rope_type, scaling, *_ in settings.values():
-            if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
-                original = scaling["original_max_position_embeddings"]
-    if original is not None:
-        original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
-    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
-                          defaults_used=tuple(r.defaults_used), layout_from=layout_from)
+    return notes
+
+
+def _unknown_columns(r: _Reader, layers: list) -> tuple:
+    """The report's columns that only a family's code decides, for a model_type without a record: which layers
+    rotate, the layout, the q.k scale and a query temperature; the attention pattern unless layer_types states
+    it; an attention factor on cos/sin (a q/k normalisation after RoPE would cancel it, Hunyuan, NanoChat)."""
+    if r.family is not GENERIC:
+        return ()
+    return (("rope", "layout", "score_scale", "temperature")
+            + (() if r.config.get("layer_types") is not None else ("attention",))
+            + (("attention_factor",) if any(layer.attention_factor != 1 for layer in layers) else ()))
 
 
 def _mrope_section(section, rotated: int, where: str) -> tuple:

@@ -39,6 +39,8 @@ def kind_text(layer) -> str:
     where = tr("full causal", "全局因果") if layer.causal else tr("full bidirectional", "全局双向")
     if layer.window is not None:
         where = f"{_attention_name(layer.attention)} {layer.window}"
+    if "attention" in layer.unknown:  # no record and no layer_types: the pattern is in the code
+        where = tr("unknown", "未知")
     if layer.mixer != "attention":
         name = _mixer_name(layer.mixer)
         return tr(f"no positions: a {name} layer", f"没有位置信息：{name}层")
@@ -51,8 +53,21 @@ def kind_text(layer) -> str:
     factor = ("" if layer.attention_factor == 1
               else tr(f", cos/sin x {layer.attention_factor:.6g}", f"，cos/sin 乘 {layer.attention_factor:.6g}"))
     layout = layout_name(layer.layout) + ("" if layer.direction > 0 else tr(" (turning clockwise)", "（顺时针旋转）"))
-    return tr(f"RoPE {layout}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}",
-              f"RoPE {layout}，{dims}，底数 {layer.base:g}，{layer.rope_type}{factor}，注意力：{where}")
+    dims += _stopped_pairs(layer)
+    if layer.temperature is not None:  # Ministral 3: q scaled after RoPE by position
+        factor += tr(", query scaled by position", "，查询按位置缩放")
+    rope = f"RoPE {layout}" if "rope" not in layer.unknown else tr(
+        f"RoPE if its code rotates (unknown), layout {layout}", f"RoPE（代码是否旋转：未知），布局{layout}")
+    return tr(f"{rope}, {dims}, base {layer.base:g}, {layer.rope_type}{factor}, attention {where}",
+              f"{rope}，{dims}，底数 {layer.base:g}，{layer.rope_type}{factor}，注意力：{where}")
+
+
+def _stopped_pairs(layer) -> str:
+    """p-RoPE (Gemma 4): " (k of n pairs turn)" when the slowest pairs have frequency 0, else ""."""
+    if layer.inv_freq is None:
+        return ""
+    turning, pairs = int((layer.inv_freq != 0).sum()), layer.inv_freq.numel()
+    return "" if turning == pairs else tr(f" ({turning} of {pairs} pairs turn)", f"（{pairs} 对中 {turning} 对旋转）")
 
 
 def _mixer_name(mixer: str) -> str:
@@ -85,17 +100,21 @@ def rows(model) -> list:
         waves = layer.wavelengths
         attention = (_mixer_name(layer.mixer) if layer.mixer != "attention" else
                      _attention_name(layer.attention) + ("" if layer.window is None else f" {layer.window}")
-                     + (tr(" + query temperature", " + 查询温度") if layer.temperature else ""))
+                     + ("" if not layer.temperature else tr(" + query temperature", " + 查询温度") if not layer.rope
+                        else tr(" + query scaled by position", " + 查询按位置缩放")))
         out.append({
             "layers": ranges, "count": len(indices), "rope": layer.rope,
             "layout": layout_name(layer.layout) if layer.rope else None,
             "rotary_dims": tr(f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]} of {layer.head_dim}",
-                              f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]}（共 {layer.head_dim} 维）"),
+                              f"{layer.rotary_dims[0]}:{layer.rotary_dims[1]}（共 {layer.head_dim} 维）")
+            + _stopped_pairs(layer),
             "base": layer.base, "rope_type": layer.rope_type, "attention_factor": layer.attention_factor,
             "attention": attention,
-            "longest_wavelength": None if waves is None else float(waves.max()),
+            # p-RoPE's stopped pairs (frequency 0) never turn: the longest wavelength of the pairs that do
+            "longest_wavelength": None if waves is None else float(waves[waves.isfinite()].max()),
             "score_scale": layer.score_scale, "temperature": layer.temperature is not None,
         })
+        out[-1].update({column: tr("unknown", "未知") for column in model.unknown if column in out[-1]})
     return out
 
 
@@ -122,7 +141,11 @@ def table(model) -> str:
     widths = [max(_width(c), *(_width(r[k]) for r in cells)) for k, c in enumerate(headers)]
     lines = [head, "  ".join(_ljust(c, w) for c, w in zip(headers, widths))]
     lines += ["  ".join(_ljust(v, w) for v, w in zip(r, widths)) for r in cells]
-    if any(layer.rope and layer.layout is None for layer in model.layers):
+    if model.unknown:
+        unknown = tr(", ", "、").join(titles.get(c, c) for c in model.unknown)
+        lines.append(tr(f"{unknown}: unknown (not in config.json): {model.layout_from}",
+                        f"{unknown}：未知（不在 config.json 里）：{model.layout_from}"))
+    elif any(layer.rope and layer.layout is None for layer in model.layers):
         lines.append(tr(f"layout unknown: {model.layout_from}", f"布局未知：{model.layout_from}"))
     if model.defaults_used:
         lines.append(tr(f"defaults (absent from the config, the family's defaults): {', '.join(model.defaults_used)}",

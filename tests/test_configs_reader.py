@@ -1,0 +1,341 @@
+"""configs.from_hf_config on what it used to refuse or guess: Gemma 4's p-RoPE with per-layer head sizes,
+Ministral 3's llama_4_scaling_beta (a query scaling), Qwen-VL's M-RoPE (interleaved or in chunks) on real
+(3, batch, seq) position ids, a family without a record (unknown, never a guess), and bad configs named by the
+user's own key. Each fact is compared with what transformers' own code computes (transformers 5.24)."""
+import math
+
+import pytest
+import torch
+
+from posenc_lib.configs import from_hf_config
+from posenc_lib.multidim import mrope_position_ids
+
+transformers = pytest.importorskip("transformers")
+
+from transformers.models.gemma4 import configuration_gemma4 as cfg_gemma4  # noqa: E402
+from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4  # noqa: E402
+from transformers.models.glm4v import configuration_glm4v as cfg_glm4v  # noqa: E402
+from transformers.models.glm4v import modeling_glm4v as hf_glm4v  # noqa: E402
+from transformers.models.glm4v_moe import configuration_glm4v_moe as cfg_glm4v_moe  # noqa: E402
+from transformers.models.glm4v_moe import modeling_glm4v_moe as hf_glm4v_moe  # noqa: E402
+from transformers.models.ministral3 import configuration_ministral3 as cfg_ministral3  # noqa: E402
+from transformers.models.ministral3 import modeling_ministral3 as hf_ministral3  # noqa: E402
+from transformers.models.qwen2_vl import configuration_qwen2_vl as cfg_qwen2  # noqa: E402
+from transformers.models.qwen2_vl import modeling_qwen2_vl as hf_qwen2  # noqa: E402
+from transformers.models.qwen3_5 import configuration_qwen3_5 as cfg_qwen35  # noqa: E402
+from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen35  # noqa: E402
+from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3  # noqa: E402
+from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3  # noqa: E402
+
+
+def _json(config) -> dict:
+    """A transformers config as its config.json dict (what a learner pastes)."""
+    out = {k: v for k, v in config.to_dict().items() if not k.startswith("_") and k != "transformers_version"}
+    out["model_type"] = config.model_type
+    return out
+
+
+# ----------------------------------------------------------------------------- Gemma 4: p-RoPE
+def test_gemma4_default_reads_p_rope_on_wider_full_layers_as_transformers():
+    """Gemma 4 (transformers' defaults): sliding layers plain RoPE over 256 dims, base 1e4; full-attention layers
+    global_head_dim 512 with p-RoPE (base 1e6, the fastest partial_rotary_factor 0.25 of the pairs keep their
+    frequency base^(-2i/512), the rest stop); q.k not scaled (scaling = 1.0). Frequencies equal transformers'
+    rotary buffers; the rotation equals its apply_rotary_pos_emb."""
+    config = cfg_gemma4.Gemma4TextConfig()
+    read = from_hf_config(_json(config))
+    rotary = hf_gemma4.Gemma4TextRotaryEmbedding(config)
+    for index, layer_type, head_dim in ((0, "sliding_attention", 256), (5, "full_attention", 512)):
+        layer = read.layer(index)
+        assert layer.layer_type == layer_type and layer.head_dim == head_dim and layer.rotary_dims == (0, head_dim)
+        assert layer.layout == "half" and layer.score_scale == 1.0 and layer.attention_factor == 1.0
+        theirs = getattr(rotary, f"{layer_type}_inv_freq").double()
+        torch.testing.assert_close(layer.inv_freq, theirs, rtol=1e-6, atol=0)
+        x = torch.randn(1, 2, 6, head_dim, dtype=torch.float64, generator=torch.Generator().manual_seed(index))
+        positions = torch.tensor([[0, 1, 2, 100, 4000, 9000]])
+        cos, sin = rotary(x.float(), positions, layer_type)
+        expected = hf_gemma4.apply_rotary_pos_emb(x.transpose(1, 2), cos.double(), sin.double(), unsqueeze_dim=2)
+        torch.testing.assert_close(layer.apply(x, positions), expected.transpose(1, 2), rtol=0, atol=2e-3)
+    full = read.layer(5)
+    assert full.rope_type == "proportional" and int((full.inv_freq > 0).sum()) == 64  # 0.25 of 256 pairs turn
+    assert read.layer(0).window == 512 and read.layer(0).attention == "sliding" and read.layer(5).window is None
+
+
+def test_gemma4_checkpoint_form_global_head_dim_reads_like_per_layer_config():
+    """A Gemma 4 config.json says global_head_dim (transformers' to_dict writes per_layer_config instead): same."""
+    written = _json(cfg_gemma4.Gemma4TextConfig())
+    checkpoint = {k: v for k, v in written.items() if k != "per_layer_config"} | {"global_head_dim": 512}
+    a, b = from_hf_config(written), from_hf_config(checkpoint)
+    assert [layer.head_dim for layer in a.layers] == [layer.head_dim for layer in b.layers]
+    assert [layer.head_dim for layer in b.layers][:6] == [256] * 5 + [512]
+
+
+@pytest.mark.parametrize("layers", [4, 6, 8, 12])
+def test_gemma4_layer_types_rule_is_the_config_class_s(layers):
+    """Without layer_types, Gemma 4's pattern: every 6th layer full, the last one forced to full (as its config
+    class computes them)."""
+    written = _json(cfg_gemma4.Gemma4TextConfig(num_hidden_layers=layers))
+    expected = written.pop("layer_types")
+    written.pop("per_layer_config")
+    assert [layer.layer_type for layer in from_hf_config(written).layers] == expected
+
+
+def test_p_rope_and_neox_partial_are_two_meanings_of_partial():
+    """The same partial_rotary_factor 0.5 on a Llama-like head of 64: GPT-NeoX's partial turns the first 32 dims
+    (16 pairs, theta over 32 dims); p-RoPE turns pairs of the whole head (theta over 64 dims) and stops the
+    slowest half of them."""
+    base = {"model_type": "llama", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 1}
+    neox = from_hf_config({**base, "rope_parameters": {"rope_theta": 1e4, "partial_rotary_factor": 0.5}}).layer(0)
+    p = from_hf_config({**base, "rope_parameters": {"rope_theta": 1e4, "rope_type": "proportional",
+                                                     "partial_rotary_factor": 0.5}}).layer(0)
+    assert neox.rotary_dims == (0, 32) and p.rotary_dims == (0, 64)
+    assert neox.inv_freq.shape == (16,) and p.inv_freq.shape == (32,)
+    assert float(neox.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 32)) and float(p.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 64))
+    assert int((p.inv_freq == 0).sum()) == 16
+
+
+# ----------------------------------------------------------------------------- Ministral 3: a query scaling
+def _probe_queries(seen: list):
+    def probe(module, query, key, value, attention_mask, **kwargs):
+        seen.append(query)
+        return torch.zeros(query.shape[0], query.shape[2], query.shape[1], value.shape[-1], dtype=query.dtype), None
+    transformers.AttentionInterface.register("posenc_reader_probe", probe)
+    return "posenc_reader_probe"
+
+
+def test_ministral3_llama_4_scaling_beta_scales_queries_after_rope_as_transformers():
+    """Ministral3Attention multiplies q, after RoPE, by 1 + beta ln(1 + floor(m / L0)) (get_llama_4_attn_scale,
+    L0 = rope_parameters' original_max_position_embeddings); keys are not scaled and the rotation is YaRN's as
+    usual. The reader reports it as the layer's query_scale, not as a change of the rotation."""
+    rope = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0, "original_max_position_embeddings": 4,
+            "max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+            "llama_4_scaling_beta": 0.1}
+    config = cfg_ministral3.Ministral3Config(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, head_dim=32,
+                                             num_hidden_layers=1, max_position_embeddings=64, rope_parameters=rope)
+    seen = []
+    config._attn_implementation = _probe_queries(seen)
+    attention = hf_ministral3.Ministral3Attention(config, 0).double()
+    rotary = hf_ministral3.Ministral3RotaryEmbedding(config)
+    hidden = torch.randn(1, 7, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    positions = torch.tensor([[0, 1, 3, 4, 9, 20, 63]])
+    cos, sin = rotary(hidden, positions)
+    attention(hidden, (cos.double(), sin.double()), None, positions)
+    q = attention.q_proj(hidden).view(1, 7, 2, 32).transpose(1, 2)
+    layer = from_hf_config(_json(config)).layer(0)
+    scale = layer.query_scale(positions)
+    expected = 1 + 0.1 * torch.log(1 + torch.floor(positions / 4.0))
+    torch.testing.assert_close(scale, expected.double())
+    assert float(scale.max()) > 1.2  # a real scaling at these positions
+    torch.testing.assert_close(layer.apply(q, positions) * scale[:, None, :, None], seen[0], rtol=0, atol=1e-5)
+    plain = from_hf_config({**_json(config), "rope_parameters": {k: v for k, v in rope.items()
+                                                                 if k != "llama_4_scaling_beta"}}).layer(0)
+    torch.testing.assert_close(plain.inv_freq, layer.inv_freq)  # beta does not touch the rotation
+    report = from_hf_config(_json(config)).table()
+    assert "query scaling" in report and "not a change of the rotation" in report
+
+
+def test_ministral3_default_config_reads():
+    read = from_hf_config(_json(cfg_ministral3.Ministral3Config()))
+    layer = read.layer(0)
+    assert layer.rope_type == "yarn" and layer.temperature == {"floor_scale": 16384.0, "attn_scale": 0.1, "offset": 0}
+    assert float(layer.query_scale(torch.tensor([16383]))) == 1.0
+    assert float(layer.query_scale(torch.tensor([16384]))) == pytest.approx(1 + 0.1 * math.log(2))
+
+
+# ----------------------------------------------------------------------------- M-RoPE on real position ids
+SEGMENTS = [("text", 3), ("image", (1, 4, 6)), ("text", 2), ("video", (2, 4, 4)), ("text", 3)]
+
+
+GLM4V_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+
+
+@pytest.mark.parametrize("config_cls,kwargs,rotary_cls,apply,interleaved,rotary_dims", [
+    (cfg_qwen3.Qwen3VLTextConfig, {}, hf_qwen3.Qwen3VLTextRotaryEmbedding, hf_qwen3.apply_rotary_pos_emb, True,
+     (0, 128)),
+    (cfg_qwen2.Qwen2VLTextConfig, {}, hf_qwen2.Qwen2VLRotaryEmbedding, hf_qwen2.apply_rotary_pos_emb, False, (0, 128)),
+    (cfg_qwen35.Qwen3_5TextConfig, {}, hf_qwen35.Qwen3_5TextRotaryEmbedding, hf_qwen35.apply_rotary_pos_emb, True,
+     (0, 64)),
+    (cfg_glm4v.Glm4vTextConfig, GLM4V_TEXT, hf_glm4v.Glm4vTextRotaryEmbedding, hf_glm4v.apply_rotary_pos_emb, False,
+     (0, 64)),
+    (cfg_glm4v_moe.Glm4vMoeTextConfig, {"head_dim": 128}, hf_glm4v_moe.Glm4vMoeTextRotaryEmbedding, hf_glm4v_moe.apply_rotary_pos_emb,
+     False, (0, 64)),
+], ids=["qwen3_vl", "qwen2_vl", "qwen3_5", "glm4v", "glm4v_moe"])
+def test_mrope_layer_turns_like_transformers_on_image_and_video_positions(config_cls, kwargs, rotary_cls, apply,
+                                                                          interleaved, rotary_dims):
+    """The reader's layer, given (3, batch, seq) ids of text + image + text + video + text (multidim's
+    mrope_position_ids, checked against get_rope_index in test_multidim.py), turns q as the family's rotary
+    embedding and apply_rotary_pos_emb do: Qwen3-VL and Qwen3.5 interleave t, h, w pair by pair (Qwen3.5 on its
+    first 64 of 256 dims), Qwen2-VL takes them in chunks, GLM-4V in chunks over interleaved pairs (2i, 2i+1) of
+    its first 64 of 128 dims (GLM-4.1V's partial_rotary_factor 0.5; transformers' default config has none, and
+    its default section [8, 12, 12] then does not fit), GLM-4V-MoE in the same chunks over half-split pairs (its
+    transformers default has no head_dim and 4096 / 96 heads does not divide: head_dim 128 is given here)."""
+    config = config_cls(**kwargs)
+    read = from_hf_config(_json(config))
+    layer = read.layer(read.rope_layers[0])
+    assert read.mrope_interleaved is interleaved and layer.mrope_interleaved is interleaved
+    assert layer.rotary_dims == rotary_dims
+    positions = mrope_position_ids(SEGMENTS)[:, None, :].expand(3, 2, -1)  # (3, batch, seq)
+    seq, head_dim = positions.shape[-1], layer.head_dim
+    q = torch.randn(2, 2, seq, head_dim, generator=torch.Generator().manual_seed(1))
+    cos, sin = rotary_cls(config)(q, positions)
+    expected, _ = apply(q, q, cos, sin)
+    torch.testing.assert_close(layer.apply(q, positions), expected, rtol=0, atol=1e-4)
+    text_only = torch.arange(seq)[None]
+    torch.testing.assert_close(layer.apply(q, text_only), layer.apply(q, text_only.expand(3, 1, -1)), rtol=0, atol=1e-6)
+
+
+def test_mrope_without_a_record_does_not_guess_the_interleaving():
+    config = {"model_type": "my_vl", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1,
+              "rope_parameters": {"rope_theta": 1e4, "rope_type": "default", "mrope_section": [6, 5, 5]}}
+    read = from_hf_config(config)
+    assert read.mrope_section == (6, 5, 5) and read.mrope_interleaved is None
+    assert "unknown" in read.table()
+
+
+# ----------------------------------------------------------------------------- no record: unknown, never a guess
+def test_a_family_without_a_record_reports_code_only_facts_as_unknown():
+    """Which layers rotate, the layout and (without layer_types) the attention pattern are in a family's code:
+    without a record the report shows them as unknown, says where they come from and points to configs.measure."""
+    config = {"model_type": "my_llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 3,
+              "rope_theta": 1e4, "sliding_window": 16}
+    read = from_hf_config(config)
+    row = read.rows()[0]
+    assert row["rope"] == row["layout"] == row["attention"] == row["score_scale"] == row["temperature"] == "unknown"
+    assert row["attention_factor"] == 1.0  # plain RoPE: no factor to cancel
+    yarn = {**config, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}}
+    assert from_hf_config(yarn).rows()[0]["attention_factor"] == "unknown"  # a q/k norm after RoPE would cancel it
+    table = read.table()
+    assert "True" not in table and "sliding" not in table
+    assert "modeling_my_llama.py" in table and "configs.measure" in table
+    typed = from_hf_config({**config, "layer_types": ["sliding_attention"] * 3}).rows()[0]
+    assert typed["rope"] == "unknown" and typed["attention"] == "sliding 16"  # layer_types is read, not guessed
+    assert from_hf_config({**config, "model_type": "llama"}).rows()[0]["rope"] is True
+    assert read.layer(0).describe() == ("layer 0: RoPE if its code rotates (unknown), layout unknown, all dims, "
+                                        "base 10000, default, attention unknown")
+
+
+# ----------------------------------------------------------------------------- bad configs: the user's own key
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
+         "rope_theta": 10000.0}
+QWEN3_VL = {**LLAMA, "model_type": "qwen3_vl_text", "head_dim": 32}
+GEMMA4 = {**LLAMA, "model_type": "gemma4_text", "head_dim": 32, "layer_types": ["sliding_attention", "full_attention"],
+          "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                              "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                 "rope_theta": 1e6}}}
+BAD = [
+    ("hidden_size not divisible by the heads", {**LLAMA, "hidden_size": 100, "num_attention_heads": 3}, ValueError,
+     r"config\['hidden_size'\] = 100 must be divisible by config\['num_attention_heads'\] = 3"),
+    ("GPT-J's n_embd not divisible by n_head", {"model_type": "gptj", "n_embd": 100, "n_head": 3, "n_layer": 1},
+     ValueError, r"config\['n_embd'\] = 100 must be divisible by config\['n_head'\] = 3"),
+    ("layer_types longer", {**LLAMA, "layer_types": ["full_attention"] * 3}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 3"),
+    ("layer_types shorter", {**LLAMA, "layer_types": ["full_attention"]}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 1"),
+    ("mrope_section of two", {**QWEN3_VL, "rope_parameters": {"rope_theta": 1e4, "mrope_section": [8, 8]}}, ValueError,
+     r"config\['rope_parameters'\]\['mrope_section'\] must be a list of 3 section sizes"),
+    ("mrope_section negative", {**QWEN3_VL, "rope_parameters": {"rope_theta": 1e4, "mrope_section": [18, -1, -1]}},
+     ValueError, r"config\['rope_parameters'\]\['mrope_section'\] must hold non-negative integers"),
+    ("mrope_section not integers", {**QWEN3_VL, "rope_parameters": {"rope_theta": 1e4, "mrope_section": [6, 5.5, 4.5]}},
+     ValueError, r"config\['rope_parameters'\]\['mrope_section'\] must hold non-negative integers"),
+    ("mrope_section not adding up", {**QWEN3_VL, "rope_scaling": {"type": "mrope", "mrope_section": [6, 6, 6]}},
+     ValueError, r"config\['rope_scaling'\]\['mrope_section'\] must add up to the number of pairs 16"),
+    ("mrope_section absent, the code's default does not fit", QWEN3_VL, ValueError,
+     r"config\['rope_parameters'\]\['mrope_section'\] \(absent: the qwen3_vl code's default \[24, 20, 20\]\) must add up"),
+    ("Ministral 3's beta without its L0", {**LLAMA, "model_type": "ministral3", "rope_scaling": {
+        "type": "linear", "factor": 2.0, "llama_4_scaling_beta": 0.1}}, ValueError,
+     r"config\['rope_scaling'\]\['llama_4_scaling_beta'\] needs config\['rope_scaling'\]\['original_max_position_embed"),
+    ("Gemma 4 bidirectional everywhere", {**GEMMA4, "use_bidirectional_attention": "all"}, ValueError,
+     r"config\['use_bidirectional_attention'\] = 'all' is not read"),
+    ("per_layer_config index past the layers", {**GEMMA4, "per_layer_config": {"07": {"head_dim": 64}}}, ValueError,
+     r"config\['per_layer_config'\]\['07'\]: per_layer_config maps a layer index 0 .. 1"),
+    ("per_layer_config rope parameters", {**LLAMA, "per_layer_config": {"1": {"rope_parameters": {}}}}, ValueError,
+     r"config\['per_layer_config'\]\['1'\]\['rope_parameters'\]: a per-layer rope_parameters is not read"),
+    ("per_layer_config head_dim not an int", {**GEMMA4, "per_layer_config": {"01": {"head_dim": "64"}}}, TypeError,
+     r"config\['per_layer_config'\]\['01'\]\['head_dim'\]"),
+    ("YaRN's truncate inside a layer type's dict", {**GEMMA4, "rope_parameters": {
+        **GEMMA4["rope_parameters"], "full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6,
+                                                        "original_max_position_embeddings": 256, "truncate": False}}},
+     ValueError, r"config\['rope_parameters'\]\['full_attention'\]\['truncate'\]: transformers 5 reads"),
+    ("dynamic NTK without max_position_embeddings", {**LLAMA, "model_type": "my_llama",  # no family default either
+                                                     "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+     ValueError, r"dynamic NTK starts from config\['max_position_embeddings'\], which is missing"),
+    ("p-RoPE fraction over 1", {**GEMMA4, "rope_parameters": {**GEMMA4["rope_parameters"], "full_attention": {
+        "rope_type": "proportional", "partial_rotary_factor": 1.5, "rope_theta": 1e6}}}, ValueError,
+     r"config\['rope_parameters'\]\['full_attention'\].*partial_rotary_factor'\] must be in \(0, 1\]"),
+]
+
+
+@pytest.mark.parametrize("config,exc,pattern", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_config_is_named_by_the_users_key(config, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        from_hf_config(config)
+
+
+def test_dynamic_ntk_starts_from_max_position_embeddings_as_transformers():
+    """transformers 5's dynamic NTK rescales from config.max_position_embeddings; an
+    original_max_position_embeddings in the rope dict is not read (transformers warns of an unrecognised key)."""
+    config = {**LLAMA, "max_position_embeddings": 1024,
+              "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4,
+                                  "original_max_position_embeddings": 256}}
+    read = from_hf_config(config)
+    assert read.layer(0).scaling["original_max_position_embeddings"] == 1024
+    assert any("not read by transformers' dynamic NTK" in note for note in read.notes)
+
+
+def test_dynamic_ntk_past_the_length_turns_like_transformers():
+    """Past max_position_embeddings, transformers' dynamic_rope_update recomputes the frequencies for the call's
+    length max(position_ids) + 1; the reader's layer does the same (the sweep's positions stay below the length)."""
+    from transformers.models.llama import configuration_llama, modeling_llama
+    config = configuration_llama.LlamaConfig(hidden_size=64, num_attention_heads=2, num_hidden_layers=1,
+                                             max_position_embeddings=64,
+                                             rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4})
+    rotary = modeling_llama.LlamaRotaryEmbedding(config)
+    positions = torch.arange(200)[None]
+    q = torch.randn(1, 2, 200, 32, generator=torch.Generator().manual_seed(3))
+    cos, sin = rotary(q, positions)
+    expected, _ = modeling_llama.apply_rotary_pos_emb(q, q, cos, sin)
+    layer = from_hf_config(_json(config)).layer(0)
+    torch.testing.assert_close(layer.apply(q, positions), expected, rtol=0, atol=1e-4)
+    plain = from_hf_config({**_json(config), "rope_parameters": {"rope_theta": 1e4}}).layer(0)
+    assert (layer.apply(q, positions) - plain.apply(q, positions)).abs().max() > 0.1  # the rescaling is visible
+
+
+def test_mistral4_reads_mla_with_the_same_query_scaling():
+    """Mistral 4: DeepSeek's MLA (RoPE on the last qk_rope_head_dim = int(head_dim 128 x partial 0.5) = 64 dims,
+    interleaved pairs) and Ministral 3's query scaling, by the same function in both modeling files."""
+    import inspect
+    from transformers.models.mistral4 import configuration_mistral4, modeling_mistral4
+    assert inspect.getsource(modeling_mistral4.get_llama_4_attn_scale) == inspect.getsource(
+        hf_ministral3.get_llama_4_attn_scale)
+    layer = from_hf_config(_json(configuration_mistral4.Mistral4Config())).layer(0)
+    assert layer.rotary_dims == (64, 128) and layer.layout == "interleaved" and layer.rope_type == "yarn"
+    assert layer.temperature == {"floor_scale": 8192.0, "attn_scale": 0.1, "offset": 0}
+
+
+DEVICES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mrope_and_query_scale_run_on_the_callers_device(device):
+    layer = from_hf_config(_json(cfg_qwen3.Qwen3VLTextConfig())).layer(0)
+    positions = torch.zeros(3, 2, 5, dtype=torch.long, device=device)
+    out = layer.apply(torch.zeros(2, 2, 5, 128, device=device), positions)
+    assert out.device.type == device and out.shape == (2, 2, 5, 128)
+    scaled = from_hf_config(_json(cfg_ministral3.Ministral3Config())).layer(0)
+    assert scaled.query_scale(torch.arange(4, device=device)).device.type == device
+
+
+@pytest.mark.parametrize("family,model_type", [("qwen3_vl", "qwen3_vl_text"), ("qwen3_5", "qwen3_5_text"),
+                                               ("glm4v", "glm4v_text"), ("glm4v_moe", "glm4v_moe_text"),
+                                               ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
+                                               ("qwen2_5_vl", "qwen2_5_vl_text")])
+def test_new_records_defaults_are_their_config_classes(family, model_type):
+    """The defaults a record fills in for absent keys are the family's transformers config class's."""
+    from posenc_lib.configs import FAMILY_DEFAULTS
+    cls = type(transformers.CONFIG_MAPPING[model_type]())
+    for key, value in FAMILY_DEFAULTS[family].items():
+        if key == "rope_theta":
+            assert cls.default_theta == value
+        elif key == "partial_rotary_factor":
+            assert cls().rope_parameters["partial_rotary_factor"] == value
+        else:
+            assert getattr(cls, key) == value, key
