@@ -11,6 +11,7 @@ whether the layer uses RoPE; its own apply function rotates random q and k, whic
 few float32 ulps, as in test_scaling.py.
 """
 import copy
+import functools
 import importlib
 import inspect
 import json
@@ -28,6 +29,28 @@ from posenc_lib.configs import FAMILY_DEFAULTS, LayerPositions, ModelPositions, 
 from posenc_lib.experiments.results import load_model_configs
 
 MODELS = load_model_configs()
+# Entries the reader refuses today, each with the key its error must name. The reader support for them is
+# being added (issue 23 §4): an entry that starts being read fails test_refused_entries_name_their_key, and
+# then belongs in the comparisons below instead of here.
+P_ROPE = r"config\['text_config'\]\['rope_parameters'\]\['full_attention'\]\['rope_type'\] is 'proportional'"
+REFUSED = {
+    "Gemma 4 31B": P_ROPE,
+    "Gemma 4 12B": P_ROPE,
+    "Ministral 3 8B Base": r"config\['text_config'\]\['rope_parameters'\].*unknown keys \['llama_4_scaling_beta'\]",
+}
+# Entries read with the generic rules: no family record for their model_type, so the layout is reported as
+# unknown (never guessed); what they do state is still checked below where transformers can run them.
+LAYOUT_UNKNOWN = {
+    "Kimi K2 Instruct 0905": "model_type kimi_k2 (Moonshot's own name on the DeepSeek-V3 architecture)",
+    "DeepSeek-V3.2": "model_type deepseek_v32 has no family record",
+}
+# Entries configs.measure cannot run (checked against transformers by check_against_hf, or not at all).
+NOT_MEASURED = {
+    "GPT-J-6B": "measure's shrink reads hidden_size; GPT-J's config names it n_embd",
+    "DeepSeek-V3.2": "measure's shrink sets q_lora_rank None, which DeepseekV32Config refuses",
+    "Kimi K2 Instruct 0905": "transformers 5.24 has no kimi_k2 model_type (read below as deepseek_v3)",
+}
+READ = [m for m in MODELS if m["name"] not in REFUSED]
 ATTENTION_CLASS = {  # model_type -> (modeling module, attention class)
     "llama": ("llama", "LlamaAttention"), "mistral": ("mistral", "MistralAttention"),
     "qwen2": ("qwen2", "Qwen2Attention"), "qwen3": ("qwen3", "Qwen3Attention"), "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLAttention"),
@@ -135,7 +158,11 @@ def check_against_hf(config: dict) -> ModelPositions:
     return ours
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=[m["name"] for m in MODELS])
+KNOWN = [m for m in READ  # the families check_against_hf knows (its text model's type)
+         if (m["config"].get("text_config") or m["config"])["model_type"] in {*ATTENTION_CLASS, "bert", "gpt2"}]
+
+
+@pytest.mark.parametrize("entry", KNOWN, ids=[m["name"] for m in KNOWN])
 def test_every_entry_matches_transformers(entry):
     ours = check_against_hf(entry["config"])
     assert ours.model_type == (entry["config"].get("text_config") or entry["config"])["model_type"]
@@ -143,18 +170,113 @@ def test_every_entry_matches_transformers(entry):
 
 def test_the_file_has_the_models_the_course_needs_with_their_sources():
     names = {m["name"] for m in MODELS}
-    assert len(MODELS) >= 12
+    assert len(MODELS) >= 30 and len(names) == len(MODELS)
     for needed in ("Llama 2", "Llama 3.1", "Llama 4", "Mistral", "Qwen2.5 7B", "Qwen2.5-VL", "Gemma 3", "Phi-3",
-                   "DeepSeek-V3", "GPT-NeoX", "SmolLM3", "BERT"):
+                   "DeepSeek-V3", "GPT-NeoX", "SmolLM3", "BERT", "GLM-4", "Command R7B", "EXAONE 4", "Qwen3-Next",
+                   "gpt-oss", "Gemma 4", "MiniMax", "Kimi K2", "DeepSeek-V3.2", "Phi-4-mini", "Ministral 3"):
         assert any(name.startswith(needed) for name in names), needed
     for m in MODELS:
         assert set(m) == {"name", "repo", "source", "unverified", "config"}, m["name"]
         assert m["source"] and m["unverified"] and "/" in m["repo"], m["name"]
+    assert set(REFUSED) | set(LAYOUT_UNKNOWN) | set(NOT_MEASURED) <= names  # the lists name real entries
+
+
+# ------------------------------------------------------------------ every entry: read and measured, or refused by key
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_entries_name_their_key(name):
+    """The reader refuses these today; the refusal names the user's key. When the reader learns one, this fails:
+    move the entry from REFUSED to the comparisons."""
+    config = next(m for m in MODELS if m["name"] == name)["config"]
+    with pytest.raises(ValueError, match=REFUSED[name]):
+        from_hf_config(config)
+
+
+def first_layers(config: dict, count: int) -> dict:
+    """The same config cut to its first `count` layers (the per-layer lists cut too), so that transformers can run
+    it at measure's tiny size. Llama 4 Scout's attn_temperature_tuning: 4 goes in as true (see hf_config)."""
+    config = copy.deepcopy(config)
+    text = config.get("text_config") or config
+    text["n_layer" if "n_layer" in text else "num_hidden_layers"] = count
+    for key in ("layer_types", "no_rope_layers", "mlp_layer_types"):
+        if isinstance(text.get(key), list):
+            text[key] = text[key][:count]
+    if isinstance(text.get("attn_temperature_tuning"), (int, float)):
+        text["attn_temperature_tuning"] = bool(text["attn_temperature_tuning"])
+    return config
+
+
+def layer_facts(layer) -> tuple:
+    return (layer.rope, layer.rotary_dims, layer.layout, layer.direction, layer.base, layer.rope_type,
+            layer.attention, layer.window, layer.layer_type)
+
+
+MEASURED = [m for m in READ if m["name"] not in NOT_MEASURED and from_hf_config(m["config"]).rope_layers]
+
+
+@pytest.mark.parametrize("entry", MEASURED, ids=[m["name"] for m in MEASURED])
+def test_every_read_entry_matches_what_its_familys_code_does(entry, monkeypatch):
+    """Each entry the reader accepts, against transformers' own code (configs.measure, through the sweep's check:
+    which layers turn q and k, the dims, the layout, the direction and the q.q, k.k scores). The model is cut to
+    the shortest prefix of layers that holds every kind of layer the full model has; the reader must say the same
+    of those layers in the cut config as in the full one. Real head sizes (256 for Gemma) leave more parameters
+    than the sweep's tiny defaults: measure may build up to 20M here."""
+    import test_configs_sweep
+    from posenc_lib.configs.measure import capture
+    monkeypatch.setattr(test_configs_sweep, "capture", functools.partial(capture, max_params=20_000_000))
+    full = from_hf_config(entry["config"])
+    count = max(indices[0] for _, indices in full.kinds()) + 1
+    cut = first_layers(entry["config"], count)
+    for a, b in zip(full.layers[:count], from_hf_config(cut).layers):
+        assert layer_facts(a) == layer_facts(b), a.index
+        if a.rope:
+            torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
+    assert test_configs_sweep.check(cut) == ("matched", "")
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_UNKNOWN))
+def test_entries_without_a_family_record_state_no_layout(name):
+    positions = from_hf_config(next(m for m in MODELS if m["name"] == name)["config"])
+    assert positions.family == "generic" and positions.rope_layers
+    assert {positions.layer(i).layout for i in positions.rope_layers} == {None}
+    assert "unknown" in positions.table() and " half " not in positions.table()
+
+
+def test_kimi_k2_read_as_deepseek_v3_matches_transformers():
+    """Moonshot's deployment guide: Kimi K2 is DeepSeek-V3's architecture under model_type kimi_k2, and engines
+    that do not know the name run it as deepseek_v3. Read that way, the reader states DeepSeek's interleaved
+    decoupled RoPE, and transformers' DeepSeek-V3 code agrees (layers cut as above)."""
+    from test_configs_sweep import check
+    config = {**next(m for m in MODELS if m["name"].startswith("Kimi K2"))["config"], "model_type": "deepseek_v3"}
+    layer = from_hf_config(config).layer(0)
+    assert (layer.rotary_dims, layer.layout) == ((128, 192), "interleaved")
+    assert check(first_layers(config, 1)) == ("matched", "")
 
 
 # ------------------------------------------------------------------ what the entries show (facts notebook 10 uses)
 def _by_name(prefix):
     return from_hf_config(next(m for m in MODELS if m["name"].startswith(prefix))["config"])
+
+
+def test_per_layer_facts_of_the_newer_entries():
+    """What notebook 10 says of the entries added for issue 23 (their dims and layouts are also measured above)."""
+    from posenc_lib.scaling import yarn_attention_factor
+    oss = _by_name("gpt-oss-20b")
+    assert [(oss.layer(i).attention, oss.layer(i).window) for i in (0, 1)] == [("sliding", 128), ("full", None)]
+    assert {oss.layer(i).rope_type for i in range(24)} == {"yarn"} and oss.layer(0).base == 150000
+    assert oss.layer(1).attention_factor == pytest.approx(float(yarn_attention_factor(32.0)))
+    nxt = _by_name("Qwen3-Next")
+    assert nxt.rope_layers == list(range(3, 48, 4)) and nxt.layer(3).rotary_dims == (0, 64)
+    assert {nxt.layer(i).mixer for i in range(48) if i % 4 != 3} == {"linear attention"}
+    minimax = _by_name("MiniMax")
+    assert minimax.rope_layers == list(range(7, 80, 8)) and minimax.layer(0).mixer == "linear attention"
+    r7b = _by_name("Command R7B")
+    assert r7b.nope_layers == list(range(3, 32, 4)) and r7b.layer(0).layout == "interleaved"
+    assert {r7b.layer(i).attention for i in r7b.rope_layers} == {"sliding"}
+    glm = _by_name("GLM-4").layer(0)
+    assert (glm.rotary_dims, glm.head_dim, glm.layout) == ((0, 64), 128, "interleaved")
+    phi4 = _by_name("Phi-4-mini")
+    assert (phi4.layer(0).rotary_dims, phi4.layer(0).rope_type) == ((0, 96), "longrope")
+    assert phi4.layer(0).window > phi4.max_position_embeddings
 
 
 def test_per_layer_facts_of_the_entries():
@@ -215,7 +337,7 @@ def _deinterleave(x, start):
     return x[..., order]
 
 
-ROPE_MODELS = [m for m in MODELS if m["config"]["model_type"] != "bert"]
+ROPE_MODELS = [m for m in KNOWN if m["config"]["model_type"] not in ("bert", "gpt2")]
 
 
 @pytest.mark.parametrize("entry", ROPE_MODELS, ids=[m["name"] for m in ROPE_MODELS])
@@ -326,12 +448,21 @@ def test_phi3_legacy_su_is_longrope():
         torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=[m["name"] for m in MODELS])
+SAVED = [m for m in READ if m["config"]["model_type"] != "kimi_k2"]  # transformers cannot build kimi_k2
+# transformers' saved form of these is refused today, by key (DeepseekV32Config writes its own layer type)
+SAVED_REFUSED = {"DeepSeek-V3.2": r"config\['layer_types'\]\[0\] must be one of .*got 'indexed_attention'"}
+
+
+@pytest.mark.parametrize("entry", SAVED, ids=[m["name"] for m in SAVED])
 def test_transformers_own_saved_form_reads_the_same(entry):
     """transformers 5 writes rope_parameters (and its other keys) back; reading that gives the same layers."""
     config = entry["config"]
     saved = json.loads(json.dumps(hf_config(config).to_dict()))
     saved.pop("rope_scaling", None)  # 5.x writes rope_parameters only
+    if entry["name"] in SAVED_REFUSED:
+        with pytest.raises(ValueError, match=SAVED_REFUSED[entry["name"]]):
+            from_hf_config(saved)
+        return
     a, b = from_hf_config(config), from_hf_config(saved)
     assert a.num_layers == b.num_layers
     for x, y in zip(a.layers, b.layers):
