@@ -29,15 +29,10 @@ from posenc_lib.configs import FAMILY_DEFAULTS, LayerPositions, ModelPositions, 
 from posenc_lib.experiments.results import load_model_configs
 
 MODELS = load_model_configs()
-# Entries the reader refuses today, each with the key its error must name. The reader support for them is
-# being added (issue 23 §4): an entry that starts being read fails test_refused_entries_name_their_key, and
-# then belongs in the comparisons below instead of here.
-P_ROPE = r"config\['text_config'\]\['rope_parameters'\]\['full_attention'\]\['rope_type'\] is 'proportional'"
-REFUSED = {
-    "Gemma 4 31B": P_ROPE,
-    "Gemma 4 12B": P_ROPE,
-    "Ministral 3 8B Base": r"config\['text_config'\]\['rope_parameters'\].*unknown keys \['llama_4_scaling_beta'\]",
-}
+# Entries the reader refuses, each with the key its error must name (none today: Gemma 4's p-RoPE and Ministral 3's
+# llama_4_scaling_beta are read, and compared with transformers below). An entry added here must fail with a
+# refusal naming that key (test_refused_entries_name_their_key).
+REFUSED: dict = {}
 # Entries read with the generic rules: no family record for their model_type, so the layout is reported as
 # unknown (never guessed); what they do state is still checked below where transformers can run them.
 LAYOUT_UNKNOWN = {
@@ -230,7 +225,7 @@ def test_every_read_entry_matches_what_its_familys_code_does(entry, monkeypatch)
         assert layer_facts(a) == layer_facts(b), a.index
         if a.rope:
             torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
-    assert test_configs_sweep.check(cut) == ("matched", "")
+    assert test_configs_sweep.check(cut) == {"to_dict": ("matched", "")}
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUT_UNKNOWN))
@@ -249,7 +244,7 @@ def test_kimi_k2_read_as_deepseek_v3_matches_transformers():
     config = {**next(m for m in MODELS if m["name"].startswith("Kimi K2"))["config"], "model_type": "deepseek_v3"}
     layer = from_hf_config(config).layer(0)
     assert (layer.rotary_dims, layer.layout) == ((128, 192), "interleaved")
-    assert check(first_layers(config, 1)) == ("matched", "")
+    assert check(first_layers(config, 1)) == {"to_dict": ("matched", "")}
 
 
 # ------------------------------------------------------------------ what the entries show (facts notebook 10 uses)
@@ -594,8 +589,6 @@ BAD = [
      r"config\['text_config'\] must be a dict"),
     ("unknown rope_type", {**LLAMA, "rope_scaling": {"rope_type": "su", "factor": 2.0}}, ValueError,
      r"config\['rope_scaling'\]: scaling\['rope_type'\] must be one of .*got 'su'"),
-    ("p-RoPE not read yet", {**LLAMA, "rope_scaling": {"rope_type": "proportional", "factor": 2.0}}, ValueError,
-     r"config\['rope_scaling'\]\['rope_type'\] is 'proportional'.*does not read"),
     ("unknown key in rope_parameters", {**LLAMA, "rope_parameters": {"rope_type": "linear", "factr": 2.0}},
      ValueError, r"config\['rope_parameters'\]: .*unknown keys \['factr'\]"),
     ("rope_scaling a list", {**LLAMA, "rope_scaling": [2.0]}, TypeError, r"config\['rope_scaling'\] must be a dict"),
@@ -815,7 +808,5 @@ def test_families_the_issue_names_read_from_their_defaults():
     assert from_hf_config(_default("codegen")).layer(0).rotary_dims == (0, 64)
     lite = from_hf_config(_default("glm4_moe_lite")).layer(0)
     assert lite.rotary_dims == (192, 256) and lite.layout == "interleaved"
-    with pytest.raises(ValueError, match=r"config\['rope_parameters'\]\['full_attention'\].*'proportional'"):
-        from_hf_config(_default("gemma4_text"))
-    with pytest.raises(ValueError, match=r"config\['rope_parameters'\].*unknown keys \['llama_4_scaling_beta'"):
-        from_hf_config(_default("ministral3"))
+    assert from_hf_config(_default("gemma4_text")).layer(5).rope_type == "proportional"
+    assert from_hf_config(_default("ministral3")).layer(0).temperature["attn_scale"] == 0.1

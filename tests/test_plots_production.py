@@ -64,6 +64,19 @@ def test_first_negative_distance_is_the_first_negative_of_the_sum():
     assert bigger[0] < bigger[1] < bigger[2]                                 # a larger base: later
 
 
+def test_p_rope_stopped_pairs_never_turn():
+    """Gemma 4's p-RoPE: the pairs with theta_i = 0 add a constant 1 to B(m) and count among the pairs without a
+    turn; a negative frequency, or none that turns, is refused."""
+    theta = torch.cat([rope_inv_freq(64, base=10000.0)[0], torch.zeros(32, dtype=torch.float64)])
+    m = torch.arange(500, dtype=torch.float64)
+    direct = torch.cos(m[:, None] * theta).sum(-1).numpy()
+    np.testing.assert_allclose(plots.rope_self_similarity(theta, 500), direct, rtol=0, atol=1e-10)
+    assert plots.pairs_without_a_turn(theta, 4096) == plots.pairs_without_a_turn(theta[:32], 4096) + 32
+    for bad in (-theta, torch.zeros(8, dtype=torch.float64)):
+        with pytest.raises(ValueError, match="inv_freq"):
+            plots.rope_self_similarity(bad, 10)
+
+
 def test_pairs_without_a_turn_is_the_wavelength_count():
     for base, d, length in ((1e4, 128, 4096), (5e5, 128, 8192), (1e6, 64, 32768)):
         theta, _ = rope_inv_freq(d, base=base)

@@ -40,10 +40,12 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- the base against the context
 def _frequencies(inv_freq) -> torch.Tensor:
-    """theta_i as a float64 CPU tensor (r/2,), checked finite and positive."""
+    """theta_i as a float64 CPU tensor (r/2,), checked finite and >= 0, not all 0. A zero is p-RoPE's stopped pair
+    (Gemma 4's `proportional`): it never turns, its wavelength 2 pi / 0 is infinite, its cosine always 1."""
     theta = torch.as_tensor(inv_freq, dtype=torch.float64).detach().cpu().reshape(-1)
-    if theta.numel() == 0 or not bool(torch.isfinite(theta).all()) or bool((theta <= 0).any()):
-        raise ValueError("inv_freq must hold finite positive frequencies theta_i")
+    if (theta.numel() == 0 or not bool(torch.isfinite(theta).all()) or bool((theta < 0).any())
+            or not bool((theta > 0).any())):
+        raise ValueError("inv_freq must hold finite frequencies theta_i >= 0, at least one of them > 0")
     return theta
 
 
