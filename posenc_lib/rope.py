@@ -91,8 +91,7 @@ def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | N
 def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     if inv_freq.dtype != torch.float64:  # (float64 already: no device lookup in every call)
         inv_freq = inv_freq.to(_checks.angle_dtype(positions.device))
-    # (..., seq, n): m * theta for each of inv_freq's n entries; int64 times float64 is computed in float64
-    # (m exact up to 2**53)
+    # (..., seq, dim/2): m * theta_i; int64 times float64 is computed in float64 (m exact up to 2**53)
     return positions.unsqueeze(-1) * inv_freq
 
 
@@ -108,8 +107,8 @@ def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor
 
 
 def _cos_sin(positions, inv_freq, attention_factor, dtype):
-    """a cos(m theta), a sin(m theta): (..., n), one value per entry of inv_freq (per pair, or per dim)."""
-    angles = _angles(positions, inv_freq)  # (..., n), float64 where the device has it
+    """a cos(m theta_i), a sin(m theta_i): (..., dim/2), one value per pair."""
+    angles = _angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
     cos, sin = angles.cos(), angles.sin()
     if attention_factor != 1.0:
         cos, sin = cos * attention_factor, sin * attention_factor
@@ -137,11 +136,6 @@ def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Ten
     if layout == "half":
         return t.chunk(2, dim=-1)  # [x1 | x2]
     return t.unflatten(-1, (-1, 2)).unbind(-1)  # (x1_0, x2_0, x1_1, x2_1, ...)
-
-
-def _per_dim(t: torch.Tensor, layout: str) -> torch.Tensor:
-    """(..., D/2) one value per pair -> (..., D): each pair's value on both of its dims (see `layout`)."""
-    return torch.cat((t, t), dim=-1) if layout == "half" else t.repeat_interleave(2, dim=-1)
 
 
 def _check_x(x, name: str = "x", *, even: bool = True) -> None:
@@ -173,14 +167,14 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     cos/sin: e.g. (seq, dim/2), or (batch, 1, seq, dim/2) for batched positions, on x's device.
     Returns a new tensor of x's shape, dtype and device (x is not modified), computed in float32
     (float64 for float64 x). Given the same tables, it equals Hugging Face's eager
-    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: it is that formula. For fused speed, compile
-    it (`torch.compile`).
+    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: the same products and sums, each rounded once
+    (x1 c - x2 s is x1 c + (-x2) s exactly). For fused speed, compile it (`torch.compile`).
     """
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
     _check_tables(x, cos, sin)
     work = _checks.compute_dtype(x.dtype)
-    return _turn(x, _per_dim(_as(cos, work), layout), _per_dim(_as(sin, work), layout), layout)
+    return _turn(x, _as(cos, work), _as(sin, work), layout)
 
 
 def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
@@ -189,14 +183,16 @@ def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) ->
         [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
         [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
 
-    which is, for all pairs at once, y = x * cos + quarter_turn(x) * sin with quarter_turn: (x1, x2) ->
-    (-x2, x1) and each pair's cos and sin on both of its dims (RoFormer eq. 34; Hugging Face's
-    x * cos + rotate_half(x) * sin). x (..., seq, dim); cos, sin (..., seq, dim) from `_per_dim`, in
-    x's compute dtype (`_checks.compute_dtype`): float32, or float64 for float64 x.
+    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair, in x's compute dtype (float32;
+    float64 for float64 x). (Hugging Face writes the same products as x * [c, c] + rotate_half(x) * [s, s];
+    the results are equal bit for bit.)
     """
     if x.dtype not in (torch.float32, torch.float64):  # bf16/fp16: turned in float32, rounded once at the end
         return _turn(x.float(), cos, sin, layout).to(x.dtype)
-    return x * cos + _quarter_turn(x, layout) * sin
+    x1, x2 = _pair_members(x, layout)  # (..., seq, dim/2) each
+    y1 = x1 * cos - x2 * sin
+    y2 = x2 * cos + x1 * sin
+    return torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
 
 
 def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
@@ -226,39 +222,38 @@ def _line_up(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch
     return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
 
 
-_PLAIN_FREQUENCIES: dict = {}  # (dim, base, layout, device) -> theta of each dim: apply_rope's default, made once
+_PLAIN_FREQUENCIES: dict = {}  # (dim, base, device) -> base ** (-2i/dim): apply_rope's default, made once
 
 
-def _plain_frequencies(dim: int, base: float, layout: str, device) -> torch.Tensor:
-    """base ** (-2i/dim) on each dim of `layout` (`_per_dim`), on `device`; kept after the first call (not
-    while torch.compile traces)."""
+def _plain_frequencies(dim: int, base: float, device) -> torch.Tensor:
+    """rope_inv_freq(dim, base=base) on `device`, kept after the first call (not while torch.compile traces)."""
     if torch.compiler.is_compiling() or type(base) not in (int, float) or type(dim) is not int:
-        return _per_dim(rope_inv_freq(dim, base=base, device=device)[0], layout)  # which also names a bad base
-    key = (dim, base, layout, device)
+        return rope_inv_freq(dim, base=base, device=device)[0]  # which also names a bad base
+    key = (dim, base, device)
     if key not in _PLAIN_FREQUENCIES:
         if len(_PLAIN_FREQUENCIES) > 256:  # a long session of many sizes: start again rather than grow
             _PLAIN_FREQUENCIES.clear()
-        _PLAIN_FREQUENCIES[key] = _per_dim(rope_inv_freq(dim, base=base, device=device)[0], layout)
+        _PLAIN_FREQUENCIES[key] = rope_inv_freq(dim, base=base, device=device)[0]
     return _PLAIN_FREQUENCIES[key]
 
 
-def _tables(x, positions, base, inv_freq, attention_factor, rotated: int, layout: str):
-    """cos/sin (..., seq, rotated) for x's positions, per dim of `layout`, lined up to broadcast over x's heads."""
+def _tables(x, positions, base, inv_freq, attention_factor, rotated: int):
+    """cos/sin (..., seq, rotated/2) for x's positions, lined up to broadcast over x's heads."""
     positions = _positions(positions, x)
     if inv_freq is None:
-        frequencies = _plain_frequencies(rotated, base, layout, x.device)
+        inv_freq = _plain_frequencies(rotated, base, x.device)
     else:
-        frequencies = _per_dim(_check_inv_freq(inv_freq, "x", x, rotated), layout)
+        _check_inv_freq(inv_freq, "x", x, rotated)
     if type(attention_factor) is not float or attention_factor != 1.0:  # the default needs no check
         attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    cos, sin = _cos_sin(positions, frequencies, attention_factor, _checks.compute_dtype(x.dtype))
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
     return _line_up(cos, x, positions), _line_up(sin, x, positions)
 
 
 def _rope_dims(x, positions, inv_freq, attention_factor, layout: str, start: int, stop: int) -> torch.Tensor:
     """Dims start .. stop-1 of x turned by RoPE with these frequencies (pairs of `layout` formed within
     them), the other dims copied: a checkpoint's layer (configs.LayerPositions.apply)."""
-    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start, layout)
+    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start)
     return torch.cat((x[..., :start], _turn(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
 
 
@@ -292,7 +287,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     _check_x(x, even=whole)
     _checks.choice("layout", layout, LAYOUTS)
     turned = x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned, layout)  # (..., seq, turned)
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned)  # (..., seq, turned/2)
     if turned == x.shape[-1]:
         return _turn(x, cos, sin, layout)
     return torch.cat((_turn(x[..., :turned], cos, sin, layout), x[..., turned:]), dim=-1)
@@ -331,7 +326,7 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     if rope_dim > x.shape[-1]:
         raise ValueError(f"rope_dim={rope_dim} must be <= x's last dimension (head_dim {x.shape[-1]})")
     start = x.shape[-1] - rope_dim                           # [x_nope | x_rope]: only x_rope turns
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim, layout)
+    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim)
     return torch.cat((x[..., :start], _turn(x[..., start:], cos, sin, layout)), dim=-1)
 
 
@@ -463,10 +458,8 @@ class RotaryEmbedding(PositionalEncoding):
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
 
     def _frequencies(self, device, seq_len):
-        """(theta of each rotated dim of the layout, (rotary_dim,), attention factor) for length seq_len."""
-        inv_freq, factor = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device,
-                                         seq_len=seq_len, partial_rotary_factor=self.partial_rotary_factor)
-        return _per_dim(inv_freq, self.layout), factor
+        return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len,
+                             partial_rotary_factor=self.partial_rotary_factor)
 
     def _device_frequencies(self, device, seq_len):
         """The frequencies for `seq_len` (None: the trained ones) on `device`, kept per device."""
