@@ -77,7 +77,7 @@ def values_are_cheap(t: torch.Tensor) -> bool:
     So value checks (a position's range, finite frequencies) run where they cost nothing; on other devices
     the settings a module is built from are still checked when it is built, and torch's own checks apply
     to the values (an index out of range, say)."""
-    return t.device.type == "cpu" and not torch.compiler.is_compiling()
+    return t.is_cpu and not torch.compiler.is_compiling()
 
 
 def value_range(t: torch.Tensor) -> tuple[int, int]:
@@ -92,7 +92,11 @@ def value_range(t: torch.Tensor) -> tuple[int, int]:
 def position_values(name: str, value: torch.Tensor) -> torch.Tensor:
     """An integer tensor of positions as int64 (uint8/int16/int32 would wrap around in key - query),
     every value within +-MAX_POSITION (checked where values are cheap: see `values_are_cheap`)."""
-    value = int_tensor(name, value)
+    return _in_range(name, int_tensor(name, value))
+
+
+def _in_range(name: str, value: torch.Tensor) -> torch.Tensor:
+    """`position_values` of an integer tensor."""
     if value.dtype != torch.int64:
         value = value.to(torch.int64)
     if values_are_cheap(value) and value.numel():
@@ -139,9 +143,9 @@ def positions(name: str, value, *, seq_len: int, device: torch.device, batch: in
         expected = ("no batch dimension (shape (seq,))" if batch is None
                     else "batch 1" if batch == 1 else f"batch 1 or {batch}")
         raise ValueError(f"{name} of shape {tuple(value.shape)} does not fit: expected {expected}")
-    if value.device != torch.device(device):
+    if value.device != device and value.device != torch.device(device):  # (a torch.device: no conversion)
         raise ValueError(f"{name} must be on the device of the tensor it indexes ({device}), got {value.device}")
-    return position_values(name, value)
+    return _in_range(name, value)
 
 
 def finite_tensor(name: str, t: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,9 @@ defaults do nothing, so an encoding overrides only the hook(s) it needs:
     value_bias(probs, q_pos, k_pos)   out + sum_j p_ij a_{j-i}    Shaw (value term)
 
 `MultiHeadAttention` calls all four in that order (no `if kind == ...` ladder anywhere), and calling
-an encoding module, `enc(...)`, applies it where it acts (see `PositionalEncoding`).
+an encoding module, `enc(...)`, applies it where it acts (see `PositionalEncoding`). Whether an
+encoding keeps the protocol's rules (shapes, dtype, device, no look at later positions) is checked
+beside it, in `posenc_lib.encoding_rules` (`rule_report`).
 
 With none of them overridden (`NoPE`) the attention has no position information of its own, but
 order is not invisible: a causal mask alone already breaks the permutation symmetry (query i sees

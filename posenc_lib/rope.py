@@ -89,9 +89,10 @@ def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | N
 
 
 def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    work = _checks.angle_dtype(positions.device)
+    if inv_freq.dtype != torch.float64:  # (float64 already: no device lookup in every call)
+        inv_freq = inv_freq.to(_checks.angle_dtype(positions.device))
     # (..., seq, dim/2): m * theta_i; int64 times float64 is computed in float64 (m exact up to 2**53)
-    return positions[..., None] * _as(inv_freq, work)
+    return positions.unsqueeze(-1) * inv_freq
 
 
 def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
@@ -133,8 +134,8 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_f
 def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(..., D) -> two (..., D/2) views: the first and second member of every pair (see `layout`)."""
     if layout == "half":
-        return t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2:]  # [x1 | x2]
-    return t[..., 0::2], t[..., 1::2]  # (x1_0, x2_0, x1_1, x2_1, ...)
+        return t.chunk(2, dim=-1)  # [x1 | x2]
+    return t.unflatten(-1, (-1, 2)).unbind(-1)  # (x1_0, x2_0, x1_1, x2_1, ...)
 
 
 def _check_x(x, name: str = "x", *, even: bool = True) -> None:
@@ -172,7 +173,8 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     _check_x(x)
     _checks.choice("layout", layout, LAYOUTS)
     _check_tables(x, cos, sin)
-    return _turn(x, cos, sin, layout)
+    work = _checks.compute_dtype(x.dtype)
+    return _turn(x, _as(cos, work), _as(sin, work), layout)
 
 
 def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
@@ -181,16 +183,16 @@ def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) ->
         [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
         [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
 
-    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair. (Hugging Face writes the same
-    products as x * [c, c] + rotate_half(x) * [s, s]; the results are equal bit for bit.)
+    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair, in x's compute dtype (float32;
+    float64 for float64 x). (Hugging Face writes the same products as x * [c, c] + rotate_half(x) * [s, s];
+    the results are equal bit for bit.)
     """
-    work = _checks.compute_dtype(x.dtype)         # bf16/fp16 turn in float32, rounded once at the end
-    x1, x2 = _pair_members(_as(x, work), layout)  # (..., seq, dim/2) each
-    cos, sin = _as(cos, work), _as(sin, work)
+    if x.dtype not in (torch.float32, torch.float64):  # bf16/fp16: turned in float32, rounded once at the end
+        return _turn(x.float(), cos, sin, layout).to(x.dtype)
+    x1, x2 = _pair_members(x, layout)  # (..., seq, dim/2) each
     y1 = x1 * cos - x2 * sin
     y2 = x2 * cos + x1 * sin
-    y = torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
-    return _as(y, x.dtype)
+    return torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
 
 
 def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
@@ -200,7 +202,7 @@ def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return t if t.dtype == dtype else t.to(dtype)  # (a no-op .to still costs a microsecond or two a call)
+    return t if t.dtype == dtype else t.to(dtype=dtype)  # (a no-op .to costs ~1 us; dtype= skips .to's overload search)
 
 
 # ----------------------------------------------------------------------------- the public forms
@@ -242,7 +244,8 @@ def _tables(x, positions, base, inv_freq, attention_factor, rotated: int):
         inv_freq = _plain_frequencies(rotated, base, x.device)
     else:
         _check_inv_freq(inv_freq, "x", x, rotated)
-    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    if type(attention_factor) is not float or attention_factor != 1.0:  # the default needs no check
+        attention_factor = _checks.positive_float("attention_factor", attention_factor)
     cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
     return _line_up(cos, x, positions), _line_up(sin, x, positions)
 
@@ -280,9 +283,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     HF rounds the tables to that dtype and multiplies in it, while this rotates in float32 and rounds
     once, so the two differ by about one unit in the last place of the input's dtype.
     """
-    _check_x(x, even=partial_rotary_factor == 1 and not isinstance(partial_rotary_factor, bool))
+    whole = type(partial_rotary_factor) in (float, int) and partial_rotary_factor == 1  # (not True: a bool)
+    _check_x(x, even=whole)
     _checks.choice("layout", layout, LAYOUTS)
-    turned = rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn, the rest are copied
+    turned = x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn
     cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned)  # (..., seq, turned/2)
     if turned == x.shape[-1]:
         return _turn(x, cos, sin, layout)

@@ -17,7 +17,8 @@ from posenc_lib.i18n import Text, get_language, language, set_language, tr
 PACKAGE = Path(posenc_lib.__file__).parent
 # what a learner reads: the checkers, figures and sliders, and the reports notebooks print
 LEARNER_FACING = sorted([*(p for folder in ("exercises", "plots", "widgets") for p in (PACKAGE / folder).glob("*.py")),
-                         *(PACKAGE / "configs").glob("*.py"), PACKAGE / "attention.py", PACKAGE / "experiments" / "own_encoding.py",
+                         *(PACKAGE / "configs").glob("*.py"), PACKAGE / "attention.py", PACKAGE / "encoding_rules.py",
+                         PACKAGE / "experiments" / "own_encoding.py",
                          PACKAGE / "experiments" / "summary.py"])
 CJK = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_WORD = re.compile(r"\b[A-Za-z]{3,}\b")
@@ -201,7 +202,7 @@ def test_own_encoding_problems_speak_chinese_and_keep_their_english_rule(chinese
     from torch import nn
 
     from posenc_lib.attention import PositionalEncoding
-    from posenc_lib.experiments.own_encoding import RULE_DEVICE, RULE_FUTURE, rule_report
+    from posenc_lib.encoding_rules import RULE_DEVICE, RULE_FUTURE, rule_report
 
     class NormalisedIndex(PositionalEncoding):
         def __init__(self, dim):

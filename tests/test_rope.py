@@ -741,6 +741,8 @@ BAD = [
     # partial rotary
     ("apply_rope partial string", lambda: apply_rope(X, partial_rotary_factor="0.5"), TypeError,
      r"partial_rotary_factor must be a number"),
+    ("apply_rope partial bool", lambda: apply_rope(X, partial_rotary_factor=True), TypeError,
+     r"partial_rotary_factor must be a number, got bool"),
     ("apply_rope partial > 1", lambda: apply_rope(X, partial_rotary_factor=2.0), ValueError,
      r"partial_rotary_factor must be in \(0, 1\]"),
     ("apply_rope partial odd rotary dim", lambda: apply_rope(torch.randn(2, 5, 10), partial_rotary_factor=0.3),

@@ -9,9 +9,10 @@
    slow-down at another is not one). Then, at the prefill shape, `torch.compile(fullgraph=True)` of a
    RotaryEmbedding(max_positions=4096) forward (its cos/sin table cached) against cloning q and k (one read and one write: the
    memory-bound floor); goal: within ~1.2x of the clone. Compile is the route to fused speed.
-   The candidates of a shape are timed round-robin in one run (one call of each per round), so a busy
-   machine slows them alike; the ratio is taken within each round and its median reported, with the
-   quartiles, whose spread shows how much the machine moved. Results must agree with transformers'.
+   The candidates of a shape are timed round-robin in one run (one block of calls of each per round: a
+   call shorter than 1 ms is repeated for about 1 ms), so a busy machine slows them alike; the ratio is
+   taken within each round and its median reported, with the quartiles, whose spread shows how much the
+   machine moved. Results must agree with transformers'.
 2. Every interactive figure in posenc_lib.widgets.BUILDERS: its first control (the first one that
    has another valid value here) is moved to other valid values a few times, and the median redraw
    time (fig.last_redraw_seconds) is compared with the 100 ms goal.
@@ -21,6 +22,7 @@ Options: --rounds N (default 30), --no-widgets, --no-rope, --no-compile, --threa
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -54,20 +56,32 @@ def _hf(head_dim: int, device):
     return hf.LlamaRotaryEmbedding(config).to(device), hf
 
 
-def _round_robin(candidates: dict, device, rounds: int) -> dict:
-    """Seconds of every call of every candidate, one call of each per round (after two warm-up rounds)."""
+def _round_robin(candidates: dict, device, rounds: int, block_s: float = 1e-3) -> dict:
+    """Seconds per call of every candidate, one block of calls of each per round (after two warm-up rounds).
+    A block repeats a call shorter than block_s until the block lasts about block_s (a decoding step's
+    ~50 us call: ~20 calls), so one preempted call or the timer's granularity does not decide a round."""
     times = {name: [] for name in candidates}
     for _ in range(2):
         for run in candidates.values():
             run()
-    _sync(device)
-    for _ in range(rounds):
-        for name, run in candidates.items():
+    calls = {}
+    for name, run in candidates.items():  # the fastest of 3 calls sets the block (one stalled call does not)
+        once = []
+        for _ in range(3):
             _sync(device)
             start = time.perf_counter()
             run()
             _sync(device)
-            times[name].append(time.perf_counter() - start)
+            once.append(time.perf_counter() - start)
+        calls[name] = min(1000, max(1, math.ceil(block_s / max(min(once), 1e-9))))
+    for _ in range(rounds):
+        for name, run in candidates.items():
+            _sync(device)
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                run()
+            _sync(device)
+            times[name].append((time.perf_counter() - start) / calls[name])
     return times
 
 

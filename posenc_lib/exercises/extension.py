@@ -17,7 +17,8 @@ from torch import nn
 
 from ..attention import PositionalEncoding
 from ..experiments import summarize
-from ..experiments.own_encoding import rule_report
+from ..encoding_rules import rule_report
+from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
 from ._common import ExerciseError, attempt, call, ignored, number, ok, same, tensor
@@ -160,8 +161,8 @@ def check_encoding_rules(encoding) -> None:
     Does it keep the protocol's rules before it is trained? At least one hook; shapes, dtype and device
     kept (the meta device stands in for a GPU); its inputs left alone; and position t never sees a later
     position (hook by hook, then through a causal TinyLM). Each problem names the rule and the hook
-    (posenc_lib.experiments.own_encoding has the details)."""
-    report = rule_report(encoding)
+    (posenc_lib.encoding_rules has the details). Built with the experiment's sizes, as it will be trained."""
+    report = rule_report(encoding, experiment_config())
     problems = report["problems"]
     if problems:
         rules = tr("rule", "条规则") if len(problems) == 1 else tr("rules", "条规则")

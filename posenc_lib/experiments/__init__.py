@@ -12,7 +12,8 @@ One job per module:
     evaluation   the loss on the last L positions of windows of L..8L; the sliding-window baseline (the same
                  characters, each with exactly L of context); RoPE context-extension swaps
     probe        the retrieval probe: a random string written twice, scored on its second copy
-    own_encoding your encoding: the protocol's rules checked, then one run beside the cached arms (07)
+    own_encoding your encoding: one run beside the cached arms (07), once it keeps the protocol's rules
+                 (checked by posenc_lib.encoding_rules, with the experiment's sizes: experiment_config)
     runner       the runs of 07 and 08 over worker processes, their provenance, run_all, live_run
     results      data/ (found in one place), load_results, load_rope_model, write_results,
                  load_model_configs (notebook 10's public configs)
@@ -44,7 +45,7 @@ from .corpus import (CORPUS_FILES, UNK_ID, VALID_FILES, VOCAB_SIZE, Corpus, corp
                      stdlib_dir)
 from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_loss, rope_scaling, supports_length,
                          set_rope_scaling)
-from .own_encoding import encoding_rule_problems, rule_report, train_own_encoding
+from .own_encoding import train_own_encoding
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
 from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, STATE_FILES, data_dir, data_file,
                       load_model_configs, load_results, load_rope_model, load_seed0_model, write_results)
@@ -59,11 +60,11 @@ __all__ = [
     "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
     "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "STATE_FILES", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus",
     "ExperimentConfig", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file",
-    "decode", "early_positions", "encode", "encoding_rule_problems", "encoding_summary", "eval_ends", "evaluate",
+    "decode", "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate",
     "evaluate_sliding", "extension_eval", "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit",
     "live_run", "load_corpus", "load_model_configs", "load_results", "load_rope_model", "load_seed0_model", "make_probes",
     "method_position_loss", "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe",
-    "rule_report", "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
+    "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
     "summarize_probe", "supports_length", "train", "train_and_evaluate", "train_own_encoding", "training_exposure",
     "warmup_cosine_lr", "where_it_acts", "set_rope_scaling", "write_results"
 ]
