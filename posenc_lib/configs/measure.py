@@ -4,8 +4,9 @@ config.json holds numbers; which dims pair, which layers turn q and k, which way
 family's modeling code. `measure` runs that code at a tiny size and reads the answer off it:
 
   1. the config (transformers' own class for its model_type) is shrunk where it does not touch positions:
-     2 heads of the same head size, a small MLP, 4 experts, a small vocabulary; head_dim, rotary settings,
-     rope parameters and the layer count and types are kept;
+     2 heads of the same head size, a small MLP, 4 experts, a small vocabulary (MLA: a low-rank q of the head's
+     full rank; an indexer of 2 small heads); head_dim, rotary settings, rope parameters and the layer count and
+     types are kept;
   2. the model is built with an attention function of ours that records the q and k each layer hands to
      it (after RoPE) and returns zeros, so every layer's input does not depend on what attention saw;
   3. it is run twice on the same random inputs: as it is, and with its rotary-embedding module answering
@@ -24,7 +25,9 @@ What it reports is what reaches the attention: a permutation applied to q and k 
 pair]) does not change q.k and is not visible here; the layout then shows as "half". A layer that never
 calls the attention function (linear attention, a recurrent block, cross-attention without image input)
 has no q and k and is reported as such. An attention factor cancelled by a q/k normalisation after RoPE
-measures as 1, which is what the scores see.
+measures as 1, which is what the scores see. A sparse-attention indexer's own q and k (DeepSeek-V3.2's, which
+only choose the keys) never reach the attention function: not measured here (tests/test_configs_reader.py checks
+the reader's ModelPositions.indexer against DeepseekV32Indexer itself).
 """
 from __future__ import annotations
 

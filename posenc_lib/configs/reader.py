@@ -27,6 +27,9 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
     per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
       (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
       no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
+    layer type 'indexed_attention' (DeepSeek-V3.2): full causal attention whose keys an indexer narrows; the
+      indexer's own q/k (index_head_dim, index_n_heads, index_topk; qk_rope_head_dim of them turn) in
+      ModelPositions.indexer. Kimi Linear's linear_attn_config (full_attn_layers, kda_layers, counted from 1)
     BERT, GPT-2: learned absolute positions (max_position_embeddings / n_positions rows), no RoPE.
 """
 from __future__ import annotations
@@ -509,6 +512,14 @@ def from_hf_config(config: dict) -> ModelPositions:
         f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键（head_dim、partial_rotary_factor、"
         f"rope_parameters，按 transformers 共用的 RoPE 函数的读法）；只有代码才决定的事（哪些层旋转、布局、"
         f"没有 layer_types 时的注意力模式）无法从配置得知")]
+    if family is GENERIC and any(key in text for key in _MLA_KEYS):
+        notes.append(tr(
+            f"latent-attention (MLA) keys ({', '.join(k for k in _MLA_KEYS if k in text)}): the q/k head size and the "
+            f"dims that turn are in the code (DeepSeek's turns the last qk_rope_head_dim of qk_nope_head_dim + "
+            f"qk_rope_head_dim dims; Kimi Linear's none), not hidden_size // heads: rotary_dims unknown",
+            f"潜在注意力（MLA）的键（{'、'.join(k for k in _MLA_KEYS if k in text)}）：q/k 的头维度和旋转哪些维由代码决定"
+            f"（DeepSeek 旋转 qk_nope_head_dim + qk_rope_head_dim 维中的最后 qk_rope_head_dim 维；Kimi Linear 不旋转），"
+            f"不是 hidden_size // 头数：旋转维度未知"))
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     positions = family.positions
