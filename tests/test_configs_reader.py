@@ -193,14 +193,13 @@ def test_mrope_without_a_record_does_not_guess_the_interleaving():
 
 
 # ----------------------------------------------------------------------------- DeepSeek-V3.2, Kimi
-def _tiny_v32(**rope):
-    from transformers.models.deepseek_v32 import configuration_deepseek_v32 as cfg_v32
-    return cfg_v32.DeepseekV32Config(hidden_size=64, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=2,
-                                     q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=16, qk_nope_head_dim=16,
-                                     v_head_dim=16, index_n_heads=2, index_head_dim=32, index_topk=4,
-                                     n_routed_experts=4, n_group=1, topk_group=1, num_experts_per_tok=2,
-                                     moe_intermediate_size=16, intermediate_size=32, vocab_size=128,
-                                     max_position_embeddings=1024, rope_parameters=rope or None)
+def _tiny_dsa(model_type="deepseek_v32", **rope):
+    """A DSA family's transformers config at a tiny size (2 heads; an indexer of 2 heads of 32 dims)."""
+    return transformers.CONFIG_MAPPING[model_type](
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=2, q_lora_rank=32,
+        kv_lora_rank=16, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=16, index_n_heads=2, index_head_dim=32,
+        index_topk=4, n_routed_experts=4, n_group=1, topk_group=1, num_experts_per_tok=2, moe_intermediate_size=16,
+        intermediate_size=32, vocab_size=128, max_position_embeddings=1024, rope_parameters=rope or None)
 
 
 def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
@@ -223,61 +222,79 @@ def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
     assert (indexer.head_dim, indexer.rotary_dims, indexer.layout) == (128, (0, 64), "half")
     row = read.rows()[0]
     assert row["layout"] == "interleaved" and row["rotary_dims"] == "128:192 of 192"
-    assert "indexer" in read.table() and "half-split pairs, not the interleaved pairs" in read.table()
+    assert "indexer" in read.table() and "in half pairs, not the interleaved pairs" in read.table()
 
 
-def test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers():
-    """What DeepseekV32Indexer does to its own q and k, recorded from its forward pass (q from wq_b, k from k_norm,
-    the halves its apply_rotary_pos_emb returns): the reader's indexer.apply gives the same vectors, on a YaRN
-    config (frequencies and attention factor from the same rotary embedding as the main attention); the
-    interleaved layout would not."""
-    from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_v32
-    config = _tiny_v32(rope_type="yarn", factor=4.0, original_max_position_embeddings=256, rope_theta=10000.0,
-                       mscale=1.0, mscale_all_dim=0.5)
-    indexer = from_hf_config(_json(config)).indexer
-    hf_indexer = hf_v32.DeepseekV32Indexer(config, 0).double().eval()
-    rotary = hf_v32.DeepseekV32RotaryEmbedding(config)
-    seen, rotated = {}, []
+@pytest.mark.parametrize("model_type,layout,where", [
+    ("deepseek_v32", "half", "first"), ("axk2", "half", "first"), (("glm_moe_dsa", "interleaved", "first")),
+    ("hy_v4", "half", "last")])
+def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where):
+    """What each DSA family's indexer does to its own q and k, recorded from its forward pass (q from wq_b, k from
+    k_norm, and what its apply_rotary_pos_emb[_interleave] receives and returns): the slice it turns is the reader's
+    indexer.rotary_dims, and the indexer's scores q.k between positions 0, 1, 2, 3, 700 equal those of the reader's
+    indexer.apply, on a YaRN config (frequencies and attention factor from the family's rotary embedding, as the
+    main attention's); the other layout would not give them. (DeepSeek's interleave function writes the turned
+    slice as [first of every pair | second], for q and k alike: the scores do not see that.)"""
+    import importlib
+    config = _tiny_dsa(model_type, rope_type="yarn", factor=4.0, original_max_position_embeddings=256,
+                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5)
+    read = from_hf_config(_json(config))
+    indexer = read.indexer
+    assert (indexer.layout, indexer.rotary_dims) == (layout, (0, 16) if where == "first" else (16, 32))
+    module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
+    indexer_class = next(getattr(module, n) for n in dir(module) if n.endswith("Indexer"))
+    rotary_class = next(getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n)
+    hf_indexer = indexer_class(config, 0).double().eval()
+    seen, rotated, originals = {}, [], {}
     hooks = [hf_indexer.wq_b.register_forward_hook(lambda m, a, out: seen.__setitem__("q", out)),
              hf_indexer.k_norm.register_forward_hook(lambda m, a, out: seen.__setitem__("k", out))]
-    original = hf_v32.apply_rotary_pos_emb
 
-    def recording(q, k, cos, sin, **kwargs):
-        out = original(q, k, cos, sin, **kwargs)
-        rotated.append((q, k) + out)
-        return out
+    def recording(name):
+        def record(q, k, cos, sin, *args, **kwargs):
+            out = originals[name](q, k, cos, sin, *args, **kwargs)
+            rotated.append((q, k) + tuple(out))
+            return out
+        return record
+    for name in ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"):
+        if hasattr(module, name):
+            originals[name] = getattr(module, name)
+            setattr(module, name, recording(name))
     generator = torch.Generator().manual_seed(7)
     positions = torch.tensor([[0, 1, 2, 3, 700]])
     hidden = torch.randn(1, 5, 64, dtype=torch.float64, generator=generator)
     q_resid = torch.randn(1, 5, 32, dtype=torch.float64, generator=generator)
-    cos, sin = rotary(hidden, positions)
-    hf_v32.apply_rotary_pos_emb = recording
+    cos, sin = rotary_class(config)(hidden, positions)
     try:
         with torch.no_grad():
             hf_indexer(hidden, q_resid, (cos.double(), sin.double()), torch.zeros(1, 5, 5, dtype=torch.float64),
                        positions)
     finally:
-        hf_v32.apply_rotary_pos_emb = original
+        for name, function in originals.items():
+            setattr(module, name, function)
         for hook in hooks:
             hook.remove()
     (q_in, k_in, q_out, k_out), = rotated
-    q = seen["q"].view(1, 5, 2, 32).transpose(1, 2)        # (batch, heads, seq, index_head_dim)
-    k = seen["k"].view(1, 1, 5, 32)
-    rope = indexer.rotary_dim
-    # the slice the code turns is the first qk_rope_head_dim dims of each head; the rest pass unturned
-    torch.testing.assert_close(q_in, q.transpose(1, 2)[..., :rope], rtol=0, atol=0)
-    theirs_q = torch.cat((q_out.transpose(1, 2), q[..., rope:]), dim=-1)
-    theirs_k = torch.cat((k_out.transpose(1, 2), k[..., rope:]), dim=-1)
-    torch.testing.assert_close(indexer.apply(q, positions[0]), theirs_q, rtol=0, atol=1e-5)
-    torch.testing.assert_close(indexer.apply(k, positions[0]), theirs_k, rtol=0, atol=1e-5)
+    q = seen["q"].view(1, 5, 2, 32)                       # (batch, seq, heads, index_head_dim)
+    k = seen["k"].view(1, 5, 1, 32)
+    start, stop = indexer.rotary_dims
+    torch.testing.assert_close(q_in, q[..., start:stop], rtol=0, atol=0)  # the slice the code turns
+    torch.testing.assert_close(k_in, k[..., start:stop], rtol=0, atol=0)
+    theirs_q = torch.cat((q[..., :start], q_out, q[..., stop:]), dim=-1).transpose(1, 2)  # (batch, heads, seq, d)
+    theirs_k = torch.cat((k[..., :start], k_out, k[..., stop:]), dim=-1).transpose(1, 2)
+    theirs = theirs_q @ theirs_k.transpose(-1, -2)
+    ours = indexer.apply(q.transpose(1, 2), positions[0]) @ indexer.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    # (1e-5: the rotary embedding computes its angles in float32, 700 * 2^-24 radians off at the far position)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5 * float(theirs.abs().max()))
     assert indexer.attention_factor != 1.0  # YaRN's factor on cos/sin reaches the indexer too
-    other = LayerPositions(**{**{f: getattr(indexer, f) for f in indexer.__dataclass_fields__}, "layout": "interleaved"})
-    assert (other.apply(q, positions[0]) - theirs_q).abs().max() > 1e-2
+    fields = {f: getattr(indexer, f) for f in indexer.__dataclass_fields__}
+    other = LayerPositions(**{**fields, "layout": "interleaved" if layout == "half" else "half"})
+    others = other.apply(q.transpose(1, 2), positions[0]) @ other.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    assert (others - theirs).abs().max() > 1e-3 * float(theirs.abs().max())
 
 
 def test_deepseek_v32_index_head_dim_must_hold_the_rope_slice():
     with pytest.raises(ValueError, match=r"config\['index_head_dim'\] = 8 must be at least config\['qk_rope_head_dim'\]"):
-        from_hf_config({**_json(_tiny_v32()), "index_head_dim": 8})
+        from_hf_config({**_json(_tiny_dsa()), "index_head_dim": 8})
 
 
 def test_kimi_k2_and_k25_are_read_with_deepseek_v3_s_record():
@@ -477,6 +494,7 @@ def test_mrope_and_query_scale_run_on_the_callers_device(device):
                                                ("glm4v", "glm4v_text"), ("glm4v_moe", "glm4v_moe_text"),
                                                ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
                                                ("qwen2_5_vl", "qwen2_5_vl_text"), ("deepseek_v32", "deepseek_v32"),
+                                               ("axk2", "axk2"), ("glm_moe_dsa", "glm_moe_dsa"), ("hy_v4", "hy_v4"),
                                                ("kimi_linear", "kimi_linear")])
 def test_new_records_defaults_are_their_config_classes(family, model_type):
     """The defaults a record fills in for absent keys are the family's transformers config class's."""

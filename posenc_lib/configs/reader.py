@@ -357,6 +357,7 @@ LAYER_RULES = {
     "block_types": _block_types,
     "cross_attention_layers": _cross_attention_layers,
     "kimi_linear": _kimi_linear,
+    "all_indexed": lambda r, n: ["indexed_attention"] * n,  # DeepSeek-V3.2: every layer DSA (its config class)
 }
 # rule name -> does it say per layer whether RoPE is used (no_rope_layers)?
 _FLAG_RULES = ("no_rope_flags", "no_rope_flags_chunked")
@@ -600,8 +601,8 @@ def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings
 
 def _indexer(r: _Reader, layers: list) -> LayerPositions | None:
     """DeepSeek-V3.2's DSA indexer (Family.indexer): in every layer, q and k of index_head_dim dims whose first
-    qk_rope_head_dim dims turn with the layer's own cos/sin, in the indexer's layout; its scores are scaled by
-    index_head_dim^-1/2 (DeepseekV32Indexer.softmax_scale)."""
+    (HY-V4: last) qk_rope_head_dim dims turn with the layer's own cos/sin, in the indexer's layout; its scores are
+    scaled by index_head_dim^-1/2 (DeepseekV32Indexer.softmax_scale)."""
     if r.family.indexer is None:
         return None
     main = next((layer for layer in layers if layer.rope), None)
@@ -611,7 +612,9 @@ def _indexer(r: _Reader, layers: list) -> LayerPositions | None:
     if size < rope:
         raise ValueError(f"{r.name('index_head_dim')} = {size} must be at least {r.name('qk_rope_head_dim')} = {rope} "
                          f"(the indexer turns the first qk_rope_head_dim dims of its heads)")
-    return LayerPositions(main.index, True, size, (0, rope), r.family.indexer, main.base, main.rope_type, main.scaling,
+    layout, where = r.family.indexer
+    turned = (0, rope) if where == "first" else (size - rope, size)
+    return LayerPositions(main.index, True, size, turned, layout, main.base, main.rope_type, main.scaling,
                           main.inv_freq, main.attention_factor, size ** -0.5, "full", None,
                           layer_type=main.layer_type, direction=main.direction, causal=main.causal)
 
@@ -625,12 +628,17 @@ def _model_notes(r: _Reader, layers: list, mrope, interleaved, indexer=None) -> 
         start, stop = indexer.rotary_dims
         notes.append(tr(f"indexer (DeepSeek Sparse Attention, in every layer): its own q and k "
                         f"({r.int('index_n_heads', 1)} query heads of {indexer.head_dim} dims, one key head) turn dims "
-                        f"{start}:{stop} with the same frequencies, but {indexer.layout}-split pairs, not the "
-                        f"{layers[indexer.index].layout} pairs of the layout column; their scores only choose the "
+                        f"{start}:{stop} with the same frequencies, in {indexer.layout} pairs"
+                        + (f", not the {layers[indexer.index].layout} pairs of the layout column"
+                           if indexer.layout != layers[indexer.index].layout else "")
+                        + f"; their scores only choose the "
                         f"top {r.int('index_topk', 1)} keys each query attends to (ModelPositions.indexer)",
                         f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{r.int('index_n_heads', 1)} 个查询头，"
                         f"每头 {indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 "
-                        f"{indexer.layout} 配对，不是布局列的 {layers[indexer.index].layout} 配对；它的分数只决定"
+                        f"{indexer.layout} 配对"
+                        + (f"，不是布局列的 {layers[indexer.index].layout} 配对"
+                           if indexer.layout != layers[indexer.index].layout else "")
+                        + f"；它的分数只决定"
                         f"每个查询关注哪 {r.int('index_topk', 1)} 个键（ModelPositions.indexer）"))
     if mrope is not None:
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
