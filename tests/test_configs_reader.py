@@ -394,6 +394,8 @@ BAD = [
      ValueError, r"config\['n_embd'\] = 100 must be divisible by config\['n_head'\] = 3"),
     ("layer_types longer", {**LLAMA, "layer_types": ["full_attention"] * 3}, ValueError,
      r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 3"),
+    ("a layer type not read", {**LLAMA, "layer_types": ["full_attention", "heavily_compressed_attention"]}, ValueError,
+     r"config\['layer_types'\]\[1\] is 'heavily_compressed_attention', a layer type this reader does not read"),
     ("layer_types shorter", {**LLAMA, "layer_types": ["full_attention"]}, ValueError,
      r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 1"),
     ("mrope_section of two", {**QWEN3_VL, "rope_parameters": {"rope_theta": 1e4, "mrope_section": [8, 8]}}, ValueError,

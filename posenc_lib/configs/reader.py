@@ -109,8 +109,9 @@ class _Reader:
             return bool(value)
         raise TypeError(f"{self.name(key)} must be true or false, got {value!r}")
 
-    def layer_list(self, key: str, length: int, allowed) -> list | None:
-        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`."""
+    def layer_list(self, key: str, length: int, allowed, unread: str | None = None) -> list | None:
+        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`. unread: what
+        a string entry outside `allowed` is, when it may be valid for the family's code though not read here."""
         value = self.config.get(key)
         if value is None:
             return None
@@ -122,6 +123,8 @@ class _Reader:
         for i, v in enumerate(value[:length]):
             # True == 1.0 == 1 in a set: only an entry of an allowed value's own type counts
             if not any(type(v) is type(a) and v == a for a in allowed):
+                if unread is not None and isinstance(v, str):
+                    raise ValueError(f"{self.name(key)}[{i}] is {v!r}, {unread} (read: {sorted(allowed)})")
                 raise ValueError(f"{self.name(key)}[{i}] must be one of {sorted(allowed)}, got {v!r}")
         return list(value[:length])
 
@@ -367,7 +370,9 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
     """(rope flags, HF layer types) for n layers: layer_types if given, else the family's rule; then which of
     them rotate (the family's rope_layer_types, no_rope_layers)."""
     family = r.family
-    types = r.layer_list("layer_types", n, _HF_LAYER_TYPES)
+    types = r.layer_list("layer_types", n, _HF_LAYER_TYPES, unread=(
+        "a layer type this reader does not read: what such a layer attends to is in the family's code (DeepSeek-V4's "
+        "compressed layers: a sliding window plus keys each compressed from a block of earlier tokens)"))
     if types is None:
         types = LAYER_RULES[family.layers](r, n)
     flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
