@@ -1,13 +1,14 @@
 """configs.from_hf_config on what it used to refuse or guess: Gemma 4's p-RoPE with per-layer head sizes,
 Ministral 3's llama_4_scaling_beta (a query scaling), Qwen-VL's M-RoPE (interleaved or in chunks) on real
-(3, batch, seq) position ids, a family without a record (unknown, never a guess), and bad configs named by the
-user's own key. Each fact is compared with what transformers' own code computes (transformers 5.24)."""
+(3, batch, seq) position ids, DeepSeek-V3.2's MLA beside its half-split indexer, Kimi K2 / K2.5 on DeepSeek-V3's
+code, Kimi Linear's MLA without RoPE, a family without a record (unknown, never a guess), and bad configs named by
+the user's own key. Each fact is compared with what transformers' own code computes (transformers 5.24)."""
 import math
 
 import pytest
 import torch
 
-from posenc_lib.configs import from_hf_config
+from posenc_lib.configs import LayerPositions, from_hf_config
 from posenc_lib.multidim import mrope_position_ids
 
 transformers = pytest.importorskip("transformers")
@@ -191,6 +192,155 @@ def test_mrope_without_a_record_does_not_guess_the_interleaving():
     assert "unknown" in read.table()
 
 
+# ----------------------------------------------------------------------------- DeepSeek-V3.2, Kimi
+def _tiny_dsa(model_type="deepseek_v32", **rope):
+    """A DSA family's transformers config at a tiny size (2 heads; an indexer of 2 heads of 32 dims)."""
+    return transformers.CONFIG_MAPPING[model_type](
+        hidden_size=64, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=2, q_lora_rank=32,
+        kv_lora_rank=16, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=16, index_n_heads=2, index_head_dim=32,
+        index_topk=4, n_routed_experts=4, n_group=1, topk_group=1, num_experts_per_tok=2, moe_intermediate_size=16,
+        intermediate_size=32, vocab_size=128, max_position_embeddings=1024, rope_parameters=rope or None)
+
+
+def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
+    """DeepSeek-V3.2's defaults: every layer 'indexed_attention' (full causal attention), MLA heads of
+    qk_nope 128 + qk_rope 64 dims, RoPE on the last 64 in interleaved pairs (the code has no rope_interleave
+    switch), q.k scaled as DeepseekV32Attention scales it; the indexer beside it half-split on the first 64 of its
+    128-dim heads, stated in a note while the layout column stays the main attention's."""
+    from transformers.models.deepseek_v32 import configuration_deepseek_v32 as cfg_v32
+    from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_v32
+    config = cfg_v32.DeepseekV32Config()
+    read = from_hf_config(_json(config))
+    with torch.device("meta"):
+        attention = hf_v32.DeepseekV32Attention(config, 0)
+    assert read.family == "deepseek_v32" and read.num_layers == 61 and read.rope_layers == list(range(61))
+    for layer in read.layers:
+        assert layer.layer_type == "indexed_attention" and layer.attention == "full" and layer.window is None
+        assert layer.head_dim == 192 and layer.rotary_dims == (128, 192) and layer.layout == "interleaved"
+        assert math.isclose(layer.score_scale, attention.scaling, rel_tol=1e-12)
+    indexer = read.indexer
+    assert (indexer.head_dim, indexer.rotary_dims, indexer.layout) == (128, (0, 64), "half")
+    row = read.rows()[0]
+    assert row["layout"] == "interleaved" and row["rotary_dims"] == "128:192 of 192"
+    assert "indexer" in read.table() and "in half pairs, not the interleaved pairs" in read.table()
+
+
+@pytest.mark.parametrize("model_type,layout,where", [
+    ("deepseek_v32", "half", "first"), ("axk2", "half", "first"), (("glm_moe_dsa", "interleaved", "first")),
+    ("hy_v4", "half", "last")])
+def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where):
+    """What each DSA family's indexer does to its own q and k, recorded from its forward pass (q from wq_b, k from
+    k_norm, and what its apply_rotary_pos_emb[_interleave] receives and returns): the slice it turns is the reader's
+    indexer.rotary_dims, and the indexer's scores q.k between positions 0, 1, 2, 3, 700 equal those of the reader's
+    indexer.apply, on a YaRN config (frequencies and attention factor from the family's rotary embedding, as the
+    main attention's); the other layout would not give them. (DeepSeek's interleave function writes the turned
+    slice as [first of every pair | second], for q and k alike: the scores do not see that.)"""
+    import importlib
+    config = _tiny_dsa(model_type, rope_type="yarn", factor=4.0, original_max_position_embeddings=256,
+                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5)
+    read = from_hf_config(_json(config))
+    indexer = read.indexer
+    assert (indexer.layout, indexer.rotary_dims) == (layout, (0, 16) if where == "first" else (16, 32))
+    module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
+    indexer_class = next(getattr(module, n) for n in dir(module) if n.endswith("Indexer"))
+    rotary_class = next(getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n)
+    hf_indexer = indexer_class(config, 0).double().eval()
+    seen, rotated, originals = {}, [], {}
+    hooks = [hf_indexer.wq_b.register_forward_hook(lambda m, a, out: seen.__setitem__("q", out)),
+             hf_indexer.k_norm.register_forward_hook(lambda m, a, out: seen.__setitem__("k", out))]
+
+    def recording(name):
+        def record(q, k, cos, sin, *args, **kwargs):
+            out = originals[name](q, k, cos, sin, *args, **kwargs)
+            rotated.append((q, k) + tuple(out))
+            return out
+        return record
+    for name in ("apply_rotary_pos_emb", "apply_rotary_pos_emb_interleave"):
+        if hasattr(module, name):
+            originals[name] = getattr(module, name)
+            setattr(module, name, recording(name))
+    generator = torch.Generator().manual_seed(7)
+    positions = torch.tensor([[0, 1, 2, 3, 700]])
+    hidden = torch.randn(1, 5, 64, dtype=torch.float64, generator=generator)
+    q_resid = torch.randn(1, 5, 32, dtype=torch.float64, generator=generator)
+    cos, sin = rotary_class(config)(hidden, positions)
+    try:
+        with torch.no_grad():
+            hf_indexer(hidden, q_resid, (cos.double(), sin.double()), torch.zeros(1, 5, 5, dtype=torch.float64),
+                       positions)
+    finally:
+        for name, function in originals.items():
+            setattr(module, name, function)
+        for hook in hooks:
+            hook.remove()
+    (q_in, k_in, q_out, k_out), = rotated
+    q = seen["q"].view(1, 5, 2, 32)                       # (batch, seq, heads, index_head_dim)
+    k = seen["k"].view(1, 5, 1, 32)
+    start, stop = indexer.rotary_dims
+    torch.testing.assert_close(q_in, q[..., start:stop], rtol=0, atol=0)  # the slice the code turns
+    torch.testing.assert_close(k_in, k[..., start:stop], rtol=0, atol=0)
+    theirs_q = torch.cat((q[..., :start], q_out, q[..., stop:]), dim=-1).transpose(1, 2)  # (batch, heads, seq, d)
+    theirs_k = torch.cat((k[..., :start], k_out, k[..., stop:]), dim=-1).transpose(1, 2)
+    theirs = theirs_q @ theirs_k.transpose(-1, -2)
+    ours = indexer.apply(q.transpose(1, 2), positions[0]) @ indexer.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    # (1e-5: the rotary embedding computes its angles in float32, 700 * 2^-24 radians off at the far position)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5 * float(theirs.abs().max()))
+    assert indexer.attention_factor != 1.0  # YaRN's factor on cos/sin reaches the indexer too
+    fields = {f: getattr(indexer, f) for f in indexer.__dataclass_fields__}
+    other = LayerPositions(**{**fields, "layout": "interleaved" if layout == "half" else "half"})
+    others = other.apply(q.transpose(1, 2), positions[0]) @ other.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    assert (others - theirs).abs().max() > 1e-3 * float(theirs.abs().max())
+
+
+def test_deepseek_v32_index_head_dim_must_hold_the_rope_slice():
+    with pytest.raises(ValueError, match=r"config\['index_head_dim'\] = 8 must be at least config\['qk_rope_head_dim'\]"):
+        from_hf_config({**_json(_tiny_dsa()), "index_head_dim": 8})
+
+
+def test_kimi_k2_and_k25_are_read_with_deepseek_v3_s_record():
+    """Kimi K2's config.json says model_type kimi_k2 (Moonshot's name for DeepSeek-V3's architecture; transformers
+    has no such type). transformers' own Kimi K2.5 config reads a text_config of model_type kimi_k2 as deepseek_v3;
+    the reader reads both names with DeepSeek-V3's record, the same numbers as model_type deepseek_v3."""
+    from transformers.models.kimi_k25 import configuration_kimi_k25 as cfg_k25
+    assert cfg_k25.Kimi_K25Config(text_config={"model_type": "kimi_k2"}).text_config.model_type == "deepseek_v3"
+    v3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 64, "num_hidden_layers": 4,
+          "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "kv_lora_rank": 512, "rope_theta": 50000.0,
+          "rope_scaling": {"type": "yarn", "factor": 64.0, "original_max_position_embeddings": 4096,
+                           "beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}}
+    expected = from_hf_config(v3)
+    for read in (from_hf_config({**v3, "model_type": "kimi_k2"}),
+                 from_hf_config({"model_type": "kimi_k25", "text_config": {**v3, "model_type": "kimi_k2"}}),
+                 from_hf_config({"model_type": "kimi_k25", "text_config": {k: v for k, v in v3.items()
+                                                                          if k != "model_type"}})):
+        assert read.family == "deepseek_v3" and not read.unknown
+        assert [layer.describe() for layer in read.layers] == [layer.describe() for layer in expected.layers]
+        assert read.layer(0).rotary_dims == (128, 192) and read.layer(0).layout == "interleaved"
+
+
+def test_kimi_linear_has_no_rope_and_its_layer_pattern_is_the_config_class_s():
+    """Kimi Linear: its MLA layers take no position (KimiLinearAttention.forward has no position argument and the
+    modeling file defines no rotary embedding), KDA linear attention between them; the layer pattern from the
+    checkpoint's linear_attn_config (1-based lists) or the default, as KimiLinearConfig computes it."""
+    import inspect
+    from transformers.models.kimi_linear import configuration_kimi_linear as cfg_kl
+    from transformers.models.kimi_linear import modeling_kimi_linear as hf_kl
+    assert not [name for name in dir(hf_kl) if name.endswith("RotaryEmbedding")]
+    assert not {"position_ids", "position_embeddings"} & set(inspect.signature(hf_kl.KimiLinearAttention.forward).parameters)
+    for given in (None, {"full_attn_layers": [2, 8], "kda_layers": [1, 3, 4, 5, 6, 7]}):
+        kwargs = {} if given is None else {"linear_attn_config": given}
+        config = cfg_kl.KimiLinearConfig(num_hidden_layers=8, **kwargs)
+        written = {k: v for k, v in _json(config).items() if k != "layer_types"} | kwargs
+        read = from_hf_config(written)
+        assert [layer.layer_type for layer in read.layers] == config.layer_types
+        assert read.rope_layers == [] and read.position_encoding == "none"
+        assert {layer.mixer for layer in read.layers} == {"attention", "linear attention"}
+        full = [layer for layer in read.layers if layer.mixer == "attention"]
+        assert all(layer.head_dim == config.qk_head_dim and layer.score_scale == config.qk_head_dim ** -0.5
+                   for layer in full)
+    with pytest.raises(ValueError, match=r"config\['linear_attn_config'\]\['kda_layers'\] must list layer numbers"):
+        from_hf_config({**written, "linear_attn_config": {"full_attn_layers": [1], "kda_layers": [0]}})
+
+
 # ----------------------------------------------------------------------------- no record: unknown, never a guess
 def test_a_family_without_a_record_reports_code_only_facts_as_unknown():
     """Which layers rotate, the layout and (without layer_types) the attention pattern are in a family's code:
@@ -213,6 +363,22 @@ def test_a_family_without_a_record_reports_code_only_facts_as_unknown():
                                         "base 10000, default, attention unknown")
 
 
+def test_a_family_without_a_record_and_mla_keys_does_not_state_rotated_dims():
+    """With MLA keys (qk_rope_head_dim, kv_lora_rank ...) the head size and the rotated slice are the code's
+    (DeepSeek: RoPE on the last qk_rope_head_dim of qk_nope + qk_rope; Kimi Linear: none), not hidden_size // heads:
+    a model_type without a record shows them, and so the wavelengths, as unknown."""
+    config = {"model_type": "my_mla", "hidden_size": 7168, "num_attention_heads": 128, "num_hidden_layers": 2,
+              "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "kv_lora_rank": 512, "rope_theta": 1e4}
+    read = from_hf_config(config)
+    row = read.rows()[0]
+    assert row["rotary_dims"] == row["longest_wavelength"] == "unknown"
+    assert "56" not in read.table()  # 7168 // 128: what the generic rules would have said
+    assert "dims unknown" in read.layer(0).describe()
+    plain = from_hf_config({k: v for k, v in config.items() if k not in ("qk_nope_head_dim", "qk_rope_head_dim",
+                                                                          "kv_lora_rank")})
+    assert plain.rows()[0]["rotary_dims"] == "0:56 of 56"  # without MLA keys: transformers' shared rope functions
+
+
 # ----------------------------------------------------------------------------- bad configs: the user's own key
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
          "rope_theta": 10000.0}
@@ -228,6 +394,8 @@ BAD = [
      ValueError, r"config\['n_embd'\] = 100 must be divisible by config\['n_head'\] = 3"),
     ("layer_types longer", {**LLAMA, "layer_types": ["full_attention"] * 3}, ValueError,
      r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 3"),
+    ("a layer type not read", {**LLAMA, "layer_types": ["full_attention", "heavily_compressed_attention"]}, ValueError,
+     r"config\['layer_types'\]\[1\] is 'heavily_compressed_attention', a layer type this reader does not read"),
     ("layer_types shorter", {**LLAMA, "layer_types": ["full_attention"]}, ValueError,
      r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 1"),
     ("mrope_section of two", {**QWEN3_VL, "rope_parameters": {"rope_theta": 1e4, "mrope_section": [8, 8]}}, ValueError,
@@ -327,7 +495,9 @@ def test_mrope_and_query_scale_run_on_the_callers_device(device):
 @pytest.mark.parametrize("family,model_type", [("qwen3_vl", "qwen3_vl_text"), ("qwen3_5", "qwen3_5_text"),
                                                ("glm4v", "glm4v_text"), ("glm4v_moe", "glm4v_moe_text"),
                                                ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
-                                               ("qwen2_5_vl", "qwen2_5_vl_text")])
+                                               ("qwen2_5_vl", "qwen2_5_vl_text"), ("deepseek_v32", "deepseek_v32"),
+                                               ("axk2", "axk2"), ("glm_moe_dsa", "glm_moe_dsa"), ("hy_v4", "hy_v4"),
+                                               ("kimi_linear", "kimi_linear")])
 def test_new_records_defaults_are_their_config_classes(family, model_type):
     """The defaults a record fills in for absent keys are the family's transformers config class's."""
     from posenc_lib.configs import FAMILY_DEFAULTS

@@ -3,7 +3,8 @@ against what the family's own code does (configs.measure runs it at a tiny size)
 
 Cases. Every model_type: transformers' default config. A representative set of families, one for each way the
 reader finds a layer's rotation (REPRESENTATIVES: plain half-split, interleaved with a partial factor, GPT-NeoX's
-rotary_pct, MLA, Phi-3's rope-type renames, per-layer-type rope dicts, Gemma 4's per-layer head sizes, RoPE on
+rotary_pct, MLA (DeepSeek-V3's rope_interleave switch, V3.2's fixed layout on its 'indexed_attention' layers),
+Phi-3's rope-type renames, per-layer-type rope dicts, Gemma 4's per-layer head sizes, RoPE on
 sliding layers only, q/k normalised after RoPE, a clockwise turn, linear-attention hybrids, a query scaling,
 M-RoPE): also every scaling variant in VARIANTS (linear, dynamic, yarn, yarn with truncate false, yarn with
 mscale/mscale_all_dim, llama3, longrope, proportional), set on the full-attention entry where the rope dict is
@@ -21,7 +22,8 @@ pairs: dims and layout through the scores only). Or the reader refuses with an e
 it states the layout as unknown (a family without a record: the layout is in code). A family transformers
 cannot build or run this way is skipped with the reason. The counts are printed (pytest -s).
 
-Not seen here, tested in tests/test_configs_reader.py: a query scaling by position (Ministral 3, Mistral 4: it
+Not seen here, tested in tests/test_configs_reader.py: DeepSeek-V3.2's indexer (its half-split q and k never reach
+the attention function; test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers), a query scaling by position (Ministral 3, Mistral 4: it
 is in both runs of the code), dynamic NTK past max_position_embeddings (the far position stays below it), M-RoPE
 on image positions (text positions are equal on the three axes). GPT-J and CodeGen write their base in the code
 and have no rope parameters to vary: their default case only."""
@@ -281,7 +283,7 @@ VARIANTS = {
     "proportional": lambda pairs, entry: {"rope_type": "proportional", "partial_rotary_factor": 0.5},
 }
 # one family for each way the reader finds a layer's rotation (the variants run on these only)
-REPRESENTATIVES = ("llama", "glm", "gpt_neox", "phi3", "deepseek_v3", "gemma3_text", "gemma4_text", "cohere2",
+REPRESENTATIVES = ("llama", "glm", "gpt_neox", "phi3", "deepseek_v3", "deepseek_v32", "gemma3_text", "gemma4_text", "cohere2",
                    "llama4_text", "nanochat", "qwen3_next", "ministral3", "qwen3_vl_text")
 
 

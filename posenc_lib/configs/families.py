@@ -45,6 +45,11 @@ Fields (the reader walks them; see reader.py):
       default when the rope dict has none.
     refused: ((key, values, why), ...): a value of key that the reader refuses, with why (Gemma 4's
       use_bidirectional_attention 'all' changes the window's meaning).
+    indexer: (layout, "first" | "last") of a sparse-attention indexer's own RoPE beside the main attention
+      (DeepSeek-V3.2's DSA "lightning indexer": index_n_heads query heads and one key head of index_head_dim, whose
+      first -- HY-V4: last -- qk_rope_head_dim dims turn with the main attention's cos/sin, in a layout of their
+      own: V3.2 half-split while its MLA pairs interleave); it only picks which keys each query attends to (top
+      index_topk). Read into ModelPositions.indexer; the layout column stays the main attention's.
     defaults: the family's config-class defaults of the keys read (tests compare them with transformers).
 """
 from __future__ import annotations
@@ -84,8 +89,23 @@ class Family:
     score_scale: float | None = None
     mrope: tuple | None = None
     refused: tuple = ()
+    indexer: str | None = None
     defaults: dict = field(default_factory=dict)
     source: str = ""
+
+
+def _dsa(name: str, layout: str, indexer: tuple, sizes: tuple, source: str) -> Family:
+    """A DeepSeek Sparse Attention family: MLA (qk_nope + qk_rope heads, DeepSeek's YaRN mscale in the score scale)
+    on every layer ('indexed_attention'), beside an indexer of its own (Family.indexer). An interleaved main layout
+    comes from DeepSeek's apply_rotary_pos_emb_interleave, which writes the pairs reordered (reorders_pairs).
+    sizes: the config class's defaults (max_position_embeddings, qk_rope_head_dim, qk_nope_head_dim, index_n_heads);
+    index_head_dim 128 and index_topk 2048 in every one."""
+    max_positions, rope, nope, heads = sizes
+    return Family(name, (name,), layout=layout, head_dim="mla", reorders_pairs=layout == "interleaved", mla_mscale=True,
+                  indexer=indexer, layers="all_indexed", source=source,
+                  defaults={"rope_theta": 10000.0, "max_position_embeddings": max_positions, "qk_rope_head_dim": rope,
+                            "qk_nope_head_dim": nope, "index_head_dim": 128, "index_n_heads": heads,
+                            "index_topk": 2048})
 
 
 REGISTRY = (
@@ -149,12 +169,40 @@ REGISTRY = (
     Family("smollm3", ("smollm3",), layers="no_rope_flags",
            defaults={"rope_theta": 2000000.0, "max_position_embeddings": 32768, "no_rope_layer_interval": 4,
                      "use_sliding_window": False, "sliding_window": None}),
-    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3", "glm4_moe_lite", "youtu"), layout_key=("rope_interleave", True),
-           head_dim="mla", reorders_pairs=True,
+    # kimi_k2: Moonshot's config.json says model_type "kimi_k2" on DeepseekV3ForCausalLM (transformers has no such
+    # type); kimi_k25: its text_config is a DeepseekV3Config (configuration_kimi_k25.py: a text_config of model_type
+    # kimi_k2 is read as deepseek_v3)
+    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3", "glm4_moe_lite", "youtu", "kimi_k2", "kimi_k25"),
+           layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True,
            mla_mscale=True,
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
                      "qk_nope_head_dim": 128, "rope_interleave": True},
-           source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice"),
+           source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice. kimi_k2: Moonshot's "
+                  "deployment guide (github.com/MoonshotAI/Kimi-K2, docs/deploy_guidance.md at c6157be): Kimi-K2 "
+                  "reuses the DeepSeek-V3 causal-LM architecture, model_type kimi_k2 only names it for inference "
+                  "engines, and other frameworks run it with model_type changed to deepseek_v3; kimi_k25: "
+                  "configuration_kimi_k25.py builds its text_config as deepseek_v3 (kimi_k2 renamed to it)"),
+    # DeepSeek-V3.2: V3's MLA (pairs interleaved on the rope slice, no rope_interleave switch in its code) on every
+    # layer ('indexed_attention'), plus the DSA indexer turning its own q/k half-split; other DSA families alike,
+    # each with its own layouts
+    _dsa("deepseek_v32", "interleaved", ("half", "first"), (163840, 64, 128, 64),
+         "modeling_deepseek_v32.py: DeepseekV32Attention applies apply_rotary_pos_emb_interleave to the rope slice; "
+         "DeepseekV32Indexer applies apply_rotary_pos_emb (rotate_half) to the first qk_rope_head_dim dims of its "
+         "own q and k"),
+    _dsa("axk2", "interleaved", ("half", "first"), (131072, 32, 64, 16),
+         "modeling_axk2.py: apply_rotary_pos_emb_interleave on the MLA rope slice; AXK2Indexer: apply_rotary_pos_emb "
+         "on the first qk_rope_head_dim dims (V3.2's split)"),
+    _dsa("glm_moe_dsa", "interleaved", ("interleaved", "first"), (202752, 64, 192, 32),
+         "modeling_glm_moe_dsa.py: apply_rotary_pos_emb_interleave on the MLA rope slice and on the first "
+         "qk_rope_head_dim dims of GlmMoeDsaIndexer's q and k (interleaved in both)"),
+    _dsa("hy_v4", "half", ("half", "last"), (262144, 64, 192, 16),
+         "modeling_hy_v4.py: apply_rotary_pos_emb (rotate_half) on the MLA rope slice, and on the LAST "
+         "qk_rope_head_dim dims of HYV4Indexer's q and k (half-split in both)"),
+    # Kimi Linear: MLA without RoPE ("MLA ... with NoPE") on its full-attention layers, KDA linear attention between
+    Family("kimi_linear", ("kimi_linear",), head_dim="mla", layers="kimi_linear", rope_layer_types=(),
+           defaults={"qk_rope_head_dim": 64, "qk_nope_head_dim": 128},
+           source="modeling_kimi_linear.py: KimiLinearAttention never rotates q or k (no rotary embedding in the "
+                  "file); KimiLinearDeltaAttention (KDA) on the linear-attention layers"),
     Family("mistral4", ("mistral4",), layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True,
            mla_mscale=True, query_scale_key="llama_4_scaling_beta", rope_ignored_keys=("max_position_embeddings",),
            source="modeling_mistral4.py: DeepSeek's MLA (apply_rotary_pos_emb_interleave on the rope slice), then "

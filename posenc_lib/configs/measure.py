@@ -4,8 +4,9 @@ config.json holds numbers; which dims pair, which layers turn q and k, which way
 family's modeling code. `measure` runs that code at a tiny size and reads the answer off it:
 
   1. the config (transformers' own class for its model_type) is shrunk where it does not touch positions:
-     2 heads of the same head size, a small MLP, 4 experts, a small vocabulary; head_dim, rotary settings,
-     rope parameters and the layer count and types are kept;
+     2 heads of the same head size, a small MLP, 4 experts, a small vocabulary (MLA: a low-rank q of the head's
+     full rank; an indexer of 2 small heads); head_dim, rotary settings, rope parameters and the layer count and
+     types are kept;
   2. the model is built with an attention function of ours that records the q and k each layer hands to
      it (after RoPE) and returns zeros, so every layer's input does not depend on what attention saw;
   3. it is run twice on the same random inputs: as it is, and with its rotary-embedding module answering
@@ -24,7 +25,9 @@ What it reports is what reaches the attention: a permutation applied to q and k 
 pair]) does not change q.k and is not visible here; the layout then shows as "half". A layer that never
 calls the attention function (linear attention, a recurrent block, cross-attention without image input)
 has no q and k and is reported as such. An attention factor cancelled by a q/k normalisation after RoPE
-measures as 1, which is what the scores see.
+measures as 1, which is what the scores see. A sparse-attention indexer's own q and k (DeepSeek-V3.2's, which
+only choose the keys) never reach the attention function: not measured here (tests/test_configs_reader.py checks
+the reader's ModelPositions.indexer against DeepseekV32Indexer itself).
 """
 from __future__ import annotations
 
@@ -37,11 +40,15 @@ from ..i18n import tr
 from .report import kind_text as report_kind, layer_ranges, table_cell
 
 PROBE = "posenc_probe"
+# the same probe with sdpa's masks, for 'indexed_attention' layers (DeepSeek-V3.2's DSA): they hand their causal mask
+# to the indexer (transformers builds no mask for an attention without a mask function). Not for every family: with
+# a mask function transformers builds sliding masks, which some default configs cannot (no window set).
+PROBE_MASKED = "posenc_probe_masked"
 _SMALL = {"intermediate_size": 32, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16,
           "ffn_hidden_size": 32, "num_experts": 4, "n_routed_experts": 4, "num_local_experts": 4,
           "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1, "kv_lora_rank": 16,
           "linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 16,
-          "linear_value_head_dim": 16, "vocab_size_per_layer_input": 128}
+          "linear_value_head_dim": 16, "vocab_size_per_layer_input": 128, "index_n_heads": 2}
 # inputs the probe does not feed, switched off (they do not touch positions): Gemma 4's per-layer token inputs
 _OFF = {"hidden_size_per_layer_input": 0}
 
@@ -124,8 +131,10 @@ def tiny_config(config: dict):
     heads = 2
     small = {"num_attention_heads": heads, "num_key_value_heads": min(values.get("num_key_value_heads") or 2, heads)}
     qk = (values.get("qk_nope_head_dim") or 0) + (values.get("qk_rope_head_dim") or 0)
-    if qk:  # MLA: q straight from hidden (no low-rank q), wide enough that q spans its head
-        small["q_lora_rank"] = None
+    if qk and "q_lora_rank" in values:  # MLA: a low-rank q of full rank for its head, so q spans the head
+        small["q_lora_rank"] = qk if values["q_lora_rank"] else None  # (V3.2's indexer needs one: not None)
+    if values.get("index_head_dim"):  # a DSA indexer (V3.2): its heads hold the rope slice and a few more dims
+        small["index_head_dim"] = min(values["index_head_dim"], (values.get("qk_rope_head_dim") or 0) + 16)
     small["hidden_size"] = heads * max(head_dim, qk)
     if "head_dim" in values and values["head_dim"]:
         small["head_dim"] = head_dim
@@ -188,7 +197,7 @@ def capture(config: dict, *, seed: int = 0, max_params: int = 3_000_000) -> tupl
     pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that batch x heads >= the q head size (the fit
     of M needs as many independent q vectors as dims)."""
     import transformers
-    from transformers import AttentionInterface
+    from transformers import AttentionInterface, masking_utils
 
     text = tiny_config(config)
     seen: list = []
@@ -199,7 +208,10 @@ def capture(config: dict, *, seed: int = 0, max_params: int = 3_000_000) -> tupl
         return torch.zeros(b, t, query.shape[1], value.shape[-1], dtype=query.dtype, device=query.device), None
 
     AttentionInterface.register(PROBE, probe)
-    text._attn_implementation = PROBE
+    AttentionInterface.register(PROBE_MASKED, probe)
+    masking_utils.AttentionMaskInterface.register(PROBE_MASKED, masking_utils.sdpa_mask)
+    text._attn_implementation = PROBE_MASKED if "indexed_attention" in (getattr(text, "layer_types", None) or ()) \
+        else PROBE
     cls = _model_class(text)
     torch.manual_seed(seed)
     verbosity = transformers.logging.get_verbosity()
@@ -327,14 +339,22 @@ def measure(config: dict) -> Measured:
 def side_by_side(config: dict) -> str:
     """What the config says (from_hf_config, the family record) beside what the code does (measure), one line
     per layer kind, and whether they agree on rotation, dims, layout and direction."""
-    from .reader import from_hf_config
+    from .reader import FAMILIES, from_hf_config
     read, measured = from_hf_config(config), measure(config)
+    record = FAMILIES.get(read.model_type)
     groups: dict = {}
     for ours, code in zip(read.layers, measured.layers):
+        # DeepSeek's interleaved pairs reach the attention written as [first of every pair | second]: seen as half
+        reordered = record is not None and record.reorders_pairs and (ours.layout, code.layout) == ("interleaved",
+                                                                                                   "half")
         agree = ours.rope == code.rope and (not ours.rope or (
-            ours.layout is not None and ours.rotary_dims == code.rotary_dims and ours.layout == code.layout
-            and ours.direction == code.direction))
-        verdict = tr("agree", "一致") if agree else (tr("the config does not say", "配置没有说明")
+            ours.layout is not None and ours.rotary_dims == code.rotary_dims
+            and (ours.layout == code.layout or reordered) and ours.direction == code.direction))
+        verdict = (tr("agree", "一致") + ("" if not (agree and reordered) else tr(
+            " (the code turns interleaved pairs, then hands each rope slice to attention reordered as [first of every "
+            "pair | second of every pair], for q and k alike: q.k unchanged, so the code's side reads as half)",
+            "（代码旋转交错的维度对，再把每个 RoPE 切片按 [每对的第一维 | 每对的第二维] 重排后交给注意力，q 与 k 同样"
+            "重排：q·k 不变，所以代码一侧读作 half）"))) if agree else (tr("the config does not say", "配置没有说明")
                                                    if ours.rope and ours.layout is None else tr("DIFFER", "不一致"))
         key = (report_kind(ours), code.describe(), verdict)
         groups.setdefault(key, []).append(ours.index)

@@ -27,6 +27,9 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
     per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
       (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
       no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
+    layer type 'indexed_attention' (DeepSeek-V3.2): full causal attention whose keys an indexer narrows; the
+      indexer's own q/k (index_head_dim, index_n_heads, index_topk; qk_rope_head_dim of them turn) in
+      ModelPositions.indexer. Kimi Linear's linear_attn_config (full_attn_layers, kda_layers, counted from 1)
     BERT, GPT-2: learned absolute positions (max_position_embeddings / n_positions rows), no RoPE.
 """
 from __future__ import annotations
@@ -45,8 +48,10 @@ FAMILIES = {model_type: family for family in REGISTRY for model_type in family.m
 FAMILY_DEFAULTS = {family.name: family.defaults for family in REGISTRY}
 GENERIC = Family("generic", (), layout=None, layers="window_if_used", defaults={"rope_theta": 10000.0})
 # transformers' layer types -> the attention they mean (None: a layer that does not attend over positions)
+# (DeepSeek-V3.2's 'indexed_attention': full causal attention whose keys an indexer narrows to its top-k; the
+# indexer is ModelPositions.indexer)
 _HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
-                   "linear_attention": None, "recurrent": None, "cross_attention": None}
+                   "indexed_attention": "full", "linear_attention": None, "recurrent": None, "cross_attention": None}
 # layer types whose layer does not attend over positions, and what it is instead (LayerPositions.mixer)
 MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention"}
 _NOT_SCALING = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
@@ -104,8 +109,9 @@ class _Reader:
             return bool(value)
         raise TypeError(f"{self.name(key)} must be true or false, got {value!r}")
 
-    def layer_list(self, key: str, length: int, allowed) -> list | None:
-        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`."""
+    def layer_list(self, key: str, length: int, allowed, unread: str | None = None) -> list | None:
+        """config[key] as a list of one entry per layer (its first `length`), each one of `allowed`. unread: what
+        a string entry outside `allowed` is, when it may be valid for the family's code though not read here."""
         value = self.config.get(key)
         if value is None:
             return None
@@ -117,6 +123,8 @@ class _Reader:
         for i, v in enumerate(value[:length]):
             # True == 1.0 == 1 in a set: only an entry of an allowed value's own type counts
             if not any(type(v) is type(a) and v == a for a in allowed):
+                if unread is not None and isinstance(v, str):
+                    raise ValueError(f"{self.name(key)}[{i}] is {v!r}, {unread} (read: {sorted(allowed)})")
                 raise ValueError(f"{self.name(key)}[{i}] must be one of {sorted(allowed)}, got {v!r}")
         return list(value[:length])
 
@@ -299,6 +307,29 @@ def _block_types(r, n):  # RecurrentGemma: block_types repeated over the layers
     return ["recurrent" if blocks[i % len(blocks)] == "recurrent" else "sliding_attention" for i in range(n)]
 
 
+def _kimi_linear(r, n):
+    """Kimi Linear: its checkpoint's linear_attn_config lists full_attn_layers and kda_layers (1-based); without
+    them every 4th layer from layer 4 (0-based) is full attention (KimiLinearConfig.__post_init__)."""
+    given = r.get("linear_attn_config") or {}
+    if not isinstance(given, dict):
+        raise TypeError(f"{r.name('linear_attn_config')} must be a dict, got {type(given).__name__}")
+    if "full_attn_layers" not in given or "kda_layers" not in given:
+        return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
+    out = [None] * n
+    for key, layer_type in (("kda_layers", "linear_attention"), ("full_attn_layers", "full_attention")):
+        listed = given[key]
+        if not isinstance(listed, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int)
+                                                        or not 1 <= i <= n for i in listed):
+            raise ValueError(f"{r.name('linear_attn_config')}[{key!r}] must list layer numbers 1 .. {n} "
+                             f"(num_hidden_layers, counted from 1), got {listed!r}")
+        for i in listed:
+            out[i - 1] = layer_type
+    if None in out:
+        raise ValueError(f"{r.name('linear_attn_config')}: layer {out.index(None) + 1} (counted from 1) is in neither "
+                         f"full_attn_layers nor kda_layers")
+    return out
+
+
 def _cross_attention_layers(r, n):  # Mllama: the listed layers attend to the image tokens
     listed = r.get("cross_attention_layers") or []
     if not isinstance(listed, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
@@ -328,6 +359,8 @@ LAYER_RULES = {
     "layer_types_required": _layer_types_required,
     "block_types": _block_types,
     "cross_attention_layers": _cross_attention_layers,
+    "kimi_linear": _kimi_linear,
+    "all_indexed": lambda r, n: ["indexed_attention"] * n,  # DeepSeek-V3.2: every layer DSA (its config class)
 }
 # rule name -> does it say per layer whether RoPE is used (no_rope_layers)?
 _FLAG_RULES = ("no_rope_flags", "no_rope_flags_chunked")
@@ -337,7 +370,9 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
     """(rope flags, HF layer types) for n layers: layer_types if given, else the family's rule; then which of
     them rotate (the family's rope_layer_types, no_rope_layers)."""
     family = r.family
-    types = r.layer_list("layer_types", n, _HF_LAYER_TYPES)
+    types = r.layer_list("layer_types", n, _HF_LAYER_TYPES, unread=(
+        "a layer type this reader does not read: what such a layer attends to is in the family's code (DeepSeek-V4's "
+        "compressed layers: a sliding window plus keys each compressed from a block of earlier tokens)"))
     if types is None:
         types = LAYER_RULES[family.layers](r, n)
     flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
@@ -483,6 +518,14 @@ def from_hf_config(config: dict) -> ModelPositions:
         f"model_type {model_type!r} 没有模型系列记录：只读取各系列共有的键（head_dim、partial_rotary_factor、"
         f"rope_parameters，按 transformers 共用的 RoPE 函数的读法）；只有代码才决定的事（哪些层旋转、布局、"
         f"没有 layer_types 时的注意力模式）无法从配置得知")]
+    if family is GENERIC and any(key in text for key in _MLA_KEYS):
+        notes.append(tr(
+            f"latent-attention (MLA) keys ({', '.join(k for k in _MLA_KEYS if k in text)}): the q/k head size and the "
+            f"dims that turn are in the code (DeepSeek's turns the last qk_rope_head_dim of qk_nope_head_dim + "
+            f"qk_rope_head_dim dims; Kimi Linear's none), not hidden_size // heads: rotary_dims unknown",
+            f"潜在注意力（MLA）的键（{'、'.join(k for k in _MLA_KEYS if k in text)}）：q/k 的头维度和旋转哪些维由代码决定"
+            f"（DeepSeek 旋转 qk_nope_head_dim + qk_rope_head_dim 维中的最后 qk_rope_head_dim 维；Kimi Linear 不旋转），"
+            f"不是 hidden_size // 头数：旋转维度未知"))
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     positions = family.positions
@@ -515,7 +558,8 @@ def from_hf_config(config: dict) -> ModelPositions:
     notes += more
     layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope, _unknown_columns(r, []))
     mrope, interleaved = mrope or (None, None)
-    notes += r.notes + _model_notes(r, layers, mrope, interleaved)
+    indexer = _indexer(r, layers)
+    notes += r.notes + _model_notes(r, layers, mrope, interleaved, indexer)
     original = text.get("original_max_position_embeddings")
     if original is None:
         for base, rope_type, scaling, *_ in settings.values():
@@ -523,9 +567,11 @@ def from_hf_config(config: dict) -> ModelPositions:
                 original = scaling["original_max_position_embeddings"]
     if original is not None:
         original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
-    return ModelPositions(model_type, family.name, "rope", n, max_pos, original, tuple(layers), mrope, tuple(notes),
+    # a stack whose attention layers never rotate (Kimi Linear: MLA without RoPE) has no positions in attention
+    encoding = "rope" if any(flags) or family is GENERIC else "none"
+    return ModelPositions(model_type, family.name, encoding, n, max_pos, original, tuple(layers), mrope, tuple(notes),
                           defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
-                          unknown=_unknown_columns(r, layers))
+                          unknown=_unknown_columns(r, layers), indexer=indexer)
 
 
 def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope,
@@ -558,10 +604,47 @@ def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings
     return layers
 
 
-def _model_notes(r: _Reader, layers: list, mrope, interleaved) -> list:
+def _indexer(r: _Reader, layers: list) -> LayerPositions | None:
+    """DeepSeek-V3.2's DSA indexer (Family.indexer): in every layer, q and k of index_head_dim dims whose first
+    (HY-V4: last) qk_rope_head_dim dims turn with the layer's own cos/sin, in the indexer's layout; its scores are
+    scaled by index_head_dim^-1/2 (DeepseekV32Indexer.softmax_scale)."""
+    if r.family.indexer is None:
+        return None
+    main = next((layer for layer in layers if layer.rope), None)
+    if main is None:
+        return None
+    size, rope = r.int("index_head_dim", required=True), main.rotary_dim
+    if size < rope:
+        raise ValueError(f"{r.name('index_head_dim')} = {size} must be at least {r.name('qk_rope_head_dim')} = {rope} "
+                         f"(the indexer turns the first qk_rope_head_dim dims of its heads)")
+    layout, where = r.family.indexer
+    turned = (0, rope) if where == "first" else (size - rope, size)
+    return LayerPositions(main.index, True, size, turned, layout, main.base, main.rope_type, main.scaling,
+                          main.inv_freq, main.attention_factor, size ** -0.5, "full", None,
+                          layer_type=main.layer_type, direction=main.direction, causal=main.causal)
+
+
+def _model_notes(r: _Reader, layers: list, mrope, interleaved, indexer=None) -> list:
     """The report's notes on what the layers' columns do not show: M-RoPE's sections and how they are laid out,
-    a query scaling by position (Ministral 3), a q/k normalisation after RoPE."""
+    a query scaling by position (Ministral 3), a q/k normalisation after RoPE, a sparse-attention indexer's own
+    RoPE (DeepSeek-V3.2)."""
     family, notes = r.family, []
+    if indexer is not None:
+        start, stop = indexer.rotary_dims
+        notes.append(tr(f"indexer (DeepSeek Sparse Attention, in every layer): its own q and k "
+                        f"({r.int('index_n_heads', 1)} query heads of {indexer.head_dim} dims, one key head) turn dims "
+                        f"{start}:{stop} with the same frequencies, in {indexer.layout} pairs"
+                        + (f", not the {layers[indexer.index].layout} pairs of the layout column"
+                           if indexer.layout != layers[indexer.index].layout else "")
+                        + f"; their scores only choose the "
+                        f"top {r.int('index_topk', 1)} keys each query attends to (ModelPositions.indexer)",
+                        f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{r.int('index_n_heads', 1)} 个查询头，"
+                        f"每头 {indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 "
+                        f"{indexer.layout} 配对"
+                        + (f"，不是布局列的 {layers[indexer.index].layout} 配对"
+                           if indexer.layout != layers[indexer.index].layout else "")
+                        + f"；它的分数只决定"
+                        f"每个查询关注哪 {r.int('index_topk', 1)} 个键（ModelPositions.indexer）"))
     if mrope is not None:
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
@@ -588,15 +671,24 @@ def _model_notes(r: _Reader, layers: list, mrope, interleaved) -> list:
     return notes
 
 
+# keys of multi-head latent attention (DeepSeek's MLA): with them the head size and the rotated slice are the code's
+# (qk_nope_head_dim + qk_rope_head_dim, RoPE on the last qk_rope_head_dim, or no RoPE at all: Kimi Linear), not
+# hidden_size // heads
+_MLA_KEYS = ("qk_rope_head_dim", "qk_nope_head_dim", "kv_lora_rank")
+_MLA_UNKNOWN = ("rotary_dims", "longest_wavelength")
+
+
 def _unknown_columns(r: _Reader, layers: list) -> tuple:
     """The report's columns that only a family's code decides, for a model_type without a record: which layers
     rotate, the layout, the q.k scale and a query temperature; the attention pattern unless layer_types states
-    it; an attention factor on cos/sin (a q/k normalisation after RoPE would cancel it, Hunyuan, NanoChat)."""
+    it; an attention factor on cos/sin (a q/k normalisation after RoPE would cancel it, Hunyuan, NanoChat); with
+    MLA keys (qk_rope_head_dim, kv_lora_rank ...) the head size and which dims turn, and so the wavelengths."""
     if r.family is not GENERIC:
         return ()
     return (("rope", "layout", "score_scale", "temperature")
             + (() if r.config.get("layer_types") is not None else ("attention",))
-            + (("attention_factor",) if any(layer.attention_factor != 1 for layer in layers) else ()))
+            + (("attention_factor",) if any(layer.attention_factor != 1 for layer in layers) else ())
+            + (_MLA_UNKNOWN if any(key in r.config for key in _MLA_KEYS) else ()))
 
 
 def _mrope_section(section, rotated: int, where: str) -> tuple:

@@ -50,6 +50,8 @@ def kind_text(layer) -> str:
     start, stop = layer.rotary_dims
     dims = (tr("all dims", "全部维度") if (start, stop) == (0, layer.head_dim)
             else tr(f"dims {start}:{stop} of {layer.head_dim}", f"第 {start}:{stop} 维（共 {layer.head_dim} 维）"))
+    if "rotary_dims" in layer.unknown:  # no record, MLA keys: the head size and the rotated slice are in the code
+        dims = tr("dims unknown", "维度未知")
     factor = ("" if layer.attention_factor == 1
               else tr(f", cos/sin x {layer.attention_factor:.6g}", f"，cos/sin 乘 {layer.attention_factor:.6g}"))
     layout = layout_name(layer.layout) + ("" if layer.direction > 0 else tr(" (turning clockwise)", "（顺时针旋转）"))
@@ -121,7 +123,8 @@ def rows(model) -> list:
 def table(model) -> str:
     """The report as plain text: a head line, one line per kind of layer, then the notes."""
     encoding = {"rope": tr("rope", "旋转位置编码（RoPE）"),
-                "learned absolute": tr("learned absolute", "可学习的绝对位置嵌入")}.get(model.position_encoding,
+                "learned absolute": tr("learned absolute", "可学习的绝对位置嵌入"),
+                "none": tr("none in attention (no layer turns q and k)", "NoPE（没有层旋转 q 和 k）")}.get(model.position_encoding,
                                                                                    model.position_encoding)
     rules = model.family if model.family != "generic" else tr("no family record", "无模型系列记录")
     head = (tr(f"{model.model_type} ({rules}): {model.num_layers} layers, "
