@@ -54,7 +54,7 @@ Fields (the reader walks them; see reader.py):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,15 @@ def _dsa(name: str, layout: str, indexer: tuple, sizes: tuple, source: str) -> F
                             "index_topk": 2048})
 
 
+GEMMA4 = Family("gemma4_text", ("gemma4", "gemma4_text"), layers="every_kth_full_last_full", pattern=("_", 6),
+         head_dim_keys=(("full_attention", "global_head_dim", 512),), score_scale=1.0,
+         refused=(("use_bidirectional_attention", ("all",), "a bidirectional window of sliding_window // 2 + 1 "
+                 "each side, which this reader does not model"),),
+         defaults={"head_dim": 256, "sliding_window": 512, "max_position_embeddings": 131072},
+         source="modeling_gemma4.py: rotate_half on the whole head (p-RoPE's stopped pairs turn by 0); "
+              "full-attention layers of global_head_dim; scaling = 1.0 after q/k RMS norms")
+
+
 REGISTRY = (
     Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
            source="modeling_llama.py: rotate_half on the two halves"),
@@ -140,13 +149,11 @@ REGISTRY = (
            rope_ignored_keys=("max_position_embeddings",),
            source="modeling_ministral3.py: rotate_half; then query_states * get_llama_4_attn_scale(position_ids, "
                   "llama_4_scaling_beta, original_max_position_embeddings)"),
-    Family("gemma4_text", ("gemma4", "gemma4_text"), layers="every_kth_full_last_full", pattern=("_", 6),
-           head_dim_keys=(("full_attention", "global_head_dim", 512),), score_scale=1.0,
-           refused=(("use_bidirectional_attention", ("all",), "a bidirectional window of sliding_window // 2 + 1 "
-                     "each side, which this reader does not model"),),
-           defaults={"head_dim": 256, "sliding_window": 512, "max_position_embeddings": 131072},
-           source="modeling_gemma4.py: rotate_half on the whole head (p-RoPE's stopped pairs turn by 0); "
-                  "full-attention layers of global_head_dim; scaling = 1.0 after q/k RMS norms"),
+    GEMMA4,
+    replace(GEMMA4, name="gemma4_unified_text", model_types=("gemma4_unified", "gemma4_unified_text"),
+            defaults={"head_dim": 256, "sliding_window": 1024, "max_position_embeddings": 262144},
+            source="modeling_gemma4_unified.py: the same rotary embedding, apply_rotary_pos_emb and attention as "
+                   "modeling_gemma4.py (the 12B's text model); other config defaults"),
     Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
                                       "partial_rotary_factor": 0.5},
            source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),

@@ -371,8 +371,8 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
     them rotate (the family's rope_layer_types, no_rope_layers)."""
     family = r.family
     types = r.layer_list("layer_types", n, _HF_LAYER_TYPES, unread=(
-        "a layer type this reader does not read: what such a layer attends to is in the family's code (DeepSeek-V4's "
-        "compressed layers: a sliding window plus keys each compressed from a block of earlier tokens)"))
+        "a layer type this reader does not read: what such a layer attends to is in the family's code (for example "
+        "DeepSeek-V4's compressed layers: a sliding window plus keys each compressed from a block of earlier tokens)"))
     if types is None:
         types = LAYER_RULES[family.layers](r, n)
     flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
@@ -519,11 +519,12 @@ def from_hf_config(config: dict) -> ModelPositions:
         f"rope_parameters，按 transformers 共用的 RoPE 函数的读法）；只有代码才决定的事（哪些层旋转、布局、"
         f"没有 layer_types 时的注意力模式）无法从配置得知")]
     if family is GENERIC and any(key in text for key in _MLA_KEYS):
+        found = ", ".join(k for k in _MLA_KEYS if k in text)
         notes.append(tr(
-            f"latent-attention (MLA) keys ({', '.join(k for k in _MLA_KEYS if k in text)}): the q/k head size and the "
+            f"latent-attention (MLA) keys ({found}): the q/k head size and the "
             f"dims that turn are in the code (DeepSeek's turns the last qk_rope_head_dim of qk_nope_head_dim + "
             f"qk_rope_head_dim dims; Kimi Linear's none), not hidden_size // heads: rotary_dims unknown",
-            f"潜在注意力（MLA）的键（{'、'.join(k for k in _MLA_KEYS if k in text)}）：q/k 的头维度和旋转哪些维由代码决定"
+            f"潜在注意力（MLA）的键（{found}）：q/k 的头维度和旋转哪些维由代码决定"
             f"（DeepSeek 旋转 qk_nope_head_dim + qk_rope_head_dim 维中的最后 qk_rope_head_dim 维；Kimi Linear 不旋转），"
             f"不是 hidden_size // 头数：旋转维度未知"))
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
@@ -631,20 +632,17 @@ def _model_notes(r: _Reader, layers: list, mrope, interleaved, indexer=None) -> 
     family, notes = r.family, []
     if indexer is not None:
         start, stop = indexer.rotary_dims
-        notes.append(tr(f"indexer (DeepSeek Sparse Attention, in every layer): its own q and k "
-                        f"({r.int('index_n_heads', 1)} query heads of {indexer.head_dim} dims, one key head) turn dims "
-                        f"{start}:{stop} with the same frequencies, in {indexer.layout} pairs"
-                        + (f", not the {layers[indexer.index].layout} pairs of the layout column"
-                           if indexer.layout != layers[indexer.index].layout else "")
-                        + f"; their scores only choose the "
-                        f"top {r.int('index_topk', 1)} keys each query attends to (ModelPositions.indexer)",
-                        f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{r.int('index_n_heads', 1)} 个查询头，"
-                        f"每头 {indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 "
-                        f"{indexer.layout} 配对"
-                        + (f"，不是布局列的 {layers[indexer.index].layout} 配对"
-                           if indexer.layout != layers[indexer.index].layout else "")
-                        + f"；它的分数只决定"
-                        f"每个查询关注哪 {r.int('index_topk', 1)} 个键（ModelPositions.indexer）"))
+        main_layout = layers[indexer.index].layout
+        unlike = (tr(f", not the {main_layout} pairs of the layout column", f"，不是布局列的 {main_layout} 配对")
+                  if indexer.layout != main_layout else "")
+        heads, top = r.int('index_n_heads', 1), r.int('index_topk', 1)
+        notes.append(tr(f"indexer (DeepSeek Sparse Attention, in every layer): its own q and k ({heads} query heads "
+                        f"of {indexer.head_dim} dims, one key head) turn dims {start}:{stop} with the same frequencies, "
+                        f"in {indexer.layout} pairs{unlike}; their scores only choose the top {top} keys each query "
+                        f"attends to (ModelPositions.indexer)",
+                        f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{heads} 个查询头，每头 "
+                        f"{indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 {indexer.layout} "
+                        f"配对{unlike}；它的分数只决定每个查询关注哪 {top} 个键（ModelPositions.indexer）"))
     if mrope is not None:
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
