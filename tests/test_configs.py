@@ -29,18 +29,11 @@ from posenc_lib.configs import FAMILY_DEFAULTS, LayerPositions, ModelPositions, 
 from posenc_lib.experiments.results import load_model_configs
 
 MODELS = load_model_configs()
-# Entries the reader refuses, each with the key its error must name (none today: Gemma 4's p-RoPE and Ministral 3's
-# llama_4_scaling_beta are read, and compared with transformers below). An entry added here must fail with a
-# refusal naming that key (test_refused_entries_name_their_key).
-REFUSED: dict = {}
-# Entries read with the generic rules: no family record for their model_type, so the layout is reported as
-# unknown (never guessed); what they do state is still checked below where transformers can run them.
-LAYOUT_UNKNOWN: dict = {}  # none today: every entry's model_type has a family record
 # Entries configs.measure cannot run (checked against transformers by check_against_hf, or not at all).
 NOT_MEASURED = {
     "Kimi K2 Instruct 0905": "transformers 5.24 has no kimi_k2 model_type (read below as deepseek_v3)",
 }
-READ = [m for m in MODELS if m["name"] not in REFUSED]
+READ = MODELS  # every entry is read (test_every_entry_is_read_with_a_family_record)
 ATTENTION_CLASS = {  # model_type -> (modeling module, attention class)
     "llama": ("llama", "LlamaAttention"), "mistral": ("mistral", "MistralAttention"),
     "qwen2": ("qwen2", "Qwen2Attention"), "qwen3": ("qwen3", "Qwen3Attention"), "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLAttention"),
@@ -168,17 +161,18 @@ def test_the_file_has_the_models_the_course_needs_with_their_sources():
     for m in MODELS:
         assert set(m) == {"name", "repo", "source", "unverified", "config"}, m["name"]
         assert m["source"] and m["unverified"] and "/" in m["repo"], m["name"]
-    assert set(REFUSED) | set(LAYOUT_UNKNOWN) | set(NOT_MEASURED) <= names  # the lists name real entries
+    assert set(NOT_MEASURED) <= names  # the list names real entries
 
 
-# ------------------------------------------------------------------ every entry: read and measured, or refused by key
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_entries_name_their_key(name):
-    """The reader refuses these today; the refusal names the user's key. When the reader learns one, this fails:
-    move the entry from REFUSED to the comparisons."""
-    config = next(m for m in MODELS if m["name"] == name)["config"]
-    with pytest.raises(ValueError, match=REFUSED[name]):
-        from_hf_config(config)
+# ------------------------------------------------------------------ every entry: read and measured
+@pytest.mark.parametrize("entry", MODELS, ids=[m["name"] for m in MODELS])
+def test_every_entry_is_read_with_a_family_record(entry):
+    """No entry is refused, and none is read with the generic rules (which leave the layout, the rotated layers
+    and more unknown): each model_type has a family record. A new entry that breaks this either needs a record
+    (families.py, measured by the sweep) or belongs elsewhere."""
+    positions = from_hf_config(entry["config"])
+    assert positions.family != "generic" and not positions.unknown, (positions.family, positions.unknown)
+    assert all(positions.layer(i).layout in ("half", "interleaved") for i in positions.rope_layers)
 
 
 def first_layers(config: dict, count: int) -> dict:
@@ -221,14 +215,6 @@ def test_every_read_entry_matches_what_its_familys_code_does(entry, monkeypatch)
         if a.rope:
             torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
     assert test_configs_sweep.check(cut) == {"to_dict": ("matched", "")}
-
-
-@pytest.mark.parametrize("name", sorted(LAYOUT_UNKNOWN))
-def test_entries_without_a_family_record_state_no_layout(name):
-    positions = from_hf_config(next(m for m in MODELS if m["name"] == name)["config"])
-    assert positions.family == "generic" and positions.rope_layers
-    assert {positions.layer(i).layout for i in positions.rope_layers} == {None}
-    assert "unknown" in positions.table() and " half " not in positions.table()
 
 
 def test_kimi_k2_read_as_deepseek_v3_matches_transformers():
@@ -439,8 +425,6 @@ def test_phi3_legacy_su_is_longrope():
 
 
 SAVED = [m for m in READ if m["config"]["model_type"] != "kimi_k2"]  # transformers cannot build kimi_k2
-# transformers' saved form of these is refused today, by key (DeepseekV32Config writes its own layer type)
-SAVED_REFUSED: dict = {}  # none today
 
 
 @pytest.mark.parametrize("entry", SAVED, ids=[m["name"] for m in SAVED])
@@ -449,10 +433,6 @@ def test_transformers_own_saved_form_reads_the_same(entry):
     config = entry["config"]
     saved = json.loads(json.dumps(hf_config(config).to_dict()))
     saved.pop("rope_scaling", None)  # 5.x writes rope_parameters only
-    if entry["name"] in SAVED_REFUSED:
-        with pytest.raises(ValueError, match=SAVED_REFUSED[entry["name"]]):
-            from_hf_config(saved)
-        return
     a, b = from_hf_config(config), from_hf_config(saved)
     assert a.num_layers == b.num_layers
     for x, y in zip(a.layers, b.layers):
