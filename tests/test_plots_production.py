@@ -173,6 +173,19 @@ def test_spectrum_rows_report_what_each_layer_sees():
     assert plots.render_checkpoint_spectra(ax, rows) is rows
 
 
+def test_layers_without_positions_are_named_by_kind_and_stopped_pairs_counted():
+    """A linear-attention layer is not called NoPE (it has no softmax over positions to leave unrotated), and
+    p-RoPE's pairs at theta = 0, which have no finite wavelength to draw, are counted beside the spectrum."""
+    rows = plots.spectrum_rows({name: REPORTS[name] for name in ("Qwen3-Next 80B-A3B Instruct", "Gemma 4 31B")})
+    assert [r["kind"] for r in rows] == ["linear attention", "RoPE, full", "RoPE, sliding", "RoPE, full"]
+    assert "linear attention" in plots.checkpoint_table(rows) and "NoPE" not in plots.checkpoint_table(rows)
+    fig, ax = plt.subplots()
+    plots.render_checkpoint_spectra(ax, rows)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["linear attention: no positions", "+ 192 pairs at theta = 0"]
+    assert np.isinf(rows[3]["wavelengths"]).sum() == 192 == rows[3]["slow"]  # its 64 turning pairs all turn
+
+
 def test_layer_figure_for_gemma_and_llama4():
     fig, axes = plt.subplots(1, 2)
     gemma = plots.render_layer_positions(axes, "Gemma 3 4B (instruction-tuned)", 5, reports=REPORTS)

@@ -287,15 +287,22 @@ def render_longrope(axes, layer: LayerPositions, context: int):
 
 
 # ----------------------------------------------------------------------------- one model, layer by layer
-KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55"}
+KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55",
+               "linear attention": "C4", "recurrent": "C5", "cross-attention": "C6"}
 # layer_kind's names as figures and tables show them (the names themselves stay as they are)
 _KIND_NAMES = {"RoPE, full": Text("RoPE, full", "RoPE，全注意力"), "RoPE, sliding": Text("RoPE, sliding", "RoPE，滑动窗口"),
-               "RoPE, chunked": Text("RoPE, chunked", "RoPE，分块")}
+               "RoPE, chunked": Text("RoPE, chunked", "RoPE，分块"),
+               "linear attention": Text("linear attention", "线性注意力"), "recurrent": Text("recurrent", "循环层"),
+               "cross-attention": Text("cross-attention", "交叉注意力")}
 
 
 def layer_kind(layer: LayerPositions) -> str:
-    """"RoPE, full" | "RoPE, sliding" | "RoPE, chunked" | "NoPE": what the layer does with positions, in short."""
-    return f"RoPE, {layer.attention}" if layer.rope else "NoPE"
+    """"RoPE, full" | "RoPE, sliding" | "RoPE, chunked" | "NoPE" (softmax attention without positions) | the
+    mixer of a layer that has no positions of its own kind ("linear attention", "recurrent", "cross-attention"):
+    what the layer does with positions, in short."""
+    if layer.rope:
+        return f"RoPE, {layer.attention}"
+    return "NoPE" if layer.mixer == "attention" else layer.mixer
 
 
 def long_context_wavelengths(layer: LayerPositions, context: int) -> np.ndarray:
@@ -538,8 +545,8 @@ def checkpoint_table(rows: list) -> str:
     for row in rows:
         line = {key: table_cell(row[key], digits=4) for key, _ in what + lengths}
         line["kind"] = str(_KIND_NAMES.get(row["kind"], row["kind"]))
-        if not row["rope"]:
-            line["kind"] = tr("learned absolute", "可学习绝对位置") if row["position_encoding"] != "rope" else row["kind"]
+        if row["position_encoding"] != "rope":
+            line["kind"] = tr("learned absolute", "可学习绝对位置")
         if row["slow"] is not None:
             line["slow"] = f"{row['slow']}/{row['pairs']}"
         cells.append(line)
@@ -565,13 +572,18 @@ def render_checkpoint_spectra(ax, rows: list):
         labels.append(f"{row['model']}  [{row['layers']}]")
         if row["wavelengths"] is None:
             what = (tr("learned absolute positions", "可学习绝对位置") if row["position_encoding"] != "rope"
-                    else tr("NoPE: no rotation", "NoPE：不旋转"))
+                    else tr("NoPE: no rotation", "NoPE：不旋转") if row["kind"] == "NoPE"
+                    else tr(f"{_KIND_NAMES[row['kind']]}: no positions", f"{_KIND_NAMES[row['kind']]}：没有位置"))
             ax.text(2.0, y, what, va="center", fontsize=8, color="0.4")
             continue
         waves = row["wavelengths"]
         slow = waves > row["seen"]
         ax.plot(waves[~slow], np.full((~slow).sum(), y), "|", ms=6, color="C0", mew=1.0)
         ax.plot(waves[slow], np.full(slow.sum(), y), "|", ms=6, color="C3", mew=1.0)
+        stopped = int(np.isinf(waves).sum())  # p-RoPE's pairs at theta = 0: no finite wavelength to draw
+        if stopped:
+            ax.text(2e6, y, tr(f"+ {stopped} pairs at theta = 0", f"+ {stopped} 对 theta = 0"), va="center",
+                    fontsize=8, color="C3")
         ax.plot([row["seen"]], [y], "s", ms=4, color="k")
         if row["seen"] != row["context"]:
             ax.plot([row["context"]], [y], "s", ms=4, color="0.6")
@@ -579,10 +591,9 @@ def render_checkpoint_spectra(ax, rows: list):
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(1, 1e9)
-    ax.set_xlabel(tr("wavelength of each pair (tokens per turn); black square: the longest distance the layer sees, "
-                     "grey: the context",
-                     "各频率对的波长（每圈的 token 数）；黑方块：该层能看到的最远距离，"
-                     "灰方块：上下文长度"), fontsize=8)
+    ax.set_xlabel(tr("wavelength of each pair (tokens per turn); black: the farthest distance the layer sees; "
+                     "grey: the context", "各频率对的波长（每圈 token 数）；黑：该层看到的最远距离；灰：上下文长度"),
+                  fontsize=8)
     ax.set_title(tr("every checkpoint's RoPE spectrum against its context (red: < 1 turn)",
                     "各检查点的 RoPE 波长谱与其上下文（红：转不满 1 圈）"), fontsize=9)
     ax.tick_params(axis="x", labelsize=8)
