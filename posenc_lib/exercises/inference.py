@@ -50,18 +50,18 @@ def check_left_pad_positions(fn) -> None:
                                        "像 generate() 那样在那里填 0"))
             continue
         columns = torch.arange(mask.shape[1]).expand_as(mask)
-        if torch.equal(got[real].long(), columns[real]):
-            raise ExerciseError(tr("you numbered every slot, pads included: with left padding a row's first real "
-                                   "token is then not at 0, and a learned or sinusoidal table (or a decode step that "
-                                   "counts on from the real tokens) sees other positions than for the unpadded prompt",
-                                   "你把每个槽位都编了号，包括填充：左填充时一行的第一个真实 token 就不在 0 了，"
-                                   "可学习位置嵌入或正弦表（以及只按真实 token 继续计数的解码步）看到的位置就和未填充时不同"))
-        if torch.equal(got[real].long(), want[real] + 1):
-            raise ExerciseError(tr("off by one: positions start at 0 (cumsum(mask) - 1), you started at 1",
-                                   "差了一：位置从 0 开始（cumsum(mask) - 1），你从 1 开始"))
-        if torch.equal(got[real].long(), (real.long().flip(-1).cumsum(-1).flip(-1) - 1)[real]):
-            raise ExerciseError(tr("you counted from the end of the row: the first real token is position 0",
-                                   "你是从行尾往前数的：第一个真实 token 的位置是 0"))
+        from_the_end = real.long().flip(-1).cumsum(-1).flip(-1) - 1
+        name_the_mistake(got[real].long(), [
+            (columns[real], tr("you numbered every slot, pads included: with left padding a row's first real "
+                               "token is then not at 0, and a learned or sinusoidal table (or a decode step that "
+                               "counts on from the real tokens) sees other positions than for the unpadded prompt",
+                               "你把每个槽位都编了号，包括填充：左填充时一行的第一个真实 token 就不在 0 了，"
+                               "可学习位置嵌入或正弦表（以及只按真实 token 继续计数的解码步）看到的位置就和未填充时不同")),
+            (want[real] + 1, tr("off by one: positions start at 0 (cumsum(mask) - 1), you started at 1",
+                                "差了一：位置从 0 开始（cumsum(mask) - 1），你从 1 开始")),
+            (from_the_end[real], tr("you counted from the end of the row: the first real token is position 0",
+                                    "你是从行尾往前数的：第一个真实 token 的位置是 0")),
+        ], torch.equal)
         raise ExerciseError(tr(f"for the mask {mask.tolist()} the real tokens should get {want[real].tolist()}, "
                                f"got {got[real].tolist()}",
                                f"mask 为 {mask.tolist()} 时真实 token 的位置应为 {want[real].tolist()}，"
@@ -143,12 +143,13 @@ def check_window_positions(fn) -> None:
         kept, positions = ([int(v) for v in as_tensor(a, tr("your lists", "你的列表")).reshape(-1)] for a in answer)
         right = _kept(seen, sinks, window)
         if kept != right:
-            if kept == list(range(max(seen - window, 0), seen)) and sinks:
-                raise ExerciseError(tr("the sinks were evicted: StreamingLLM keeps the first num_sinks tokens for good",
-                                       "sink 被逐出了：StreamingLLM 会一直保留前 num_sinks 个 token"))
-            if kept == list(range(sinks)) + list(range(seen - (window - sinks), seen)):
-                raise ExerciseError(tr("the window counts the recent tokens only: the cache holds num_sinks + window",
-                                       "窗口只算最近的 token：缓存里一共是 num_sinks + window 个"))
+            name_the_mistake(kept, [  # with no sinks the first list is the right answer, so it never matches here
+                (list(range(max(seen - window, 0), seen)),
+                 tr("the sinks were evicted: StreamingLLM keeps the first num_sinks tokens for good",
+                    "sink 被逐出了：StreamingLLM 会一直保留前 num_sinks 个 token")),
+                (list(range(sinks)) + list(range(seen - (window - sinks), seen)),
+                 tr("the window counts the recent tokens only: the cache holds num_sinks + window",
+                    "窗口只算最近的 token：缓存里一共是 num_sinks + window 个"))])
             raise ExerciseError(tr(f"after {seen} tokens with {sinks} sinks and a window of {window} the cache holds "
                                    f"{right}, got {kept}",
                                    f"处理了 {seen} 个 token、{sinks} 个 sink、窗口为 {window} 时，缓存中应为 {right}，"
