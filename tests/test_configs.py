@@ -11,7 +11,6 @@ whether the layer uses RoPE; its own apply function rotates random q and k, whic
 few float32 ulps, as in test_scaling.py.
 """
 import copy
-import functools
 import importlib
 import inspect
 import json
@@ -198,15 +197,13 @@ MEASURED = [m for m in READ if m["name"] not in NOT_MEASURED and from_hf_config(
 
 
 @pytest.mark.parametrize("entry", MEASURED, ids=[m["name"] for m in MEASURED])
-def test_every_read_entry_matches_what_its_familys_code_does(entry, monkeypatch):
+def test_every_read_entry_matches_what_its_familys_code_does(entry):
     """Each entry the reader accepts, against transformers' own code (configs.measure, through the sweep's check:
     which layers turn q and k, the dims, the layout, the direction and the q.q, k.k scores). The model is cut to
     the shortest prefix of layers that holds every kind of layer the full model has; the reader must say the same
     of those layers in the cut config as in the full one. Real head sizes (256 for Gemma) leave more parameters
     than the sweep's tiny defaults: measure may build up to 20M here."""
-    import test_configs_sweep
-    from posenc_lib.configs.measure import capture
-    monkeypatch.setattr(test_configs_sweep, "capture", functools.partial(capture, max_params=20_000_000))
+    from test_configs_sweep import check
     full = from_hf_config(entry["config"])
     count = max(indices[0] for _, indices in full.kinds()) + 1
     cut = first_layers(entry["config"], count)
@@ -214,7 +211,7 @@ def test_every_read_entry_matches_what_its_familys_code_does(entry, monkeypatch)
         assert layer_facts(a) == layer_facts(b), a.index
         if a.rope:
             torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
-    assert test_configs_sweep.check(cut) == {"to_dict": ("matched", "")}
+    assert check(cut, max_params=20_000_000) == {"to_dict": ("matched", "")}
 
 
 def test_kimi_k2_read_as_deepseek_v3_matches_transformers():

@@ -39,7 +39,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from posenc_lib.configs import FAMILIES, from_hf_config  # noqa: E402
-from posenc_lib.configs.measure import _analyse, capture  # noqa: E402
+from posenc_lib.configs.measure import MAX_PARAMS, _analyse, capture  # noqa: E402
 
 LAYERS = 6
 HEAD_DIM = 32
@@ -182,12 +182,12 @@ def scores(x: torch.Tensor) -> torch.Tensor:
     return x @ x.transpose(-1, -2)
 
 
-def check(config: dict, forms=("to_dict",)) -> dict:
+def check(config: dict, forms=("to_dict",), *, max_params: int = MAX_PARAMS) -> dict:
     """{form: ('matched' | 'no record' | 'refused' | 'skipped', detail)} for the config read in each form
     ("to_dict", "legacy"), both against one run of the code; raises AssertionError on a contradiction.
     'no record': a model_type without a family record, whose report says the layout (and which layers rotate,
     if not all) is not known from the config; its rotated dims and the layers' rotation are still checked where
-    the report states them."""
+    the report states them. max_params: the largest model configs.measure.capture may build."""
     read, captured, out = {}, None, {}
     for form in forms:
         try:
@@ -203,7 +203,7 @@ def check(config: dict, forms=("to_dict",)) -> dict:
     if not read:
         return out
     try:
-        captured = capture(config)
+        captured = capture(config, max_params=max_params)
     except TookTooLong:
         raise
     except Exception as error:  # noqa: BLE001 -- transformers could not build or run it at this size

@@ -190,7 +190,10 @@ def _identity_rotary(out):
     raise ValueError(f"the rotary-embedding module returns {type(out).__name__}, not (cos, sin)")
 
 
-def capture(config: dict, *, seed: int = 0, max_params: int = 3_000_000) -> tuple:
+MAX_PARAMS = 3_000_000  # the largest tiny model capture builds unless told otherwise
+
+
+def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tuple:
     """Run the tiny model twice (with and without its rotary turn); return (model class name, text config,
     {layer: (q_before, q_after, k_before, k_after)} each (batch, heads, 5, head_dim) float64, position_ids).
     Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
