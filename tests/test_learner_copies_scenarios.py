@@ -306,9 +306,15 @@ def test_the_other_editions_source_is_refused_naming_both(clone, record):
     result = clone.run("notebooks/zh", MINE)
     result.failed_with(f"{MINE} holds copies of the en edition (notebooks), and notebooks/zh is the zh "
                        "edition: give it its own folder (my-notebooks/zh: make lab-zh)")
-    assert clone.files() == {**before, ".course-copies.lock": b""}
+    assert result.out == [] and clone.files() == {**before, ".course-copies.lock": b""}
     assert clone.run("notebooks/zh", "my-notebooks/zh").rc == 0
     assert (clone.root / "my-notebooks/zh/01_a.ipynb").read_bytes() == _notebook("a v1 (中文)")
+
+
+def test_a_folder_without_course_notebooks_is_refused_before_anything_is_made(clone):
+    clone.run("tools", MINE).failed_with("tools is not a folder of course notebooks (NN_*.ipynb): give the "
+                                         "course's notebooks folder (run make lab from the repository's root)")
+    assert not (clone.root / "my-notebooks").exists()
 
 
 # ---- what stands in the way ------------------------------------------------------------------------------
@@ -536,3 +542,30 @@ def test_a_renamed_notebook_comes_under_its_new_name_and_the_old_copy_stays(clon
         HEADER, f"  02_b.ipynb: the course no longer has this notebook (removed or renamed): your copy "
         f"{MINE}/02_b.ipynb is kept", "  copied 1 notebook(s) from the course"]
     clone.kept({"02_b.ipynb": untouched, "02_bee.ipynb": _notebook("b v1")})
+
+
+def test_an_edit_saved_just_before_its_copy_is_replaced_is_kept(clone):
+    """The learner saves (JupyterLab open in another terminal) after the run read the untouched copy
+    and before it replaces it: the run sees other bytes at the last moment and offers instead."""
+    clone.run()
+    b2 = clone.publish("02_b.ipynb", "b v2")
+    run = clone.start(pause="replacing:02_b.ipynb")
+    answer = clone.edit("02_b.ipynb", "b v1 + saved at the last moment")
+    clone.go("replacing:02_b.ipynb")
+    result = _finish(run)
+    assert result.rc == 0 and result.out[1:] == [
+        "  02_b.ipynb: the course changed it and you edited your copy: yours is untouched, the new "
+        "version is beside it as 02_b.updated.ipynb"]
+    clone.kept({"02_b.ipynb": answer, "02_b.updated.ipynb": b2})
+
+
+def test_a_notebook_the_learner_creates_just_before_its_copy_lands_is_kept(clone):
+    run = clone.start(pause="replacing:03_c.ipynb")
+    answer = clone.edit("03_c.ipynb", "my own notebook, saved under the course's name")
+    clone.go("replacing:03_c.ipynb")
+    result = _finish(run)
+    assert result.rc == 0 and result.out == [
+        HEADER, "  03_c.ipynb: your copy matches no version the course published, so it is yours: it is "
+        "untouched, the course's current version is beside it as 03_c.updated.ipynb",
+        "  copied 2 notebook(s) from the course"]
+    clone.kept({"03_c.ipynb": answer, "03_c.updated.ipynb": _notebook("c v1")})

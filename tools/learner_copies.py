@@ -202,19 +202,37 @@ def _write_refusal(e: OSError, target: Path, dest: Path, again: str) -> Refusal:
                    f"then run {again} again; nothing in {dest} was lost")
 
 
-def _write(dest: Path, target: Path, data: bytes, again: str) -> None:
-    """target's bytes become data at once (temporary file, fsync, os.replace): never half a file."""
+ANY = object()
+
+
+def _write(dest: Path, target: Path, data: bytes, again: str, was=ANY) -> bool:
+    """target's bytes become data at once (temporary file, fsync, os.replace): never half a file.
+
+    was: the bytes target held when the decision was made (None: no file); when it holds others by
+    the time the new bytes are ready (the learner saved meanwhile), nothing is replaced: False."""
     tmp = dest / f".{target.name}.{os.getpid()}.partial"
     try:
         with open(tmp, "xb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _pause(f"replacing:{target.name}")
+        if was is not ANY and _peek(target) != was:
+            tmp.unlink()
+            return False
         os.replace(tmp, target)
+        return True
     except OSError as e:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise _write_refusal(e, target, dest, again) from None
+
+
+def _peek(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None if not path.exists() else b"(not a file)"
+    except OSError:
+        return b"(unreadable)"
 
 
 def _read_copy(path: Path, again: str) -> bytes | None:
@@ -314,8 +332,9 @@ def _edition_of_copies(dest: Path, published: dict) -> set[str]:
     return found
 
 
-def _load_manifest(source: Path, dest: Path, edition: str, published: dict, again: str, run: Run):
-    """(manifest, the bytes on disk); a missing or broken one is rebuilt, the other edition refused."""
+def _load_manifest(source: Path, dest: Path, edition: str, published: dict, again: str):
+    """(manifest, the bytes on disk, the line saying it was rebuilt or ""); a missing or broken one
+    is rebuilt, the other edition's refused."""
     path = dest / MANIFEST
     if path.exists() and not path.is_file():
         raise Refusal(f"{path} is a folder (or not a file) where this tool keeps its record: "
@@ -336,13 +355,14 @@ def _load_manifest(source: Path, dest: Path, edition: str, published: dict, agai
         raise Refusal(f"{dest} holds copies of the {other} edition ({FOLDERS[other]}), and {source} is "
                       f"the {edition} edition: give it its own folder ({DESTS[edition]}: "
                       f"{MAKE[edition]}); none of your files was changed")
+    rebuilt = ""
     if manifest is None:
         if any(p.is_file() for p in dest.glob(NOTEBOOK)):
-            run.say(f"  {path} was {why}: rebuilt (copies matching a published version of the course "
-                    f"count as untouched, the others as yours)")
+            rebuilt = (f"  {path} was {why}: rebuilt (copies matching a published version of the course "
+                       f"count as untouched, the others as yours)")
         manifest = {"format": 2, "edition": edition, "notebooks": {}}
     manifest["edition"] = edition
-    return manifest, raw
+    return manifest, raw, rebuilt
 
 
 # ---- one run -------------------------------------------------------------------------------------------
@@ -350,27 +370,38 @@ def _load_manifest(source: Path, dest: Path, edition: str, published: dict, agai
 def _bring(name: str, course: bytes, dest: Path, record: dict, known: set[str], again: str,
            run: Run) -> str:
     """Bring one notebook up to date; return what happened ("new", "same", "updated", "offered")."""
+    for _ in range(5):                                    # again when the learner saved in between
+        action = _bring_once(name, course, dest, record, known, again, run)
+        if action:
+            return action
+    raise Skipped(f"{dest / name} kept changing while this tool ran: run {again} again when nothing "
+                  f"is saving to it; it is left as it is")
+
+
+def _bring_once(name: str, course: bytes, dest: Path, record: dict, known: set[str], again: str,
+                run: Run) -> str | None:
     mine, course_hash = dest / name, _sha256(course)
     mine_bytes = _read_copy(mine, again)
     if mine_bytes is None:
-        _write(dest, mine, course, again)
         action = "new"
     elif _sha256(mine_bytes) == course_hash:
         action = "same"
     elif _sha256(mine_bytes) in known | {record.get("copied")}:      # a version the course wrote
-        _write(dest, mine, course, again)
         action = "updated"
-        run.say(f"  {name}: the course changed it and you had not: replaced by the new version")
     elif record.get("copied") == course_hash:                           # edited, and nothing new to offer
         return "same"
     else:                                                               # the learner's: never written
         return _offer(name, course, dest, record, known, again, run)
+    if action != "same" and not _write(dest, mine, course, again, was=mine_bytes):
+        return None
+    if action == "updated":
+        run.say(f"  {name}: the course changed it and you had not: replaced by the new version")
     record["copied"] = course_hash
     return action
 
 
 def _offer(name: str, course: bytes, dest: Path, record: dict, known: set[str], again: str,
-           run: Run) -> str:
+           run: Run) -> str | None:
     """The new version beside the learner's copy, in an offer file this tool wrote (or a fresh name)."""
     course_hash, offer = _sha256(course), record.get("offer")
     if offer and offer["sha"] == course_hash:
@@ -382,12 +413,13 @@ def _offer(name: str, course: bytes, dest: Path, record: dict, known: set[str], 
         try:
             held = _read_copy(candidate, again)
         except Skipped:
-            held = b"?"                                    # unreadable or a folder: not ours to replace
+            held = b"(not ours)"                           # unreadable or a folder: not ours to replace
         if held is None or _sha256(held) in ours:
             break
         theirs.append(candidate.name)
         k += 1
-    _write(dest, candidate, course, again)
+    if not _write(dest, candidate, course, again, was=held):
+        return None
     record["offer"] = {"name": candidate.name, "sha": course_hash}
     kept = (f" ({', '.join(theirs)} differ from what this tool wrote there, so they are yours: kept)"
             if theirs else "")
@@ -409,9 +441,13 @@ def sync(source: Path, dest: Path, *, edition: str | None = None, published: dic
     run = run or Run()
     edition = edition or edition_of(source)
     again = MAKE[edition]
-    if not source.is_dir():
-        raise Refusal(f"{source} is not a folder of course notebooks: give the course's {FOLDERS[edition]} "
-                      f"folder (run {again} from the repository's root)")
+    try:
+        course_notebooks = sorted(source.glob(NOTEBOOK)) if source.is_dir() else []
+    except OSError as e:
+        raise Refusal(f"cannot list {source} ({e.strerror}): make it readable, then run {again} again")
+    if not course_notebooks:
+        raise Refusal(f"{source} is not a folder of course notebooks (NN_*.ipynb): give the course's "
+                      f"{FOLDERS[edition]} folder (run {again} from the repository's root)")
     if published is None:
         try:
             published = load_published()
@@ -425,8 +461,10 @@ def sync(source: Path, dest: Path, *, edition: str | None = None, published: dic
         for stale in dest.iterdir():                      # what a killed run left half-written
             if PARTIAL.match(stale.name) and stale.is_file():
                 stale.unlink()
+        manifest, saved, rebuilt = _load_manifest(source, dest, edition, published, again)
         run.say(f"your notebooks: {dest}/ (answers you type are saved there, never in {source}/)")
-        manifest, saved = _load_manifest(source, dest, edition, published, again, run)
+        if rebuilt:
+            run.say(rebuilt)
         records = manifest["notebooks"]
 
         def save() -> None:
@@ -436,10 +474,6 @@ def sync(source: Path, dest: Path, *, edition: str | None = None, published: dic
                 _write(dest, dest / MANIFEST, text, again)
                 saved = text
 
-        try:
-            course_notebooks = sorted(source.glob(NOTEBOOK))
-        except OSError as e:
-            raise Refusal(f"cannot list {source} ({e.strerror}): make it readable, then run {again} again")
         for course_nb in course_notebooks:
             name = course_nb.name
             try:
