@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "learner_copies.py"
-MINE = "my-notebooks/en"                       # the learner's folder, relative to the clone, as in the Makefile
+MINE = "my-notebooks/en"                       # the learner's folder in the clone, as in the Makefile
 HEADER = f"your notebooks: {MINE}/ (answers you type are saved there, never in notebooks/)"
 
 
@@ -146,6 +146,13 @@ class Clone:
 
     def go(self, point: str) -> None:
         (self.hooks / f"{point}.go").touch()
+
+    def run_interrupted(self, point: str, name: str, text: str) -> tuple[Result, bytes]:
+        """A run stopped at the named point while the learner saves name, then let go."""
+        process = self.start(pause=point)
+        saved = self.edit(name, text)
+        self.go(point)
+        return _finish(process), saved
 
     def _env(self, pause: str) -> dict:
         return {**os.environ, "LEARNER_COPIES_TEST_DIR": str(self.hooks), "LEARNER_COPIES_TEST_PAUSE": pause}
@@ -280,8 +287,8 @@ def test_the_first_format_of_the_record_is_carried_over(clone):
     result = clone.run()                      # the learner had deleted the offer of v2: not made again
     assert result.rc == 0 and result.out == [HEADER] and clone.offers() == []
     clone.kept({"01_a.ipynb": answer})
-    assert clone.record()["notebooks"]["01_a.ipynb"] == {"copied": v1,
-                                                         "offer": {"name": "01_a.updated.ipynb", "sha": _sha(v2)}}
+    offer = {"name": "01_a.updated.ipynb", "sha": _sha(v2)}
+    assert clone.record()["notebooks"]["01_a.ipynb"] == {"copied": v1, "offer": offer}
 
 
 def test_a_moved_clone_keeps_its_copies(clone):
@@ -312,8 +319,9 @@ def test_the_other_editions_source_is_refused_naming_both(clone, record):
 
 
 def test_a_folder_without_course_notebooks_is_refused_before_anything_is_made(clone):
-    clone.run("tools", MINE).failed_with("tools is not a folder of course notebooks (NN_*.ipynb): give the "
-                                         "course's notebooks folder (run make lab from the repository's root)")
+    clone.run("tools", MINE).failed_with(
+        "tools is not a folder of course notebooks (NN_*.ipynb): give the course's notebooks folder "
+        "(run make lab from the repository's root)")
     assert not (clone.root / "my-notebooks").exists()
 
 
@@ -380,8 +388,10 @@ def test_a_read_only_folder(clone):
     assert clone.files() == before
     clone.dest.chmod(0o755)
     result = clone.run(unprivileged=True)
-    assert result.rc == 0 and [line.split(":")[0] for line in result.out[1:]] == ["  01_a.ipynb", "  02_b.ipynb"]
-    clone.kept({"01_a.ipynb": _notebook("a v2"), "02_b.ipynb": answer, "02_b.updated.ipynb": _notebook("b v2")})
+    assert result.rc == 0 and [line.split(":")[0] for line in result.out[1:]] == ["  01_a.ipynb",
+                                                                                 "  02_b.ipynb"]
+    clone.kept({"01_a.ipynb": _notebook("a v2"), "02_b.ipynb": answer,
+                "02_b.updated.ipynb": _notebook("b v2")})
 
 
 def test_a_folder_that_cannot_be_made(clone):
@@ -397,7 +407,8 @@ def test_an_unreadable_course_notebook(clone):
     (clone.root / "notebooks" / "02_b.ipynb").chmod(0)
     result = clone.run(unprivileged=True)
     result.failed_with("cannot read the course's notebooks/02_b.ipynb (Permission denied): make it "
-                       "readable or restore it (git checkout -- notebooks/02_b.ipynb), then run make lab again")
+                       "readable or restore it (git checkout -- notebooks/02_b.ipynb), then run make lab "
+                       "again")
     assert result.out == [HEADER, "  copied 2 notebook(s) from the course"]
     assert sorted(clone.files()) == [".course-copies.json", ".course-copies.lock", "01_a.ipynb", "03_c.ipynb"]
     (clone.root / "notebooks" / "02_b.ipynb").chmod(0o644)
@@ -419,7 +430,7 @@ def test_an_unreadable_copy_is_left_as_it_is(clone):
     clone.kept({"02_b.ipynb": answer})
 
 
-# ---- crashes and two runs at once ----------------------------------------------------------------------------
+# ---- crashes and two runs at once -------------------------------------------------------------------
 
 def test_a_run_killed_after_writing_a_copy_leaves_the_next_run_right(clone):
     clone.run()
@@ -507,10 +518,8 @@ def test_an_edit_saved_while_a_run_is_under_way_is_kept(clone):
     clone.run()
     clone.publish("01_a.ipynb", "a v2")
     b2 = clone.publish("02_b.ipynb", "b v2")
-    run = clone.start(pause="recorded:01_a.ipynb")
-    answer = clone.edit("02_b.ipynb", "b v1 + typed while the run was at 01")
-    clone.go("recorded:01_a.ipynb")
-    result = _finish(run)
+    result, answer = clone.run_interrupted("recorded:01_a.ipynb", "02_b.ipynb",
+                                           "b v1 + typed while the run was at 01")
     assert result.rc == 0 and result.out[1:] == [
         "  01_a.ipynb: the course changed it and you had not: replaced by the new version",
         "  02_b.ipynb: the course changed it and you edited your copy: yours is untouched, the new "
@@ -549,10 +558,8 @@ def test_an_edit_saved_just_before_its_copy_is_replaced_is_kept(clone):
     and before it replaces it: the run sees other bytes at the last moment and offers instead."""
     clone.run()
     b2 = clone.publish("02_b.ipynb", "b v2")
-    run = clone.start(pause="replacing:02_b.ipynb")
-    answer = clone.edit("02_b.ipynb", "b v1 + saved at the last moment")
-    clone.go("replacing:02_b.ipynb")
-    result = _finish(run)
+    result, answer = clone.run_interrupted("replacing:02_b.ipynb", "02_b.ipynb",
+                                           "b v1 + saved at the last moment")
     assert result.rc == 0 and result.out[1:] == [
         "  02_b.ipynb: the course changed it and you edited your copy: yours is untouched, the new "
         "version is beside it as 02_b.updated.ipynb"]
@@ -560,10 +567,8 @@ def test_an_edit_saved_just_before_its_copy_is_replaced_is_kept(clone):
 
 
 def test_a_notebook_the_learner_creates_just_before_its_copy_lands_is_kept(clone):
-    run = clone.start(pause="replacing:03_c.ipynb")
-    answer = clone.edit("03_c.ipynb", "my own notebook, saved under the course's name")
-    clone.go("replacing:03_c.ipynb")
-    result = _finish(run)
+    result, answer = clone.run_interrupted("replacing:03_c.ipynb", "03_c.ipynb",
+                                           "my own notebook, saved under the course's name")
     assert result.rc == 0 and result.out == [
         HEADER, "  03_c.ipynb: your copy matches no version the course published, so it is yours: it is "
         "untouched, the course's current version is beside it as 03_c.updated.ipynb",
