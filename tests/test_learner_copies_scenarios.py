@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -461,6 +462,23 @@ def test_a_run_killed_after_writing_an_offer_makes_no_second_offer(clone):
     assert result.rc == 0 and result.out[1].endswith("beside it as 01_a.updated.ipynb")
     assert clone.run().out == [HEADER] and clone.offers() == ["01_a.updated.ipynb"]
     clone.kept({"01_a.ipynb": answer, "01_a.updated.ipynb": v2})
+
+
+def test_a_run_stopped_with_ctrl_c_says_so_and_the_next_run_finishes(clone):
+    clone.run()
+    answer = clone.edit("02_b.ipynb", "b v1 + my answer")
+    clone.publish("01_a.ipynb", "a v2")
+    b2 = clone.publish("02_b.ipynb", "b v2")
+    run = clone.start(pause="recorded:01_a.ipynb")
+    run.send_signal(signal.SIGINT)
+    result = _finish(run)
+    result.failed_with(f"stopped (Ctrl-C) before {MINE} was up to date: run the same command again")
+    assert result.out[1:] == ["  01_a.ipynb: the course changed it and you had not: replaced by the new version"]
+    result = clone.run()
+    assert result.rc == 0 and result.out[1:] == [
+        "  02_b.ipynb: the course changed it and you edited your copy: yours is untouched, the new "
+        "version is beside it as 02_b.updated.ipynb"]
+    clone.kept({"01_a.ipynb": _notebook("a v2"), "02_b.ipynb": answer, "02_b.updated.ipynb": b2})
 
 
 def test_the_record_is_written_after_each_notebook(clone):

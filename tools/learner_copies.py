@@ -533,6 +533,8 @@ def main(argv: list[str] | None = None) -> int:
         sync(args.source, args.dest, wait_s=args.wait, run=run)
     except Refusal as e:
         run.problem(str(e))
+    except KeyboardInterrupt:                             # nothing is half-written: the next run finishes
+        run.problem(f"stopped (Ctrl-C) before {args.dest} was up to date: run the same command again")
     new = sorted(n for n, a in run.actions.items() if a == "new")
     if new:
         print(f"  copied {len(new)} notebook(s) from the course")
