@@ -431,6 +431,17 @@ def test_an_unreadable_copy_is_left_as_it_is(clone):
     clone.kept({"02_b.ipynb": answer})
 
 
+def test_a_folder_that_cannot_be_listed(clone):
+    clone.run(unprivileged=True)
+    answer = clone.edit("01_a.ipynb", "a v1 + my answer")
+    clone.dest.chmod(0o300)                   # writable and enterable, not readable
+    clone.run(unprivileged=True).failed_with(f"cannot use {MINE} (Permission denied): fix that (its "
+                                             "permissions?), then run the same command again")
+    clone.dest.chmod(0o755)
+    assert clone.run(unprivileged=True).out == [HEADER]
+    clone.kept({"01_a.ipynb": answer})
+
+
 # ---- crashes and two runs at once -------------------------------------------------------------------
 
 def test_a_run_killed_after_writing_a_copy_leaves_the_next_run_right(clone):
@@ -473,7 +484,8 @@ def test_a_run_stopped_with_ctrl_c_says_so_and_the_next_run_finishes(clone):
     run.send_signal(signal.SIGINT)
     result = _finish(run)
     result.failed_with(f"stopped (Ctrl-C) before {MINE} was up to date: run the same command again")
-    assert result.out[1:] == ["  01_a.ipynb: the course changed it and you had not: replaced by the new version"]
+    assert result.out[1:] == [
+        "  01_a.ipynb: the course changed it and you had not: replaced by the new version"]
     result = clone.run()
     assert result.rc == 0 and result.out[1:] == [
         "  02_b.ipynb: the course changed it and you edited your copy: yours is untouched, the new "

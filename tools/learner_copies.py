@@ -276,6 +276,8 @@ def _locked(dest: Path, wait_s: float, again: str, run: Run):
                     raise Refusal(f"another run is still updating {dest} (it holds {path}): let it "
                                   f"finish (another terminal?), then run {again} again") from None
                 time.sleep(0.02)
+        except OSError as e:                              # a file system without locks (some network mounts)
+            run.say(f"  note: cannot lock {path} ({e.strerror}): run only one of these at a time on {dest}")
         yield
     finally:
         os.close(fd)
@@ -533,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
         sync(args.source, args.dest, wait_s=args.wait, run=run)
     except Refusal as e:
         run.problem(str(e))
+    except OSError as e:                                  # anything not foreseen above: still one line
+        run.problem(f"cannot use {e.filename} ({e.strerror}): fix that (its permissions?), then run the "
+                    f"same command again")
     except KeyboardInterrupt:                             # nothing is half-written: the next run finishes
         run.problem(f"stopped (Ctrl-C) before {args.dest} was up to date: run the same command again")
     new = sorted(n for n, a in run.actions.items() if a == "new")
