@@ -247,6 +247,10 @@ BROKEN_RECORDS = {
     "a record that is not a table": json.dumps({"edition": "en", "format": 2,
                                                 "notebooks": {"01_a.ipynb": ["copied"]}}).encode(),
     "an absolute path instead of an edition": json.dumps({"source": "/home/me/posenc/notebooks"}).encode(),
+    "a list for the edition": json.dumps({"edition": [], "format": 2, "notebooks": {}}).encode(),
+    "a path for a notebook's name": json.dumps({"edition": "en", "format": 2,
+                                                "notebooks": {"../../01_a.ipynb": {}}}).encode(),
+    "not UTF-8": b"\xff\xfe{",
 }
 
 
@@ -262,7 +266,8 @@ def test_a_lost_or_damaged_record_is_rebuilt_from_the_published_hashes(clone, da
     if BROKEN_RECORDS[damage] is not None:
         record.write_bytes(BROKEN_RECORDS[damage])
     result = clone.run()
-    why = {"missing": "missing", "empty": "empty", "cut short by a crash": "not valid JSON"}.get(
+    why = {"missing": "missing", "empty": "empty", "cut short by a crash": "not valid JSON",
+           "not UTF-8": "not valid JSON"}.get(
         damage, "not in the shape this tool writes")
     assert result.rc == 0 and result.err == [] and result.out == [
         HEADER,

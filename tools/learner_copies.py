@@ -54,6 +54,7 @@ MAKE = {"en": "make lab", "zh": "make lab-zh"}
 NOTEBOOK = "[0-9][0-9]_*.ipynb"
 COURSE_PATH = re.compile(r"notebooks/(zh/)?([0-9][0-9]_[^/]*\.ipynb)\Z")   # a path in the repository
 SHA = re.compile(r"[0-9a-f]{64}\Z")
+NAME = re.compile(r"[0-9][0-9]_[^/\\]*\.ipynb\Z")                # a notebook's file name, no folder
 PARTIAL = re.compile(r"\..+\.[0-9]+\.partial\Z")             # _write's temporary files
 ABOUT = ("SHA-256 of every version of every course notebook published on main, per edition; "
          f"made by `{RECORD_COMMAND}`, which only adds")
@@ -109,7 +110,7 @@ def _hash_table(value) -> dict[str, list[str]] | None:
     if not isinstance(value, dict):
         return None
     for name, shas in value.items():
-        if not (re.fullmatch(r"[0-9][0-9]_.*\.ipynb", name) and isinstance(shas, list)
+        if not (NAME.match(name) and isinstance(shas, list)
                 and all(_is_sha(s) for s in shas)):
             return None
     return value
@@ -308,19 +309,25 @@ def _parse_manifest(raw: bytes) -> tuple[dict | None, str]:
         data = json.loads(raw)
     except ValueError:
         return None, "not valid JSON"
-    if isinstance(data, dict) and set(data) == {"format", "edition", "notebooks"}:
-        shaped = (data["format"] == 2 and data["edition"] in FOLDERS and isinstance(data["notebooks"], dict)
-                  and all(_record_ok(r) for r in data["notebooks"].values()))
-        return (data, "") if shaped else (None, "not in the shape this tool writes")
+    misshapen = None, "not in the shape this tool writes"
+    if not isinstance(data, dict):
+        return misshapen
+    if set(data) == {"format", "edition", "notebooks"}:
+        records = data["notebooks"]
+        shaped = (data["format"] == 2 and isinstance(data["edition"], str) and data["edition"] in FOLDERS
+                  and isinstance(records, dict)
+                  and all(NAME.match(n) and _record_ok(r) for n, r in records.items()))
+        return (data, "") if shaped else misshapen
     # the first format: {name: {"copied": sha, "offered": sha}}, no edition (found from the copies)
-    if (isinstance(data, dict) and data and all(isinstance(r, dict) and set(r) <= {"copied", "offered"}
-                                                 and all(_is_sha(v) for v in r.values())
-                                                 for r in data.values())):
-        notebooks = {name: {**({"copied": r["copied"]} if "copied" in r else {}),
-                            **({"offer": {"name": _offer_name(name, 1), "sha": r["offered"]}}
-                               if "offered" in r else {})} for name, r in data.items()}
-        return {"format": 2, "edition": None, "notebooks": notebooks}, ""
-    return None, "not in the shape this tool writes"
+    if not data or not all(NAME.match(n) and isinstance(r, dict) and set(r) <= {"copied", "offered"}
+                           and all(_is_sha(v) for v in r.values()) for n, r in data.items()):
+        return misshapen
+    records = {}
+    for name, first in data.items():
+        records[name] = {"copied": first["copied"]} if "copied" in first else {}
+        if "offered" in first:
+            records[name]["offer"] = {"name": _offer_name(name, 1), "sha": first["offered"]}
+    return {"format": 2, "edition": None, "notebooks": records}, ""
 
 
 def _edition_of_copies(dest: Path, published: dict) -> set[str]:
