@@ -12,6 +12,10 @@ gets, without ever writing over a byte the learner wrote:
     DEST's copy is the course's current version    -> left alone               ("same")
     DEST's copy is untouched, the course changed   -> replaced by the new one  ("updated")
     DEST's copy was edited, the course changed     -> the new one goes beside it ("offered")
+    the course no longer has it                    -> the learner is told once, the copy stays
+
+A file is replaced only if it still holds the bytes the decision was made on, checked once the new
+bytes are on disk (a save from a JupyterLab left open meanwhile makes it decide again).
 
 "Untouched" means byte-identical to a version the course published (data/published_notebooks.json:
 the SHA-256 of every version of every notebook that landed on main, so a ZIP download or a shallow
@@ -22,7 +26,8 @@ delete it and it comes back only when the course changes the notebook again.
 
 DEST/.course-copies.json records the edition (en or zh, never a path: the clone may move) and per
 notebook the SHA-256 of what was copied and offered. It is rewritten atomically after each notebook; a
-missing, empty, corrupt or wrongly shaped one is rebuilt from the published hashes (one line says so).
+missing, empty, corrupt or wrongly shaped one is rebuilt from the published hashes (one line says so;
+an edited copy, whose starting version is then unknown, gets the course's current one beside it once).
 DEST/.course-copies.lock keeps a second run on the same folder waiting (--wait seconds, then it stops
 with a message). Each failure is one line on stderr naming the path and what to do, exit status 1;
 the next run after the cause is fixed picks up where this one stopped. The course's own files are
