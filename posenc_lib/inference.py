@@ -513,3 +513,46 @@ def greedy_decode(model, input_ids: torch.Tensor, max_new_tokens: int,
         logits.append(last)
         positions, valid = cache.next_positions()[:, None], torch.ones_like(new, dtype=torch.bool)
     return torch.cat(tokens, 1), torch.stack(logits, 1)
+
+
+# ------------------------------------------------------------------------------ what transformers infers for a batch
+def packed_row_gaps(model, documents, *, use_cache: bool | None = None, batch_mate: torch.Tensor | None = None,
+                    four_d_mask: bool = False) -> list[float]:
+    """A transformers causal LM run on `documents` (1-D token tensors) packed into one row, positions restarting
+    per document (`packed_position_ids`), against each document run alone: the largest |logit difference| per
+    document. use_cache: passed to the model (None: its config's, True by default). batch_mate: a second row,
+    shorter than the packed one, left-padded beside it; then the call passes an `attention_mask`, as a padded
+    batch does. four_d_mask: pass `document_mask` as a (1, 1, T, T) attention_mask (True = may attend), which
+    transformers uses as given. transformers keeps the documents apart by itself only when it infers their
+    mask from position_ids, which masking_utils._preprocess_mask_arguments does without a cache and without
+    attention_mask."""
+    if four_d_mask and batch_mate is not None:
+        raise ValueError("four_d_mask: the 4-D document mask is for the packed row alone, not with a batch_mate")
+    row = torch.cat(list(documents))                                              # (T,)
+    positions = packed_position_ids([len(d) for d in documents], device=row.device)
+    ids, kwargs = row[None], {"position_ids": positions[None]}
+    if four_d_mask:
+        kwargs["attention_mask"] = document_mask([len(d) for d in documents], device=row.device)[None, None]
+    if batch_mate is not None:                                                    # left-pad the mate to the row
+        pads = row.numel() - batch_mate.numel()
+        mask = torch.ones(2, row.numel(), dtype=torch.long, device=row.device)
+        mask[1, :pads] = 0
+        ids = torch.stack((row, torch.cat((batch_mate.new_zeros(pads), batch_mate))))
+        kwargs = {"attention_mask": mask, "position_ids": torch.stack((positions, position_ids_from_mask(mask)[1]))}
+    packed = model(ids, use_cache=use_cache, **kwargs).logits[0]                  # (T, vocab)
+    alone = torch.cat([model(d[None]).logits[0] for d in documents])
+    document = positions.eq(0).cumsum(0) - 1                                      # (T,) document of each token
+    return [float((packed - alone)[document == d].abs().max()) for d in range(len(documents))]
+
+
+def batch_mates_gap(model, short: torch.Tensor, long: torch.Tensor) -> float:
+    """The largest |logit difference| of the prompt `short` (1-D tokens) run alone and run left-padded in one
+    batch beside the longer prompt `long`, positions from the mask (generate()'s rule). 0 up to rounding for a
+    static RoPE; not for a scaling that depends on the length, which transformers decides once per call from
+    the largest position of the whole batch (modeling_rope_utils.dynamic_rope_update)."""
+    pads = long.numel() - short.numel()
+    mask = torch.ones(2, long.numel(), dtype=torch.long, device=long.device)
+    mask[0, :pads] = 0
+    ids = torch.stack((torch.cat((short.new_zeros(pads), short)), long))
+    together = model(ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)).logits[0, pads:]
+    return float((together - model(short[None]).logits[0]).abs().max())

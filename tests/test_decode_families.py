@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from posenc_lib.configs import from_hf_config
-from posenc_lib.inference import (DECODE_FAMILIES, KVCache, SinkWindowCache, cache_mask_bias, decode_families_text,
-                                  decode_family, decode_step, greedy_decode, llama_decode_step)
+from posenc_lib.inference import (DECODE_FAMILIES, KVCache, SinkWindowCache, batch_mates_gap, cache_mask_bias,
+                                  decode_families_text, decode_family, decode_step, greedy_decode, llama_decode_step,
+                                  packed_row_gaps)
 
 transformers = pytest.importorskip("transformers")
 
@@ -199,3 +200,47 @@ def test_packed_rows_and_the_sink_cache_are_refused():
     with pytest.raises(ValueError, match="window: a SinkWindowCache"):
         decode_step(TinyLM(23, d_model=32, num_heads=4, num_layers=1), torch.ones(1, 2, dtype=torch.long),
                     SinkWindowCache(1), window=2)
+
+
+# ------------------------------------------------------------------ notebook 12's two measurements of transformers
+def _documents():
+    return [torch.randint(2, 50, (n,), generator=torch.Generator().manual_seed(20 + i))
+            for i, n in enumerate((5, 4, 3))]
+
+
+def test_transformers_keeps_packed_documents_apart_only_without_cache_and_mask():
+    """The rule in its code (masking_utils._preprocess_mask_arguments), use_cache's default from the config, and
+    the leak measured: documents 2 and 3 of a packed row see document 1 unless use_cache=False and no mask."""
+    from transformers import masking_utils
+    rule = inspect.getsource(masking_utils._preprocess_mask_arguments)
+    assert "if position_ids is not None and attention_mask is None and cache is None:" in rule
+    model = _model("LlamaForCausalLM")
+    assert model.config.use_cache is True
+    mate = torch.randint(2, 50, (8,), generator=torch.Generator().manual_seed(30))
+    with torch.no_grad():
+        inferred = packed_row_gaps(model, _documents(), use_cache=False)
+        default = packed_row_gaps(model, _documents())
+        padded = packed_row_gaps(model, _documents(), use_cache=False, batch_mate=mate)
+    assert max(inferred) < 1e-5
+    for gaps in (default, padded):
+        assert gaps[0] < 1e-5 and min(gaps[1:]) > 1e-2     # the first document has nothing before it to see
+
+
+@pytest.mark.parametrize("rope, moves", [
+    ({"rope_type": "default", "rope_theta": 10000.0}, False),
+    ({"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0}, True),
+    ({"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8, "factor": 4.0,
+      "short_factor": [1.0] * 4, "long_factor": [1.0, 2.0, 4.0, 8.0]}, True)])
+def test_a_length_dependent_scaling_takes_the_batchs_largest_position(rope, moves):
+    """A 5-token prompt beside a 20-token one (trained length 8) is rotated with the batch's frequencies
+    (dynamic_rope_update: seq_len = max(position_ids) + 1, over the batch); beside an 8-token one it is not."""
+    from transformers import modeling_rope_utils
+    rule = inspect.getsource(modeling_rope_utils.dynamic_rope_update)
+    assert rule.count("seq_len = torch.max(position_ids) + 1") == 2                 # LongRoPE's and dynamic's
+    model = _model("LlamaForCausalLM", max_position_embeddings=8, rope_parameters=rope)
+    gen = torch.Generator().manual_seed(40)
+    short, long = torch.randint(2, 50, (5,), generator=gen), torch.randint(2, 50, (20,), generator=gen)
+    with torch.no_grad():
+        beside_long, beside_l0 = batch_mates_gap(model, short, long), batch_mates_gap(model, short, long[:8])
+    assert beside_l0 < 1e-5
+    assert (beside_long > 1e-3) if moves else (beside_long < 1e-5)
