@@ -86,6 +86,24 @@ def test_every_family_equals_its_own_generate(model_class):
     assert sliding == _SLIDING[model_class]
 
 
+@pytest.mark.parametrize("model_class, rope", [
+    ("LlamaForCausalLM", {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
+    ("LlamaForCausalLM", {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
+                          "original_max_position_embeddings": 8}),
+    ("LlamaForCausalLM", {"rope_type": "llama3", "factor": 8.0, "rope_theta": 10000.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8}),
+    ("Phi3ForCausalLM", {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})])
+def test_static_scalings_and_partial_rotary_equal_generate(model_class, rope):
+    """The rotations the loop reads from the config (from_hf_config) beyond the default: the same tokens and logits."""
+    model = _model(model_class, rope_parameters=rope)
+    ids, mask = _prompts()
+    with torch.no_grad():
+        their_tokens, theirs = _generate(model, ids, mask)
+        tokens, logits = greedy_decode(model, ids, 8, attention_mask=mask)
+    assert torch.equal(tokens, their_tokens)
+    torch.testing.assert_close(logits, theirs, atol=1e-4, rtol=0)
+
+
 @pytest.mark.parametrize("model_class", ["MistralForCausalLM", "Qwen3ForCausalLM", "Gemma3ForCausalLM"])
 def test_the_check_can_fail_without_the_window(model_class):
     """The same loop with every window taken away (full attention) differs from generate() past the window."""
@@ -197,9 +215,14 @@ def test_packed_rows_and_the_sink_cache_are_refused():
     with pytest.raises(ValueError, match="cache: a SinkWindowCache"):
         llama_decode_step(model, torch.ones(1, 2, dtype=torch.long), SinkWindowCache(2), torch.arange(2))
     from posenc_lib import TinyLM
+    tiny = TinyLM(23, d_model=32, num_heads=4, num_layers=1)
     with pytest.raises(ValueError, match="window: a SinkWindowCache"):
-        decode_step(TinyLM(23, d_model=32, num_heads=4, num_layers=1), torch.ones(1, 2, dtype=torch.long),
-                    SinkWindowCache(1), window=2)
+        decode_step(tiny, torch.ones(1, 2, dtype=torch.long), SinkWindowCache(1), window=2)
+    with pytest.raises(ValueError, match="positions must increase along a row"):
+        decode_step(tiny, torch.ones(1, 5, dtype=torch.long), KVCache(1), positions=packed)
+    # a left-padded row is not a packed one: its pads (position 0) are not real tokens
+    decode_step(tiny, torch.ones(2, 5, dtype=torch.long), KVCache(1),
+                attention_mask=torch.tensor([[1] * 5, [0, 0, 1, 1, 1]]))
 
 
 # ------------------------------------------------------------------ notebook 12's two measurements of transformers
