@@ -315,6 +315,8 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
         raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
     if not isinstance(cache, KVCache) or cache.num_layers != len(model.blocks):
         raise ValueError(f"cache must be a KVCache with num_layers={len(model.blocks)} (one per block), got {cache!r}")
+    if window is not None:
+        window = _checks.positive_int("window", window)
     if window is not None and isinstance(cache, SinkWindowCache):
         raise ValueError("window: a SinkWindowCache evicts by its own window (num_sinks + window slots, counted in "
                          "the cache); decode_step's sliding window is for a KVCache, which keeps every slot")
@@ -500,6 +502,7 @@ def greedy_decode(model, input_ids: torch.Tensor, max_new_tokens: int,
     (left-padded, `attention_mask` 0 at the pads) as one prefill, then one token a step at each row's next
     position. Returns (new tokens (batch, max_new_tokens), their logits (batch, max_new_tokens, vocab)),
     what generate(..., do_sample=False, output_logits=True) returns as sequences[:, prompt:] and logits."""
+    decode_family(model)                                                          # a class of the table, or refused
     steps = _checks.positive_int("max_new_tokens", max_new_tokens)
     mask = (torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None
             else check_mask("attention_mask", attention_mask, shape=input_ids.shape))
