@@ -267,3 +267,22 @@ def test_a_length_dependent_scaling_takes_the_batchs_largest_position(rope, move
         beside_long, beside_l0 = batch_mates_gap(model, short, long), batch_mates_gap(model, short, long[:8])
     assert beside_l0 < 1e-5
     assert (beside_long > 1e-3) if moves else (beside_long < 1e-5)
+
+
+def test_a_windowed_decode_compiles_as_one_graph():
+    """decode_step with a window: a padded prefill and a step trace as one graph and give the eager logits."""
+    from posenc_lib import TinyLM
+    torch.manual_seed(0)
+    model = TinyLM(23, d_model=32, num_heads=4, num_layers=2).eval()
+    ids = torch.randint(0, 23, (2, 6), generator=torch.Generator().manual_seed(3))
+    mask = torch.tensor([[1] * 5, [0, 0, 1, 1, 1]])
+
+    def run(ids, mask):
+        cache = KVCache(2)
+        return torch.cat((decode_step(model, ids[:, :5], cache, attention_mask=mask, window=WINDOW),
+                          decode_step(model, ids[:, 5:], cache, window=WINDOW)), 1)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(run, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, mask), run(ids, mask), atol=0, rtol=0)
