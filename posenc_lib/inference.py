@@ -30,11 +30,18 @@ Streaming (Xiao et al. 2023, StreamingLLM): keep the first `num_sinks` tokens (t
 and the last `window` ones; positions are counted WITHIN the cache (0 .. len-1), not within the text,
 so the keys are cached unrotated and rotated at their cache slot at every step (`SinkWindowCache`).
 
+Sliding windows (Mistral, Qwen2/3's upper layers, Gemma 3's local layers): query slot i sees slots
+i - w < j <= i, transformers' rule (masking_utils.sliding_window_overlay), at the prefill and at every step
+past the window (`cache_mask_bias(window=)`). transformers' own models run step by step through
+`llama_decode_step` for the families in one table (`DECODE_FAMILIES`); any other class is refused by name.
+
 Shapes: k, v (batch, heads, T, head_dim); positions (T,) or (batch, T) int; attention_mask (batch, T)
 of 0/1 or bool. Nothing given is modified in place; every tensor made here is on the input's device.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -102,6 +109,20 @@ def document_mask(lengths, *, device=None) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------ the caches
+def _refuse_packed_rows(positions: torch.Tensor, valid: torch.Tensor) -> None:
+    """A row whose real tokens' positions go back (packed documents restarting at 0) is refused: a cache
+    holds one sequence per row and its mask keeps no documents apart (see `document_mask`)."""
+    before = torch.where(valid, positions, -1).cummax(-1).values                 # (B, T) largest real so far
+    before = torch.cat((torch.full_like(before[:, :1], -1), before[:, :-1]), -1)  # ... before each slot
+    back = valid & (positions <= before)
+    if bool(back.any()):
+        row, slot = (int(v) for v in back.nonzero()[0])
+        raise ValueError(f"positions must increase along a row: row {row} goes back to {int(positions[row, slot])} "
+                         f"at slot {slot} (packed documents?). A cache holds one sequence per row and no "
+                         f"document mask: run each document in its own row (transformers' packed-row mask, "
+                         f"inferred from position_ids, applies only without a cache and without attention_mask)")
+
+
 class CachedKeys(NamedTuple):
     """What a cache hands the attention after an update, for the keys it holds and the new queries."""
     keys: torch.Tensor             # (batch, kv_heads, Tk, head_dim): rotated, or raw if the cache is not `rotated`
@@ -159,6 +180,8 @@ class KVCache:
         valid = (torch.ones(batch, length, dtype=torch.bool, device=k.device) if valid is None
                  else check_mask("valid", valid, shape=(batch, length)))
         _checks.same_device("k", k, valid=valid)
+        if _checks.values_are_cheap(positions):
+            _refuse_packed_rows(positions, valid)
         held = self.layers[layer]
         if held is not None:
             keys, values = held[0], held[1]
@@ -227,26 +250,32 @@ class SinkWindowCache(KVCache):
 
 
 # ------------------------------------------------------------------------------ attention over a cache
-def cache_mask_bias(key_valid: torch.Tensor, q_len: int, dtype: torch.dtype) -> torch.Tensor:
+def cache_mask_bias(key_valid: torch.Tensor, q_len: int, dtype: torch.dtype, *, window: int | None = None
+                    ) -> torch.Tensor:
     """(batch, 1, Tq, Tk) bias, 0 where a new query may attend a cached key and -inf elsewhere.
 
     The queries are the last Tq of the Tk slots; query i sees slots j <= i (causal, by slot) that hold
-    real tokens. A pad query sees only itself, so its row is never all -inf (its output is unused)."""
+    real tokens. A pad query sees only itself, so its row is never all -inf (its output is unused).
+    window: a sliding window of w slots, transformers' rule (masking_utils.sliding_window_overlay):
+    also i - w < j, at the prefill and at every step past the window; None: every earlier slot."""
     batch, k_len = key_valid.shape
     i = torch.arange(k_len - q_len, k_len, device=key_valid.device)[:, None]   # (Tq, 1) slot of each query
     j = torch.arange(k_len, device=key_valid.device)[None, :]                  # (1, Tk)
     allowed = (j <= i) & (key_valid[:, None, :] | (j == i))                    # (B, Tq, Tk)
+    if window is not None:
+        allowed = allowed & (j > i - _checks.positive_int("window", window))
     bias = torch.zeros(allowed.shape, dtype=dtype, device=key_valid.device)
     return bias.masked_fill(~allowed, float("-inf"))[:, None]
 
 
 def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, layer: int,
-                     valid: torch.Tensor | None = None) -> torch.Tensor:
+                     valid: torch.Tensor | None = None, *, window: int | None = None) -> torch.Tensor:
     """One posenc_lib MultiHeadAttention layer `attn` for the new tokens x (batch, T, d_model) over a cache.
 
     The encoding's hooks, as MultiHeadAttention calls them, with the keys from the cache:
     rotate q and k (before caching if cache.rotated, else all cached keys at their key_positions),
-    score bias and value term at (query_positions, key_positions). Returns (batch, T, d_model)."""
+    score bias and value term at (query_positions, key_positions); window: a sliding window of that many
+    slots (`cache_mask_bias`). Returns (batch, T, d_model)."""
     B, T, D = x.shape
     enc, H, hd = attn.encoding, attn.num_heads, attn.head_dim
     q, k, v = attn.qkv(x).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)           # 3 x (B, H, T, hd)
@@ -256,7 +285,7 @@ def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCa
     keys = got.keys
     if not cache.rotated:                                                       # every key rotated at this step
         q, keys = enc.rotate_qk(q, keys, got.query_positions, got.key_positions)
-    bias = cache_mask_bias(got.key_valid, T, q.dtype)
+    bias = cache_mask_bias(got.key_valid, T, q.dtype, window=window)
     position_bias = enc.score_bias(q, got.query_positions, got.key_positions)
     if position_bias is not None:
         bias = bias + position_bias
@@ -268,13 +297,16 @@ def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCa
 
 
 def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+                attention_mask: torch.Tensor | None = None, window: int | None = None) -> torch.Tensor:
     """A posenc_lib TinyLM run on the new tokens idx (batch, T) with a cache: logits (batch, T, vocab).
 
     positions: (T,) or (batch, T) ints; default: counted from `attention_mask` and the cache, as
     generate() counts them (`position_ids_from_mask`; no mask: the cache's next position onwards).
     attention_mask: (batch, T) 0/1 for idx's tokens only (the cache remembers the earlier ones;
-    transformers passes the mask of the whole history instead). The cache must have model's num_layers."""
+    transformers passes the mask of the whole history instead). The cache must have model's num_layers.
+    window: sliding-window attention in every layer, as transformers masks it (query i sees slots
+    i - window < j <= i; `cache_mask_bias`), at the prefill and past the window; None: full attention.
+    A SinkWindowCache keeps its own window (sinks + the last tokens), so it takes no `window`."""
     if not isinstance(model, TinyLM):
         raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__} (for a transformers Llama: "
                         f"llama_decode_step)")
@@ -283,6 +315,11 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
         raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
     if not isinstance(cache, KVCache) or cache.num_layers != len(model.blocks):
         raise ValueError(f"cache must be a KVCache with num_layers={len(model.blocks)} (one per block), got {cache!r}")
+    if window is not None:
+        window = _checks.positive_int("window", window)
+    if window is not None and isinstance(cache, SinkWindowCache):
+        raise ValueError("window: a SinkWindowCache evicts by its own window (num_sinks + window slots, counted in "
+                         "the cache); decode_step's sliding window is for a KVCache, which keeps every slot")
     valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=idx.shape)
     if positions is None:
         start = cache.next_positions()
@@ -294,38 +331,231 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     x = model.token_embedding(idx)                                               # (B, T, D)
     x = model.encoding.add_to_input(x, positions)                               # learned: positions < max_len
     for layer, block in enumerate(model.blocks):
-        x = x + cached_attention(block.attn, block.ln1(x), positions, cache, layer, valid)
+        x = x + cached_attention(block.attn, block.ln1(x), positions, cache, layer, valid, window=window)
         x = x + block.mlp(block.ln2(x))
     return model.head(model.ln_f(x))
 
 
-# ------------------------------------------------------------------------------ a transformers Llama, our positions
+# ------------------------------------------------------------------------------ transformers' models, our positions
+@dataclass(frozen=True)
+class DecodeFamily:
+    """A transformers model class that `llama_decode_step` runs, and where its layer differs from Llama's.
+
+    projections: "q/k/v_proj" (three matrices), or "qkv_proj (fused)" (one matrix, rows q | k | v; Phi-3).
+    qk_norm: None; "per head" (an RMSNorm over head_dim on q and k, before RoPE: Qwen3, Gemma 3) or
+    "whole projection" (over all heads' dims at once, before the split into heads: OLMo 2).
+    norms: the decoder layer's norms by their attribute names, (before attention, after attention, before
+    the MLP, after the MLP), None where there is none: Llama's pre-norm, OLMo 2's post-norm, Gemma 3's both.
+    windows: where the model reads its sliding windows (the loop reads them through `configs.from_hf_config`).
+    refused: (config key, why) pairs: a config where that key is set (not None/False) is refused.
+    source: transformers' file the record was read from (5.24)."""
+    model_class: str
+    projections: str
+    qk_norm: str | None
+    norms: tuple
+    windows: str
+    source: str
+    refused: tuple = ()
+
+
+_PRE_NORM = ("input_layernorm", None, "post_attention_layernorm", None)
+_SCALINGS_REFUSED = ("dynamic", "longrope")  # frequencies that depend on the length: generate() keeps state
+
+DECODE_FAMILIES = (
+    DecodeFamily("LlamaForCausalLM", "q/k/v_proj", None, _PRE_NORM, "none",
+                 "models/llama/modeling_llama.py"),
+    DecodeFamily("MistralForCausalLM", "q/k/v_proj", None, _PRE_NORM,
+                 "sliding_window (all layers)", "models/mistral/modeling_mistral.py"),
+    DecodeFamily("Qwen2ForCausalLM", "q/k/v_proj", None, _PRE_NORM,
+                 "layer_types (max_window_layers)", "models/qwen2/modeling_qwen2.py"),
+    DecodeFamily("Qwen3ForCausalLM", "q/k/v_proj", "per head", _PRE_NORM,
+                 "layer_types (max_window_layers)", "models/qwen3/modeling_qwen3.py"),
+    DecodeFamily("Phi3ForCausalLM", "qkv_proj (fused)", None, _PRE_NORM, "sliding_window (all layers)",
+                 "models/phi3/modeling_phi3.py"),
+    DecodeFamily("Olmo2ForCausalLM", "q/k/v_proj", "whole projection",
+                 (None, "post_attention_layernorm", None, "post_feedforward_layernorm"), "none",
+                 "models/olmo2/modeling_olmo2.py"),
+    DecodeFamily("Gemma3ForCausalLM", "q/k/v_proj", "per head",
+                 ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"), "layer_types (sliding_window_pattern)",
+                 "models/gemma3/modeling_gemma3.py",
+                 refused=(("attn_logit_softcapping", "tanh soft-capping of the scores"),
+                          ("final_logit_softcapping", "tanh soft-capping of the logits"),
+                          ("use_bidirectional_attention", "bidirectional attention"))),
+)
+
+
+def decode_families_text() -> str:
+    """The family table, one line per record, as `llama_decode_step`'s docstring lists it."""
+    def norms(f):  # before (attention, MLP), after (attention, MLP)
+        return {(True, False): "pre-norm", (False, True): "post-norm", (True, True): "pre- and post-norm"}[
+            (f.norms[0] is not None, f.norms[1] is not None)]
+    return "\n".join(f"{f.model_class}: {f.projections}, q/k norm {f.qk_norm or 'none'}, {norms(f)}, "
+                     f"windows: {f.windows}" for f in DECODE_FAMILIES)
+
+
+def decode_family(model) -> DecodeFamily:
+    """The record of model's class in DECODE_FAMILIES, or a ValueError naming the class and the ones it runs.
+    The class must be the record's exactly (a subclass may change the forward)."""
+    name = type(model).__name__
+    for family in DECODE_FAMILIES:
+        if name == family.model_class and type(model).__module__.startswith("transformers."):
+            return family
+    runs = ", ".join(f.model_class for f in DECODE_FAMILIES)
+    raise ValueError(f"model: {name} is not in llama_decode_step's table (DECODE_FAMILIES): it runs {runs} only; "
+                     f"another layer (its norms, projections, score terms) would give wrong logits without a word")
+
+
+def _refuse_config(family: DecodeFamily, config, layout) -> None:
+    """A config of a family in the table that the loop does not reproduce, refused naming what."""
+    for key, why in family.refused:
+        if getattr(config, key, None) not in (None, False):
+            raise ValueError(f"model: {family.model_class} with config.{key} = {getattr(config, key)!r} ({why}) is "
+                             f"not reproduced by llama_decode_step")
+    for layer in layout.layers:
+        if layer.attention == "chunked":
+            raise ValueError(f"model: {family.model_class} layer {layer.index} has chunked attention, which "
+                             f"llama_decode_step does not mask")
+        if layer.rope_type in _SCALINGS_REFUSED:
+            raise ValueError(f"model: {family.model_class} uses rope_type {layer.rope_type!r}, whose frequencies depend "
+                             f"on the length: transformers keeps state across calls (dynamic: the largest length seen; "
+                             f"Phi-3 recomputes its cache at original_max_position_embeddings + 1), which "
+                             f"llama_decode_step does not reproduce")
+
+
+def _qkv(family: DecodeFamily, a, h: torch.Tensor, heads: int, kv_heads: int):
+    """q (B, H, T, hd), k and v (B, H_kv, T, hd) of attention module `a` for the normed input h (B, T, hidden):
+    the family's projections and q/k norm, before RoPE."""
+    B, T, _ = h.shape
+    hd = a.head_dim
+    if family.projections == "qkv_proj (fused)":                                         # Phi-3: one matrix, q | k | v
+        q, k, v = a.qkv_proj(h).split((heads * hd, kv_heads * hd, kv_heads * hd), dim=-1)
+    else:
+        q, k, v = a.q_proj(h), a.k_proj(h), a.v_proj(h)
+    if family.qk_norm == "whole projection":                                     # OLMo 2: over all heads' dims
+        q, k = a.q_norm(q), a.k_norm(k)
+    q, k, v = (t.view(B, T, -1, hd) for t in (q, k, v))                          # (B, T, heads, hd)
+    if family.qk_norm == "per head":                                             # Qwen3, Gemma 3: over head_dim
+        q, k = a.q_norm(q), a.k_norm(k)
+    return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+
+def _norm(block, name):
+    return (lambda x: x) if name is None else getattr(block, name)
+
+
 def llama_decode_step(model, input_ids: torch.Tensor, cache: KVCache, positions: torch.Tensor,
                       attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """A transformers LlamaForCausalLM (or Qwen2, Mistral: the same layer) run with posenc_lib's positions.
+    """A transformers causal LM from the table below run with posenc_lib's positions, cache and attention.
 
-    Its own weights, norms and MLPs; the rotation (from its config, `from_hf_config`), the cache and
-    the attention are posenc_lib's. input_ids (batch, T) new tokens, positions (T,) or (batch, T),
-    attention_mask (batch, T) 0/1 for those tokens. Returns logits (batch, T, vocab). For checking
-    that the positions are right (tests/test_inference.py), not for speed."""
+    Its own weights, norms, q/k norms and MLPs; the rotation (per layer, from its config: `from_hf_config`),
+    the cache, the sliding windows (transformers' rule, `cache_mask_bias`) and the attention are posenc_lib's.
+    input_ids (batch, T) new tokens, positions (T,) or (batch, T), attention_mask (batch, T) 0/1 for those
+    tokens. Returns logits (batch, T, vocab). For checking that the positions are right against the model's
+    own generate() (tests/test_inference.py goes over every family), not for speed. The families
+    (DECODE_FAMILIES; any other class is refused by name, and so are a family's configs it does not
+    reproduce: soft-capping, chunked attention, dynamic NTK and LongRoPE):
+
+    LlamaForCausalLM: q/k/v_proj, q/k norm none, pre-norm, windows: none
+    MistralForCausalLM: q/k/v_proj, q/k norm none, pre-norm, windows: sliding_window (all layers)
+    Qwen2ForCausalLM: q/k/v_proj, q/k norm none, pre-norm, windows: layer_types (max_window_layers)
+    Qwen3ForCausalLM: q/k/v_proj, q/k norm per head, pre-norm, windows: layer_types (max_window_layers)
+    Phi3ForCausalLM: qkv_proj (fused), q/k norm none, pre-norm, windows: sliding_window (all layers)
+    Olmo2ForCausalLM: q/k/v_proj, q/k norm whole projection, post-norm, windows: none
+    Gemma3ForCausalLM: q/k/v_proj, q/k norm per head, pre- and post-norm, windows: layer_types (sliding_window_pattern)
+
+    A packed row (positions restarting) is refused by the cache, and a SinkWindowCache here: transformers
+    5.24 has no sink cache to reproduce (decode_step runs one on a TinyLM)."""
+    family = decode_family(model)
     body, config = model.model, model.config
+    if isinstance(cache, SinkWindowCache):
+        raise ValueError("cache: a SinkWindowCache (StreamingLLM) has no counterpart in transformers 5.24 (its SinkCache "
+                         "was removed in v5), so llama_decode_step has nothing to reproduce with it: pass a KVCache "
+                         "(decode_step runs a TinyLM with a SinkWindowCache)")
     if not isinstance(cache, KVCache) or not cache.rotated or cache.num_layers != config.num_hidden_layers:
         raise ValueError(f"cache must be a KVCache(num_layers={config.num_hidden_layers}, rotated=True), got {cache!r}")
     layout = from_hf_config(config.to_dict())
+    _refuse_config(family, config, layout)
     valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=input_ids.shape)
-    x = body.embed_tokens(input_ids)                                             # (B, T, hidden)
-    B, T, _ = x.shape
+    x = body.embed_tokens(input_ids)                                             # (B, T, hidden); Gemma: scaled
+    T = x.shape[1]
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
     for i, block in enumerate(body.layers[: config.num_hidden_layers]):
         a, rope = block.self_attn, layout.layer(i)
-        h = block.input_layernorm(x)
-        q = a.q_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)               # (B, H, T, hd)
-        k = a.k_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)               # (B, H_kv, T, hd)
-        v = a.v_proj(h).view(B, T, -1, a.head_dim).transpose(1, 2)
+        before_attn, after_attn, before_mlp, after_mlp = (_norm(block, n) for n in family.norms)
+        q, k, v = _qkv(family, a, before_attn(x), heads, kv_heads)
         q, k = rope.apply(q, positions), rope.apply(k, positions)
         got = cache.update(i, k, v, positions, valid)
-        groups = q.shape[1] // got.keys.shape[1]                                 # grouped-query attention
+        groups = heads // kv_heads                                               # grouped-query attention
         keys, values = got.keys.repeat_interleave(groups, 1), got.values.repeat_interleave(groups, 1)
-        out = attention(q, keys, values, bias=cache_mask_bias(got.key_valid, T, q.dtype))
-        x = x + a.o_proj(out.transpose(1, 2).reshape(B, T, -1))
-        x = x + block.mlp(block.post_attention_layernorm(x))
+        q = q * (rope.score_scale * math.sqrt(q.shape[-1]))                      # attention() divides by sqrt(hd)
+        window = rope.window if rope.attention == "sliding" else None
+        out = attention(q, keys, values, bias=cache_mask_bias(got.key_valid, T, q.dtype, window=window))
+        x = x + after_attn(a.o_proj(out.transpose(1, 2).reshape(*x.shape[:2], -1)))
+        x = x + after_mlp(block.mlp(before_mlp(x)))
     return model.lm_head(body.norm(x))
+
+
+def greedy_decode(model, input_ids: torch.Tensor, max_new_tokens: int,
+                  attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy generation with `llama_decode_step`, positions counted as generate() counts them: the prompt
+    (left-padded, `attention_mask` 0 at the pads) as one prefill, then one token a step at each row's next
+    position. Returns (new tokens (batch, max_new_tokens), their logits (batch, max_new_tokens, vocab)),
+    what generate(..., do_sample=False, output_logits=True) returns as sequences[:, prompt:] and logits."""
+    decode_family(model)                                                          # a class of the table, or refused
+    steps = _checks.positive_int("max_new_tokens", max_new_tokens)
+    mask = (torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None
+            else check_mask("attention_mask", attention_mask, shape=input_ids.shape))
+    cache = KVCache(model.config.num_hidden_layers)
+    new, positions, tokens, logits = input_ids, position_ids_from_mask(mask), [], []
+    valid = mask
+    for _ in range(steps):
+        last = llama_decode_step(model, new, cache, positions, attention_mask=valid)[:, -1]   # (B, vocab)
+        new = last.argmax(-1, keepdim=True)                                                # (B, 1)
+        tokens.append(new)
+        logits.append(last)
+        positions, valid = cache.next_positions()[:, None], torch.ones_like(new, dtype=torch.bool)
+    return torch.cat(tokens, 1), torch.stack(logits, 1)
+
+
+# ------------------------------------------------------------------------------ what transformers infers for a batch
+def packed_row_gaps(model, documents, *, use_cache: bool | None = None, batch_mate: torch.Tensor | None = None,
+                    four_d_mask: bool = False) -> list[float]:
+    """A transformers causal LM run on `documents` (1-D token tensors) packed into one row, positions restarting
+    per document (`packed_position_ids`), against each document run alone: the largest |logit difference| per
+    document. use_cache: passed to the model (None: its config's, True by default). batch_mate: a second row,
+    shorter than the packed one, left-padded beside it; then the call passes an `attention_mask`, as a padded
+    batch does. four_d_mask: pass `document_mask` as a (1, 1, T, T) attention_mask (True = may attend), which
+    transformers uses as given. transformers keeps the documents apart by itself only when it infers their
+    mask from position_ids, which masking_utils._preprocess_mask_arguments does without a cache and without
+    attention_mask."""
+    if four_d_mask and batch_mate is not None:
+        raise ValueError("four_d_mask: the 4-D document mask is for the packed row alone, not with a batch_mate")
+    row = torch.cat(list(documents))                                              # (T,)
+    positions = packed_position_ids([len(d) for d in documents], device=row.device)
+    ids, kwargs = row[None], {"position_ids": positions[None]}
+    if four_d_mask:
+        kwargs["attention_mask"] = document_mask([len(d) for d in documents], device=row.device)[None, None]
+    if batch_mate is not None:                                                    # left-pad the mate to the row
+        pads = row.numel() - batch_mate.numel()
+        mask = torch.ones(2, row.numel(), dtype=torch.long, device=row.device)
+        mask[1, :pads] = 0
+        ids = torch.stack((row, torch.cat((batch_mate.new_zeros(pads), batch_mate))))
+        kwargs = {"attention_mask": mask, "position_ids": torch.stack((positions, position_ids_from_mask(mask)[1]))}
+    packed = model(ids, use_cache=use_cache, **kwargs).logits[0]                  # (T, vocab)
+    alone = torch.cat([model(d[None]).logits[0] for d in documents])
+    document = positions.eq(0).cumsum(0) - 1                                      # (T,) document of each token
+    return [float((packed - alone)[document == d].abs().max()) for d in range(len(documents))]
+
+
+def batch_mates_gap(model, short: torch.Tensor, long: torch.Tensor) -> float:
+    """The largest |logit difference| of the prompt `short` (1-D tokens) run alone and run left-padded in one
+    batch beside the longer prompt `long`, positions from the mask (generate()'s rule). 0 up to rounding for a
+    static RoPE; not for a scaling that depends on the length, which transformers decides once per call from
+    the largest position of the whole batch (modeling_rope_utils.dynamic_rope_update)."""
+    pads = long.numel() - short.numel()
+    mask = torch.ones(2, long.numel(), dtype=torch.long, device=long.device)
+    mask[0, :pads] = 0
+    ids = torch.stack((torch.cat((short.new_zeros(pads), short)), long))
+    together = model(ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)).logits[0, pads:]
+    return float((together - model(short[None]).logits[0]).abs().max())
