@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from posenc_lib import apply_rope, rope_inv_freq
+from posenc_lib import ENCODINGS, apply_rope, rope_inv_freq
 from posenc_lib.experiments import build_model, load_corpus
 from posenc_lib.experiments import evaluation as V
 from posenc_lib.experiments.config import ExperimentConfig
@@ -157,3 +157,49 @@ def test_the_abf_arm_raises_the_base_only():
     model = V.set_rope_scaling(build_model("rope", _tiny_cfg(), 0), scaling, cfg)
     q = torch.randn(2, 4, 10, 16, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(model.encoding(q, q)[0], apply_rope(q, base=250000.0))  # the model turns with it
+
+
+# ------------------------------------------------------------------ bad input: named, and the model left as it was
+def _set(kind="rope", scaling=None, cfg=None, **cfg_changes):
+    cfg = _tiny_cfg() if cfg is None else cfg
+    model = build_model(kind, _tiny_cfg(), 0)
+    return V.set_rope_scaling(model, scaling, replace(cfg, **cfg_changes) if cfg_changes else cfg)
+
+
+BAD = [  # (id, call, error type, what the message must say)
+    *[(f"set_rope_scaling on {kind}", lambda kind=kind: _set(kind), ValueError,
+       rf"model must use RoPE to have its RoPE rescaled, got a {kind} model")
+      for kind in sorted(ENCODINGS) if kind != "rope"],
+    ("set_rope_scaling on a Linear", lambda: V.set_rope_scaling(torch.nn.Linear(2, 2), None, _tiny_cfg()), TypeError,
+     r"model must be a posenc_lib TinyLM, got Linear"),
+    ("set_rope_scaling cfg a dict", lambda: _set(cfg={"d_model": 64}), TypeError,
+     r"cfg must be an ExperimentConfig, got dict"),
+    ("set_rope_scaling cfg of other heads", lambda: _set(num_heads=8), ValueError,
+     r"cfg's \(d_model, num_heads\) = \(64, 8\) must be the model's \(64, 4\)"),
+    ("set_rope_scaling scaling a string", lambda: _set(scaling="linear"), TypeError, r"scaling must be a dict"),
+    ("set_rope_scaling unknown rope_type", lambda: _set(scaling={"rope_type": "xpos"}), ValueError,
+     r"scaling\['rope_type'\] must be one of"),
+    ("set_rope_scaling factor below 1", lambda: _set(scaling={"rope_type": "linear", "factor": 0.5}), ValueError,
+     r"scaling\['factor'\] must be >= 1"),
+    ("rope_scaling cfg None", lambda: V.rope_scaling("linear", 2.0, None), TypeError,
+     r"cfg must be an ExperimentConfig, got NoneType"),
+    ("rope_scaling factor string", lambda: V.rope_scaling("linear", "2", _tiny_cfg()), TypeError,
+     r"factor must be a number, got str"),
+    ("rope_scaling factor nan", lambda: V.rope_scaling("yarn", float("nan"), _tiny_cfg()), ValueError,
+     r"factor must be a finite number"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_refused_by_name(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_a_model_without_rope_keeps_its_encoding():
+    """Refused before anything changes: the ALiBi model still has its ALiBi in every layer."""
+    model = build_model("alibi", _tiny_cfg(), 0)
+    original = model.encoding
+    with pytest.raises(ValueError, match="must use RoPE"):
+        V.set_rope_scaling(model, {"rope_type": "linear", "factor": 2.0}, _tiny_cfg())
+    assert model.encoding is original and all(block.attn.encoding is original for block in model.blocks)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from ..i18n import tr
+from .limits import check_sizes
 from .report import kind_text as report_kind, layer_ranges, table_cell
 
 PROBE = "posenc_probe"
@@ -322,7 +323,8 @@ def measure(config: dict) -> Measured:
     """What the installed transformers' code for config['model_type'] does with positions, layer by layer
     (see the module docstring for how). config: a config.json as a dict (a multimodal wrapper is measured
     through its text model). Raises ImportError without transformers, ValueError when the family's code
-    cannot be run this way (the message says why)."""
+    cannot be run this way (the message says why), naming a size above configs.limits.SIZE_LIMITS."""
+    check_sizes(config)
     try:
         import transformers  # noqa: F401
     except ImportError as error:

@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from .. import _checks
 from ..absolute import LearnedEncoding
 from ..model import TinyLM, make_encoding
+from ..rope import RotaryEmbedding
 from ..scaling import EXTENSION_METHODS, extension_scaling
 from .config import FINETUNE_ARMS, ExperimentConfig
 
@@ -102,6 +103,7 @@ def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | No
     (posenc_lib.scaling.extension_scaling with the config's dynamic NTK and Llama 3.1 settings).
     method "abf" (a fine-tune arm, not a no-fine-tuning method): plain RoPE with the base raised to
     cfg.abf_base, {"rope_type": "default", "rope_theta": cfg.abf_base}, whatever the factor."""
+    _check_config(cfg)
     if method == "abf":
         return {"rope_type": "default", "rope_theta": float(cfg.abf_base)}
     if method not in FINETUNE_ARMS and method not in EXTENSION_METHODS:
@@ -113,9 +115,30 @@ def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | No
 
 
 def set_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig) -> TinyLM:
-    """Change `model` in place: its RoPE becomes one with `scaling` (weights untouched); returns the same model."""
+    """Change `model` in place: its RoPE becomes one with `scaling` (weights untouched); returns the same model.
+    A model without RoPE is refused: swapping its encoding for RoPE would be another model, not a rescaled one."""
+    _check_rope_model(model, cfg)
     model.replace_encoding(make_encoding("rope", d_model=cfg.d_model, num_heads=cfg.num_heads, rope_scaling=scaling))
     return model
+
+
+def _check_config(cfg) -> None:
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
+
+
+def _check_rope_model(model, cfg) -> None:
+    """set_rope_scaling's model: a TinyLM with RoPE, of the head size the config's RoPE is made for."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__}")
+    if not isinstance(model.encoding, RotaryEmbedding):
+        raise ValueError(f"model must use RoPE to have its RoPE rescaled, got a {model.kind} model "
+                         f"({type(model.encoding).__name__}); a context-extension scaling applies to RoPE only")
+    _check_config(cfg)
+    ours, theirs = (model.config.d_model, model.config.num_heads), (cfg.d_model, cfg.num_heads)
+    if ours != theirs:
+        raise ValueError(f"cfg's (d_model, num_heads) = {theirs} must be the model's {ours} (the new RoPE turns heads "
+                         f"of d_model / num_heads dims)")
 
 
 def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSION_METHODS, multiple: int = 8,
