@@ -70,7 +70,7 @@ def position_ids_from_mask(attention_mask: torch.Tensor, start: torch.Tensor | N
 
     attention_mask: (batch, seq), 1/True = real token, 0 = pad. start: (batch,) ints, the position of
     each row's next token when a cache already holds earlier ones (`KVCache.next_positions()`); then
-    the real tokens count on from there and pads get `start`. Returns (batch, seq) int64 on the mask's
+    the real tokens count on from there and pads get `start` (0 <= start <= 2**53 - seq + 1: no wrap). Returns (batch, seq) int64 on the mask's
     device. Left padding [0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2]; right padding [1, 1, 1, 0, 0] -> [0, 1, 2, 0, 0].
     """
     mask = check_mask("attention_mask", attention_mask)
@@ -125,7 +125,8 @@ class KVCache:
     the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
     as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
     Positions must continue: a real token's position must exceed every real cached one of its row
-    (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap).
+    (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap). New k and v
+    keep the cached ones' dtype, device and sizes; num_layers is at most _checks.MAX_LAYERS.
     """
 
     def __init__(self, num_layers: int, *, rotated: bool = True):

@@ -392,7 +392,9 @@ class RotaryEmbedding(PositionalEncoding):
     dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) turns only the
     first `rotary_dim` = int(dim * f) dims of each head and copies the rest (GPT-NeoX, Phi, GPT-J; see
     `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
-    is a partial-rotary attention layer.
+    is a partial-rotary attention layer. p-RoPE (scaling={"rope_type": "proportional", "partial_rotary_factor": f},
+    Gemma 4) is the other partial: the whole head turns, and f sets how many of the fastest pairs keep their
+    frequencies (the slower ones get 0: copied unturned). q and k come back each in its own dtype.
 
     What it caches, and when it recomputes:
       * max_positions=N: one cos/sin table of N positions per (device, dtype), built at the first call

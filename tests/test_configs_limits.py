@@ -102,3 +102,12 @@ def test_the_limits_themselves_are_accepted():
     check_sizes({key: limit for key, (limit, _) in SIZE_LIMITS.items()})
     read_pasted(json.dumps(_nested(MAX_DEPTH)))
     assert from_hf_config({**LLAMA, "num_hidden_layers": _checks.MAX_LAYERS}).num_layers == _checks.MAX_LAYERS
+
+
+def test_capture_and_tiny_config_are_bounded_too():
+    """measure's two steps, public on their own (the sweep calls capture), refuse the same sizes."""
+    pytest.importorskip("transformers")
+    from posenc_lib.configs.measure import capture, tiny_config
+    for step in (capture, tiny_config):
+        with pytest.raises(ValueError, match=r"config\['num_hidden_layers'\] must be <= 1,024"):
+            step({**LLAMA, "num_hidden_layers": BILLION})

@@ -117,6 +117,7 @@ def tiny_config(config: dict):
     import transformers
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
+    check_sizes(config)
     fields = dict(config)
     model_type = fields.pop("model_type", None)
     if not isinstance(model_type, str):
