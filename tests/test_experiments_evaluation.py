@@ -166,6 +166,13 @@ def _set(kind="rope", scaling=None, cfg=None, **cfg_changes):
     return V.set_rope_scaling(model, scaling, replace(cfg, **cfg_changes) if cfg_changes else cfg)
 
 
+TEXT = torch.arange(400) % 50  # a validation text of 400 ids
+
+
+def _model():
+    return build_model("rope", _tiny_cfg(), 0)
+
+
 BAD = [  # (id, call, error type, what the message must say)
     *[(f"set_rope_scaling on {kind}", lambda kind=kind: _set(kind), ValueError,
        rf"model must use RoPE to have its RoPE rescaled, got a {kind} model")
@@ -187,6 +194,42 @@ BAD = [  # (id, call, error type, what the message must say)
      r"factor must be a number, got str"),
     ("rope_scaling factor nan", lambda: V.rope_scaling("yarn", float("nan"), _tiny_cfg()), ValueError,
      r"factor must be a finite number"),
+    # the scoring functions: the text, the window ends, the model
+    ("eval_ends text a list", lambda: V.eval_ends(list(range(100)), 8, 2), TypeError, r"valid must be a torch.Tensor"),
+    ("eval_ends text 2-D", lambda: V.eval_ends(TEXT[None], 8, 2), ValueError, r"valid must be a 1-D tensor of token"),
+    ("eval_ends float text", lambda: V.eval_ends(TEXT.float(), 8, 2), TypeError, r"valid must be an integer tensor"),
+    ("supports_length model a dict", lambda: V.supports_length({}, 8), TypeError, r"model must be a posenc_lib TinyLM"),
+    ("supports_length length 0", lambda: V.supports_length(_model(), 0), ValueError, r"length must be >= 1"),
+    ("evaluate an end too early", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                     ends=torch.tensor([10, 50])), ValueError,
+     r"ends must lie in \[16, len\(valid\) - 1 = 399\] .*got min 10, max 50"),
+    ("evaluate an end past the text", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                         ends=torch.tensor([400])), ValueError,
+     r"ends must lie in \[16, len\(valid\) - 1 = 399\]"),
+    ("evaluate float ends", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8, ends=torch.tensor([20.0])),
+     TypeError, r"ends must be an integer tensor"),
+    ("evaluate ends 2-D", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                             ends=torch.tensor([[20]])), ValueError, r"ends must be a 1-D tensor"),
+    ("evaluate ends on meta", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                 ends=torch.tensor([20], device="meta")), ValueError,
+     r"ends must be on valid's device \(cpu\), got meta"),
+    ("evaluate per_position a string", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                          ends=torch.tensor([20]), per_position="yes"), TypeError,
+     r"per_position must be a bool"),
+    ("evaluate model a Linear", lambda: V.evaluate(torch.nn.Linear(2, 2), TEXT, context_len=16, score_len=8,
+                                                   ends=torch.tensor([20])), TypeError,
+     r"model must be a posenc_lib TinyLM"),
+    ("sliding an end too early for its scored characters", lambda: V.evaluate_sliding(
+        _model(), TEXT, context_len=16, score_len=8, ends=torch.tensor([20])), ValueError,
+     r"ends must lie in \[23, len\(valid\) - 1 = 399\]"),
+    ("method_position_loss on ALiBi", lambda: V.method_position_loss(
+        build_model("alibi", _tiny_cfg(), 0), TEXT, cfg=_tiny_cfg()), ValueError, r"model must use RoPE"),
+    ("method_position_loss scalings a list", lambda: V.method_position_loss(
+        _model(), TEXT, cfg=_tiny_cfg(), scalings=[None]), TypeError, r"scalings must be a dict"),
+    ("method_position_loss unknown method", lambda: V.method_position_loss(
+        _model(), TEXT, methods=("xpos",), cfg=_tiny_cfg()), ValueError, r"method must be one of"),
+    ("method_position_loss multiple 0", lambda: V.method_position_loss(_model(), TEXT, multiple=0, cfg=_tiny_cfg()),
+     ValueError, r"multiple must be >= 1"),
 ]
 
 

@@ -28,6 +28,7 @@ from .config import FINETUNE_ARMS, ExperimentConfig
 def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
     """(windows,) int64 evenly spaced end indices e in [longest, len(valid) - 1]: the window of n ids is
     valid[e - n : e], its targets valid[e - n + 1 : e + 1]."""
+    valid = _check_text(valid)
     longest, windows = _checks.positive_int("longest", longest), _checks.positive_int("windows", windows)
     lo, hi = longest, valid.numel() - 1
     if hi <= lo:
@@ -37,6 +38,8 @@ def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
 
 def supports_length(model: TinyLM, length: int) -> bool:
     """False when the model has no encoding for `length` positions (a learned table past max_len)."""
+    _check_model(model)
+    length = _checks.positive_int("length", length)
     enc = model.encoding
     return not (isinstance(enc, LearnedEncoding) and length > enc.max_len)
 
@@ -55,6 +58,8 @@ def evaluate(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len:
     batch = _checks.positive_int("batch", batch)
     if score_len > context_len:
         raise ValueError(f"score_len ({score_len}) must be <= context_len ({context_len})")
+    _checks.boolean("per_position", per_position)
+    _check_windows(model, valid, ends, context_len)
     if not supports_length(model, context_len):
         return (None, None) if per_position else None
     model.eval()
@@ -81,6 +86,7 @@ def evaluate_sliding(model: TinyLM, valid: torch.Tensor, *, context_len: int, sc
     context_len, score_len = _checks.positive_int("context_len", context_len), _checks.positive_int("score_len",
                                                                                                    score_len)
     tokens = _checks.positive_int("tokens", tokens)
+    _check_windows(model, valid, ends, context_len + score_len - 1)
     if not supports_length(model, context_len):
         return None
     model.eval()
@@ -122,6 +128,38 @@ def set_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig)
     return model
 
 
+def _check_model(model) -> None:
+    """A model to score: a TinyLM, or any torch module like it (model(idx) -> (logits, loss), an .encoding)."""
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "encoding"):
+        raise TypeError(f"model must be a posenc_lib TinyLM (a torch module with an .encoding), got "
+                        f"{type(model).__name__}")
+
+
+def _check_text(valid) -> torch.Tensor:
+    """The validation text: a non-empty 1-D tensor of token ids."""
+    valid = _checks.int_tensor("valid", valid)
+    if valid.dim() != 1 or not valid.numel():
+        raise ValueError(f"valid must be a 1-D tensor of token ids (the validation text), got shape "
+                         f"{tuple(valid.shape)}")
+    return valid
+
+
+def _check_windows(model, valid, ends, reach: int) -> None:
+    """evaluate's model, text and window ends: each end e in [reach, len(valid) - 1] (a window reaches `reach`
+    characters back from e; a smaller e would index from the text's end, a larger one past it), on valid's device."""
+    _check_model(model)
+    valid = _check_text(valid)
+    ends = _checks.int_tensor("ends", ends)
+    if ends.dim() != 1 or not ends.numel():
+        raise ValueError(f"ends must be a 1-D tensor of window ends (eval_ends), got shape {tuple(ends.shape)}")
+    _checks.same_device("valid", valid, ends=ends)
+    if _checks.values_are_cheap(ends):
+        low, high = _checks.value_range(ends)
+        if low < reach or high > valid.numel() - 1:
+            raise ValueError(f"ends must lie in [{reach}, len(valid) - 1 = {valid.numel() - 1}] (each window reaches "
+                             f"{reach} characters back), got min {low}, max {high}")
+
+
 def _check_config(cfg) -> None:
     if not isinstance(cfg, ExperimentConfig):
         raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
@@ -147,8 +185,12 @@ def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSIO
     (factor = multiple), on `windows` of notebook 07's window ends. `scalings` (label -> scaling
     dict) adds or overrides entries. The model's own encoding is put back afterwards.
     Returns dict(L, multiple, curves: {label: (n,) tensor}, loss: {label: mean over the last L})."""
-    cfg = cfg or ExperimentConfig()
+    cfg = ExperimentConfig() if cfg is None else cfg
+    _check_rope_model(model, cfg)
     multiple = _checks.positive_int("multiple", multiple)
+    if scalings is not None and not isinstance(scalings, dict):
+        raise TypeError(f"scalings must be a dict {{label: scaling dict or None}} or None, got "
+                        f"{type(scalings).__name__}")
     n = cfg.train_len * multiple
     todo = {m: rope_scaling(m, float(multiple), cfg) for m in methods}
     todo.update(scalings or {})
