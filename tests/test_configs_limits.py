@@ -23,6 +23,11 @@ def _nested(depth: int) -> dict:
     return config
 
 
+def _capture(config, **settings):
+    from posenc_lib.configs.measure import capture
+    return capture(config, **settings)
+
+
 def _pasted(**changes) -> str:
     return json.dumps({**LLAMA, **changes})
 
@@ -84,6 +89,10 @@ BAD = [
     ("measure a window", lambda: measure({**LLAMA, "model_type": "mistral", "sliding_window": 2 ** 62}), ValueError,
      r"config\['sliding_window'\] must be <="),
     ("measure not a dict", lambda: measure("config.json"), TypeError, r"config must be a dict"),
+    ("capture seed a float", lambda: _capture(LLAMA, seed=0.5), TypeError, r"seed must be an int"),
+    ("capture max_params 0", lambda: _capture(LLAMA, max_params=0), ValueError, r"max_params must be >= 1"),
+    ("capture a model over max_params", lambda: _capture(LLAMA, max_params=10), ValueError,
+     r"LlamaModel still has [\d,]+ parameters after shrinking"),
     ("measure no model_type", lambda: measure({"num_hidden_layers": 2}), ValueError,
      r"config\['model_type'\] is missing"),
 ]

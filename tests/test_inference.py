@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from posenc_lib import ENCODINGS, ALiBi, TinyLM, attention
-from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, cached_attention, decode_step,
-                                  document_mask, llama_decode_step, packed_position_ids, position_ids_from_mask)
+from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, cached_attention, check_mask,
+                                  decode_step, document_mask, llama_decode_step, packed_position_ids,
+                                  position_ids_from_mask)
 
 transformers = pytest.importorskip("transformers")
 
@@ -436,6 +437,10 @@ BAD = [  # (id, call, error type, what the message must say)
      r"attention_mask must have shape \(batch, seq\)"),
     ("mask of 2", lambda: position_ids_from_mask(torch.tensor([[0, 2, 1]])), ValueError,
      r"attention_mask must hold only 0"),
+    ("check_mask shape of its tokens", lambda: check_mask("valid", torch.ones(2, 3), shape=(2, 4)), ValueError,
+     r"valid must have shape \(batch, seq\) = \(2, 4\), one entry per token, got \(2, 3\)"),
+    ("check_mask floats of 0.5", lambda: check_mask("valid", torch.full((1, 2), 0.5)), ValueError,
+     r"valid must hold only 0 \(padding\) and 1"),
     ("start float", lambda: position_ids_from_mask(MASK, torch.tensor([1.0, 2.0])), TypeError,
      r"start must be an integer tensor"),
     ("start list", lambda: position_ids_from_mask(MASK, [1, 2]), TypeError, r"start must be a torch.Tensor"),

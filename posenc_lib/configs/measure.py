@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import _checks
 from ..i18n import tr
 from .limits import check_sizes
 from .report import kind_text as report_kind, layer_ranges, table_cell
@@ -204,6 +205,8 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tup
     import transformers
     from transformers import AttentionInterface, masking_utils
 
+    seed = _checks.positive_int("seed", seed, allow_zero=True)
+    max_params = _checks.positive_int("max_params", max_params)
     text = tiny_config(config)
     seen: list = []
 
