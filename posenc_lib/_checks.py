@@ -165,3 +165,90 @@ def float_dtype(name: str, dtype) -> torch.dtype | None:
     if not dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating-point dtype (the values are fractions), got {dtype}")
     return dtype
+
+
+# ------------------------------------------------------------------------------ sizes, before anything is made
+# Stated limits on what a size may ask for: above them an error names the setting, never a MemoryError or a
+# build that does not end. Real models stay far below (the deepest published stacks have about 130 layers; the
+# widest heads 512 dims, hidden sizes about 25,000).
+MAX_LAYERS = 1024
+MAX_HEAD_DIM = 4096
+MAX_HIDDEN = 1 << 20
+
+
+def at_most(name: str, value, limit: int, why: str):
+    """value (a checked number) if it is <= limit, else a ValueError naming it, the limit and why there is one."""
+    if value > limit:
+        shown = f"{value:,}" if value < 10 ** 30 else f"a number of {int(math.log10(value)) + 1} digits"
+        raise ValueError(f"{name} must be <= {limit:,} ({why}), got {shown}")
+    return value
+
+
+def index(name: str, value, size: int, what: str) -> int:
+    """An int in [0, size): one of `size` things (a layer of the cache, say), named with `what` they are."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int in [0, {what}={size}), got {type(value).__name__} ({value!r})")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be an int in [0, {what}={size}), got {value}")
+    return int(value)
+
+
+def lengths(name: str, values, *, max_total: int, why: str) -> list[int]:
+    """A non-empty list (tuple, range, 1-D integer tensor) of positive ints whose sum is at most max_total, as
+    Python ints; each bad entry is named as name[i]."""
+    if isinstance(values, torch.Tensor):
+        if values.dim() != 1:
+            raise ValueError(f"{name} must be a 1-D list of lengths, got a tensor of shape {tuple(values.shape)}")
+        values = int_tensor(name, values).tolist()
+    if not isinstance(values, (list, tuple, range)):
+        raise TypeError(f"{name} must be a list of positive ints (one length per document), got "
+                        f"{type(values).__name__} ({values!r:.40})")
+    if not values:
+        raise ValueError(f"{name} must hold at least one length, got an empty {type(values).__name__}")
+    out = [positive_int(f"{name}[{i}]", n) for i, n in enumerate(values)]
+    at_most(f"sum({name})", sum(out), max_total, why)
+    return out
+
+
+def device(name: str, value) -> torch.device | None:
+    """None, or a torch.device (a name such as "cpu" or "cuda:0" is made into one)."""
+    if value is None or isinstance(value, torch.device):
+        return value
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a torch.device, a device name such as 'cpu' or 'cuda', or None, "
+                        f"got {type(value).__name__} ({value!r:.40})")
+    try:
+        return torch.device(value)
+    except RuntimeError as error:
+        raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda:0', got {value!r}") from error
+
+
+def token_ids(name: str, ids, vocab_size: int) -> torch.Tensor:
+    """Token ids (batch, seq >= 1) of integers in [0, vocab_size), as int64 (the range checked where values are
+    cheap: see `values_are_cheap`; elsewhere the embedding's own index check applies)."""
+    ids = int_tensor(name, ids)
+    if ids.dim() != 2 or ids.shape[-1] == 0:
+        raise ValueError(f"{name} must have shape (batch, seq) with seq >= 1, got {tuple(ids.shape)}")
+    if values_are_cheap(ids) and ids.numel():
+        low, high = value_range(ids)
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{name} must hold token ids in [0, vocab_size={vocab_size}), got min {low}, max {high}")
+    return ids if ids.dtype == torch.int64 else ids.long()
+
+
+def start_positions(name: str, value, *, batch: int, seq_len: int, device) -> torch.Tensor:
+    """(batch,) integer positions >= 0 from which each row's seq_len new tokens count on, as int64 on `device`;
+    the last of them, start + seq_len - 1, must stay within MAX_POSITION (a start near the int64 limit would
+    wrap to negative positions). Values checked where they are cheap (see `values_are_cheap`)."""
+    value = int_tensor(name, value)
+    if tuple(value.shape) != (batch,):
+        raise ValueError(f"{name} must have shape (batch,) = ({batch},), got {tuple(value.shape)}")
+    if value.device != torch.device(device):
+        raise ValueError(f"{name} must be on the device of the tensor it indexes ({device}), got {value.device}")
+    value = value if value.dtype == torch.int64 else value.to(torch.int64)
+    if values_are_cheap(value) and value.numel():
+        low, high = value_range(value)
+        if low < 0 or high > MAX_POSITION - seq_len + 1:
+            raise ValueError(f"{name} must lie in [0, 2**53 - seq + 1] with seq={seq_len} (positions start there and "
+                             f"count on in float64-exact integers), got min {low}, max {high}")
+    return value

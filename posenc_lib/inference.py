@@ -47,7 +47,7 @@ from typing import NamedTuple
 import torch
 
 from . import _checks
-from .attention import attention
+from .attention import MultiHeadAttention, attention
 from .configs import from_hf_config
 from .model import TinyLM
 
@@ -77,32 +77,36 @@ def position_ids_from_mask(attention_mask: torch.Tensor, start: torch.Tensor | N
 
     attention_mask: (batch, seq), 1/True = real token, 0 = pad. start: (batch,) ints, the position of
     each row's next token when a cache already holds earlier ones (`KVCache.next_positions()`); then
-    the real tokens count on from there and pads get `start`. Returns (batch, seq) int64 on the mask's
+    the real tokens count on from there and pads get `start` (0 <= start <= 2**53 - seq + 1: no wrap). Returns (batch, seq) int64 on the mask's
     device. Left padding [0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2]; right padding [1, 1, 1, 0, 0] -> [0, 1, 2, 0, 0].
     """
     mask = check_mask("attention_mask", attention_mask)
     counted = mask.long().cumsum(-1) - 1                                  # (B, T): -1 before the first real token
     if start is not None:
-        start = _checks.int_tensor("start", start)
-        if start.shape != (mask.shape[0],):
-            raise ValueError(f"start must have shape (batch,) = ({mask.shape[0]},), got {tuple(start.shape)}")
-        _checks.same_device("attention_mask", mask, start=start)
-        counted = counted + start[:, None].long()
-        return counted.masked_fill(~mask, 0) + (~mask).long() * start[:, None].long()
+        start = _checks.start_positions("start", start, batch=mask.shape[0], seq_len=mask.shape[1], device=mask.device)
+        counted = counted + start[:, None]
+        return counted.masked_fill(~mask, 0) + (~mask).long() * start[:, None]
     return counted.masked_fill(~mask, 0)
+
+
+# the longest packed row these build: positions of at most MAX_PACKED tokens (128 MiB of int64), a document mask of
+# at most MAX_MASKED tokens (its T x T bools: 256 MiB)
+MAX_PACKED, MAX_MASKED = 1 << 24, 1 << 14
 
 
 def packed_position_ids(lengths, *, device=None) -> torch.Tensor:
     """Positions for several documents packed into one row: 0 .. len-1 for each, restarting per document.
     lengths: a sequence of positive ints -> (sum(lengths),) int64 on `device`. [3, 2] -> [0, 1, 2, 0, 1].
     (With packing the attention mask must also keep documents apart: `document_mask`.)"""
-    lengths = [_checks.positive_int("lengths[i]", n) for n in lengths]
+    lengths = _checks.lengths("lengths", lengths, max_total=MAX_PACKED, why="one packed row's positions")
+    device = _checks.device("device", device)
     return torch.cat([torch.arange(n, device=device) for n in lengths])
 
 
 def document_mask(lengths, *, device=None) -> torch.Tensor:
     """(T, T) bool, T = sum(lengths): True where query i may attend key j -- causal and within one document."""
-    lengths = [_checks.positive_int("lengths[i]", n) for n in lengths]
+    lengths = _checks.lengths("lengths", lengths, max_total=MAX_MASKED, why="the mask is T x T bools")
+    device = _checks.device("device", device)
     doc = torch.cat([torch.full((n,), d, device=device) for d, n in enumerate(lengths)])
     i = torch.arange(doc.numel(), device=device)
     return (doc[:, None] == doc[None, :]) & (i[None, :] <= i[:, None])
@@ -142,11 +146,13 @@ class KVCache:
     the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
     as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
     Positions must continue: a real token's position must exceed every real cached one of its row
-    (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap).
+    (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap). New k and v
+    keep the cached ones' dtype, device and sizes; num_layers is at most _checks.MAX_LAYERS.
     """
 
     def __init__(self, num_layers: int, *, rotated: bool = True):
-        self.num_layers = _checks.positive_int("num_layers", num_layers)
+        self.num_layers = _checks.at_most("num_layers", _checks.positive_int("num_layers", num_layers),
+                                          _checks.MAX_LAYERS, "one entry per layer")
         self.rotated = _checks.boolean("rotated", rotated)
         self.layers: list = [None] * self.num_layers  # (keys, values, positions (B, Tk), valid (B, Tk)) or None
 
@@ -162,8 +168,7 @@ class KVCache:
         return ((positions + 1) * valid).amax(-1)
 
     def _check(self, layer, k, v, positions, valid):
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.num_layers:
-            raise ValueError(f"layer must be an int in [0, num_layers={self.num_layers}), got {layer!r}")
+        _checks.index("layer", layer, self.num_layers, "num_layers")
         for name, t in (("k", k), ("v", v)):
             _checks.float_tensor(name, t)
             if t.dim() != 4:
@@ -192,6 +197,7 @@ class KVCache:
             if k.shape[:2] != keys.shape[:2]:
                 raise ValueError(f"k must have the cached (batch, kv_heads) = {tuple(keys.shape[:2])} in layer "
                                  f"{layer}, got {tuple(k.shape[:2])}")
+            _like_cached(layer, keys, values, k, v)
             if _checks.values_are_cheap(positions):
                 last = torch.where(held[3], held[2], -1).amax(-1)          # (B,) last real cached position
                 first = torch.where(valid, positions, _checks.MAX_POSITION).amin(-1)
@@ -246,6 +252,7 @@ class SinkWindowCache(KVCache):
 
     def text_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, Tk): the positions in the text of the tokens kept in `layer` (None if empty)."""
+        layer = _checks.index("layer", layer, self.num_layers, "num_layers")
         return None if self.layers[layer] is None else self.layers[layer][2]
 
 
@@ -258,6 +265,7 @@ def cache_mask_bias(key_valid: torch.Tensor, q_len: int, dtype: torch.dtype, *, 
     real tokens. A pad query sees only itself, so its row is never all -inf (its output is unused).
     window: a sliding window of w slots, transformers' rule (masking_utils.sliding_window_overlay):
     also i - w < j, at the prefill and at every step past the window; None: every earlier slot."""
+    key_valid = _check_bias(key_valid, q_len, dtype)
     batch, k_len = key_valid.shape
     i = torch.arange(k_len - q_len, k_len, device=key_valid.device)[:, None]   # (Tq, 1) slot of each query
     j = torch.arange(k_len, device=key_valid.device)[None, :]                  # (1, Tk)
@@ -276,6 +284,7 @@ def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCa
     rotate q and k (before caching if cache.rotated, else all cached keys at their key_positions),
     score bias and value term at (query_positions, key_positions); window: a sliding window of that many
     slots (`cache_mask_bias`). Returns (batch, T, d_model)."""
+    _check_layer_input(attn, x, cache)
     B, T, D = x.shape
     enc, H, hd = attn.encoding, attn.num_heads, attn.head_dim
     q, k, v = attn.qkv(x).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)           # 3 x (B, H, T, hd)
@@ -310,9 +319,8 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     if not isinstance(model, TinyLM):
         raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__} (for a transformers Llama: "
                         f"llama_decode_step)")
-    idx = _checks.int_tensor("idx", idx).long()
-    if idx.dim() != 2:
-        raise ValueError(f"idx must have shape (batch, seq), got {tuple(idx.shape)}")
+    idx = _checks.token_ids("idx", idx, model.vocab_size)
+    _checks.same_device("model", model.token_embedding.weight, idx=idx)
     if not isinstance(cache, KVCache) or cache.num_layers != len(model.blocks):
         raise ValueError(f"cache must be a KVCache with num_layers={len(model.blocks)} (one per block), got {cache!r}")
     if window is not None:
@@ -320,7 +328,10 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     if window is not None and isinstance(cache, SinkWindowCache):
         raise ValueError("window: a SinkWindowCache evicts by its own window (num_sinks + window slots, counted in "
                          "the cache); decode_step's sliding window is for a KVCache, which keeps every slot")
-    valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=idx.shape)
+    valid = _step_mask(attention_mask, idx)
+    if positions is not None:
+        positions = _checks.positions("positions", positions, seq_len=idx.shape[1], device=idx.device,
+                                      batch=idx.shape[0])
     if positions is None:
         start = cache.next_positions()
         if valid is not None:
@@ -466,6 +477,7 @@ def llama_decode_step(model, input_ids: torch.Tensor, cache: KVCache, positions:
 
     A packed row (positions restarting) is refused by the cache, and a SinkWindowCache here: transformers
     5.24 has no sink cache to reproduce (decode_step runs one on a TinyLM)."""
+    input_ids, positions = _check_llama_step(model, input_ids, positions)
     family = decode_family(model)
     body, config = model.model, model.config
     if isinstance(cache, SinkWindowCache):
@@ -476,7 +488,7 @@ def llama_decode_step(model, input_ids: torch.Tensor, cache: KVCache, positions:
         raise ValueError(f"cache must be a KVCache(num_layers={config.num_hidden_layers}, rotated=True), got {cache!r}")
     layout = from_hf_config(config.to_dict())
     _refuse_config(family, config, layout)
-    valid = None if attention_mask is None else check_mask("attention_mask", attention_mask, shape=input_ids.shape)
+    valid = _step_mask(attention_mask, input_ids)
     x = body.embed_tokens(input_ids)                                             # (B, T, hidden); Gemma: scaled
     T = x.shape[1]
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
@@ -559,3 +571,62 @@ def batch_mates_gap(model, short: torch.Tensor, long: torch.Tensor) -> float:
     ids = torch.stack((torch.cat((short.new_zeros(pads), short)), long))
     together = model(ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)).logits[0, pads:]
     return float((together - model(short[None]).logits[0]).abs().max())
+
+
+# ------------------------------------------------------------------------------ the checks of the steps' arguments
+def _like_cached(layer: int, keys, values, k, v) -> None:
+    """New keys and values must have the cached ones' dtype and device (torch.cat would promote or fail)."""
+    for name, new, held in (("k", k, keys), ("v", v, values)):
+        if new.dtype != held.dtype:
+            raise ValueError(f"{name} must have the cached dtype {held.dtype} in layer {layer}, got {new.dtype}")
+        _checks.same_device("the cache", held, **{name: new})
+
+
+def _check_bias(key_valid, q_len, dtype) -> torch.Tensor:
+    """cache_mask_bias's arguments: key_valid (batch, Tk) 0/1 or bool, 1 <= q_len <= Tk, a floating dtype."""
+    key_valid = check_mask("key_valid", key_valid)
+    q_len = _checks.positive_int("q_len", q_len)
+    _checks.at_most("q_len", q_len, key_valid.shape[-1], "the queries are the last q_len of key_valid's Tk slots")
+    if _checks.float_dtype("dtype", dtype) is None:
+        raise TypeError("dtype must be a floating-point torch.dtype (the bias's), got None")
+    return key_valid
+
+
+def _check_layer_input(attn, x, cache) -> None:
+    """cached_attention's layer, input and cache: a MultiHeadAttention, x (batch, T >= 1, d_model) of its dtype on its
+    device, a KVCache (positions, valid and layer are checked by the cache and the encoding)."""
+    if not isinstance(attn, MultiHeadAttention):
+        raise TypeError(f"attn must be a posenc_lib MultiHeadAttention (a TinyLM block's .attn), got "
+                        f"{type(attn).__name__}")
+    _checks.float_tensor("x", x)
+    d_model = attn.num_heads * attn.head_dim
+    if x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
+        raise ValueError(f"x must have shape (batch, seq >= 1, d_model={d_model}), got {tuple(x.shape)}")
+    weight = attn.qkv.weight
+    _checks.same_device("attn", weight, x=x)
+    if x.dtype != weight.dtype:
+        raise ValueError(f"x must have attn's dtype {weight.dtype}, got {x.dtype}")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a posenc_lib KVCache, got {type(cache).__name__}")
+
+
+def _step_mask(attention_mask, ids) -> torch.Tensor | None:
+    """A step's attention_mask (batch, T) for ids (batch, T), on ids' device, as bools (None: every token real)."""
+    if attention_mask is None:
+        return None
+    valid = check_mask("attention_mask", attention_mask, shape=ids.shape)
+    _checks.same_device("the token ids", ids, attention_mask=valid)
+    return valid
+
+
+def _check_llama_step(model, input_ids, positions) -> tuple:
+    """llama_decode_step's model, token ids (in the vocabulary, on the embedding's device) and positions (on
+    their device): (input_ids as int64, positions as int64)."""
+    config, embed = getattr(model, "config", None), getattr(model, "get_input_embeddings", None)
+    if not isinstance(model, torch.nn.Module) or config is None or embed is None:
+        raise TypeError(f"model must be a transformers causal LM (LlamaForCausalLM ...), got {type(model).__name__}")
+    input_ids = _checks.token_ids("input_ids", input_ids, config.vocab_size)
+    _checks.same_device("model", embed().weight, input_ids=input_ids)
+    positions = _checks.positions("positions", positions, seq_len=input_ids.shape[1], device=input_ids.device,
+                                  batch=input_ids.shape[0])
+    return input_ids, positions

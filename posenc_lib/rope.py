@@ -40,12 +40,15 @@ import torch
 
 from . import _checks
 from .attention import PositionalEncoding, default_positions
-from .scaling import _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
+from .scaling import WHOLE_HEAD_PARTIAL, WHOLE_HEAD_TYPES, _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
 
 LAYOUTS = ("half", "interleaved")
 # RotaryEmbedding caches cos/sin tables up to this many positions; positions beyond it (2**40, say)
 # get their cos/sin computed for themselves alone, instead of a table with 2**40 rows.
 _MAX_TABLE_POSITIONS = 1 << 16
+# RotaryEmbedding(max_positions=N) builds cos and sin of N x rotary_dim/2 values each: at most this many in all
+# (1 GiB in float32), checked when it is built, not found out as a MemoryError at the first call
+MAX_TABLE_VALUES = 1 << 28
 
 
 # ----------------------------------------------------------------------------- the 90-degree turns
@@ -389,7 +392,9 @@ class RotaryEmbedding(PositionalEncoding):
     dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) turns only the
     first `rotary_dim` = int(dim * f) dims of each head and copies the rest (GPT-NeoX, Phi, GPT-J; see
     `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
-    is a partial-rotary attention layer.
+    is a partial-rotary attention layer. p-RoPE (scaling={"rope_type": "proportional", "partial_rotary_factor": f},
+    Gemma 4) is the other partial: the whole head turns, and f sets how many of the fastest pairs keep their
+    frequencies (the slower ones get 0: copied unturned). q and k come back each in its own dtype.
 
     What it caches, and when it recomputes:
       * max_positions=N: one cos/sin table of N positions per (device, dtype), built at the first call
@@ -426,16 +431,20 @@ class RotaryEmbedding(PositionalEncoding):
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
                  partial_rotary_factor: float | None = None, max_positions: int | None = None):
         super().__init__()
-        self.partial_rotary_factor = _resolve_partial(partial_rotary_factor, scaling)
+        # the fraction of the head that turns, and the keyword rope_inv_freq takes (p-RoPE: the whole head turns)
+        self.partial_rotary_factor, self._partial_keyword = _turned_fraction(partial_rotary_factor, scaling)
         self.dim = (_checks.even_int("dim", dim) if self.partial_rotary_factor == 1
                     else _checks.positive_int("dim", dim))
         self.rotary_dim = rotary_dim(self.dim, self.partial_rotary_factor)
         self.base = _checks.positive_float("base", base, minimum=1.0)
         self.layout = _checks.choice("layout", layout, LAYOUTS)
         rope_inv_freq(self.dim, base=self.base, scaling=scaling,  # validate now, not at the first call
-                      partial_rotary_factor=self.partial_rotary_factor)
+                      partial_rotary_factor=self._partial_keyword)
         self.scaling, self.rope_type = scaling, rope_type_of(scaling)
-        self.max_positions = None if max_positions is None else _checks.positive_int("max_positions", max_positions)
+        self.max_positions = None if max_positions is None else _checks.at_most(
+            "max_positions", _checks.positive_int("max_positions", max_positions), MAX_TABLE_VALUES // self.rotary_dim,
+            f"the fixed table holds max_positions x rotary_dim={self.rotary_dim} cos and sin values, at most "
+            f"2**28; with max_positions=None cos/sin are computed from the positions")
         if self.max_positions is not None and self.rope_type in ("dynamic", "longrope"):
             raise ValueError(f"max_positions: a fixed table cannot follow {self.rope_type} RoPE, whose frequencies "
                              f"change with the length; leave max_positions=None")
@@ -459,7 +468,7 @@ class RotaryEmbedding(PositionalEncoding):
 
     def _frequencies(self, device, seq_len):
         return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len,
-                             partial_rotary_factor=self.partial_rotary_factor)
+                             partial_rotary_factor=self._partial_keyword)
 
     def _device_frequencies(self, device, seq_len):
         """The frequencies for `seq_len` (None: the trained ones) on `device`, kept per device."""
@@ -544,11 +553,14 @@ class RotaryEmbedding(PositionalEncoding):
             q.dim() < 3 or k.shape[0] == q.shape[0])
         q_positions = _positions(q_positions, q, "q_positions")
         k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
-        (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, _checks.compute_dtype(q.dtype))
+        # one table in the finer of q's and k's compute dtypes; each is turned in its own (and returned in its dtype)
+        work = torch.promote_types(_checks.compute_dtype(q.dtype), _checks.compute_dtype(k.dtype))
+        (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, work)
         rot = self.rotary_dim  # the first `rot` dims turn, the rest are copied
         out = []
         for t, cos, sin, p in ((q, q_cos, q_sin, q_positions), (k, k_cos, k_sin, k_positions)):
-            cos, sin = _line_up(cos, t, p), _line_up(sin, t, p)
+            own = _checks.compute_dtype(t.dtype)
+            cos, sin = _line_up(_as(cos, own), t, p), _line_up(_as(sin, own), t, p)
             out.append(_turn(t, cos, sin, self.layout) if rot == self.dim else
                        torch.cat((_turn(t[..., :rot], cos, sin, self.layout), t[..., rot:]), dim=-1))
         return out[0], out[1]
@@ -557,6 +569,18 @@ class RotaryEmbedding(PositionalEncoding):
         partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
         table = "" if self.max_positions is None else f", max_positions={self.max_positions}"
         return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}{table}"
+
+
+def _turned_fraction(partial_rotary_factor, scaling) -> tuple:
+    """(the fraction of each head RoPE turns, the partial_rotary_factor keyword for rope_inv_freq). p-RoPE
+    ("proportional", Gemma 4) turns the whole head: its scaling['partial_rotary_factor'] stops the slowest pairs
+    inside the frequencies (scaling.py), so the keyword is refused there and the turned fraction is 1."""
+    if isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES:
+        if partial_rotary_factor is not None:
+            raise ValueError(WHOLE_HEAD_PARTIAL)
+        return 1.0, None
+    factor = _resolve_partial(partial_rotary_factor, scaling)
+    return factor, factor
 
 
 def _named(q_positions, k_positions) -> tuple:

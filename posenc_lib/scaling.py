@@ -194,6 +194,8 @@ ROPE_SCALINGS = {r.name: r for r in (
 )}
 # rope_types whose partial_rotary_factor does not shrink the rotary dim: they use it inside their frequencies
 WHOLE_HEAD_TYPES = ("proportional",)
+WHOLE_HEAD_PARTIAL = ("partial_rotary_factor for rope_type='proportional' goes in the scaling dict: it sets how many "
+                      "pairs turn, not how many dims (the whole head is rotated)")
 ROPE_TYPES = tuple(ROPE_SCALINGS)
 
 
@@ -329,8 +331,7 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
     partial = _resolve_partial(partial_rotary_factor, scaling)
     whole_head = isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES
     if whole_head and partial_rotary_factor is not None:
-        raise ValueError("partial_rotary_factor for rope_type='proportional' goes in the scaling dict: it sets how "
-                         "many pairs turn, not how many dims (the whole head is rotated)")
+        raise ValueError(WHOLE_HEAD_PARTIAL)
     dim = (rotary_dim(_checks.positive_int("dim", dim), partial) if partial != 1 and not whole_head
            else _checks.even_int("dim", dim))
     base = _checks.positive_float("base", base, minimum=1.0)

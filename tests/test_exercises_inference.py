@@ -75,6 +75,29 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      _window_with(lambda seen, s, w: list(range(s)) + list(range(seen - (w - s), seen)) if seen > w else
                   list(range(seen))), ["num_sinks + window"]),
     ("window: one list", ex.check_window_positions, lambda seen, s, w: list(range(seen)), ["two lists"]),
+    # answers that int() would have rounded into a right one, and shapes that a flatten would have hidden
+    ("window: 0.5 for 0", ex.check_window_positions,
+     _window_with(lambda seen, s, w: [0.5] + _right_kept(seen, s, w)[1:]), ["integers", "0.5"]),
+    ("window: positions as floats", ex.check_window_positions,
+     _window_with(_right_kept, lambda kept: [p + 0.25 for p in range(len(kept))]), ["integers"]),
+    ("window: a nested list", ex.check_window_positions,
+     _window_with(lambda seen, s, w: [_right_kept(seen, s, w)]), ["one flat list", "shape (1, "]),
+    ("window: a number, not a list", ex.check_window_positions,
+     lambda seen, s, w: (seen, _right_kept(seen, s, w)), ["one flat list", "shape ()"]),
+    ("window: bools", ex.check_window_positions,
+     _window_with(_right_kept, lambda kept: [True] * len(kept)), ["integers", "torch.bool"]),
+    ("window: not a function", ex.check_window_positions, "kept, positions", ["pass your function itself"]),
+    ("pad: positions + 0.4", ex.check_left_pad_positions,
+     lambda mask: S["left_pad_positions"](mask).double() + 0.4, ["integers", "torch.float64"]),
+    ("pad: a bool mask back", ex.check_left_pad_positions, lambda mask: mask.bool(), ["integers", "torch.bool"]),
+    ("pad: transposed", ex.check_left_pad_positions, lambda mask: S["left_pad_positions"](mask).T,
+     ["one position per token", "shape"]),
+    ("query: a (1, n) row", ex.check_query_against_cache,
+     lambda q, m, keys, base=1e4: S["query_against_cache"](q, m, keys, base)[None], ["one score per cached key",
+                                                                                  "(6,)", "(1, 6)"]),
+    ("query: one score", ex.check_query_against_cache,
+     lambda q, m, keys, base=1e4: S["query_against_cache"](q, m, keys, base).sum(), ["one score per cached key",
+                                                                                   "got ()"]),
 ]
 
 

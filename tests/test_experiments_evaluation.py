@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from posenc_lib import apply_rope, rope_inv_freq
+from posenc_lib import ENCODINGS, apply_rope, rope_inv_freq
 from posenc_lib.experiments import build_model, load_corpus
 from posenc_lib.experiments import evaluation as V
 from posenc_lib.experiments.config import ExperimentConfig
@@ -157,3 +157,92 @@ def test_the_abf_arm_raises_the_base_only():
     model = V.set_rope_scaling(build_model("rope", _tiny_cfg(), 0), scaling, cfg)
     q = torch.randn(2, 4, 10, 16, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(model.encoding(q, q)[0], apply_rope(q, base=250000.0))  # the model turns with it
+
+
+# ------------------------------------------------------------------ bad input: named, and the model left as it was
+def _set(kind="rope", scaling=None, cfg=None, **cfg_changes):
+    cfg = _tiny_cfg() if cfg is None else cfg
+    model = build_model(kind, _tiny_cfg(), 0)
+    return V.set_rope_scaling(model, scaling, replace(cfg, **cfg_changes) if cfg_changes else cfg)
+
+
+TEXT = torch.arange(400) % 50  # a validation text of 400 ids
+
+
+def _model():
+    return build_model("rope", _tiny_cfg(), 0)
+
+
+BAD = [  # (id, call, error type, what the message must say)
+    *[(f"set_rope_scaling on {kind}", lambda kind=kind: _set(kind), ValueError,
+       rf"model must use RoPE to have its RoPE rescaled, got a {kind} model")
+      for kind in sorted(ENCODINGS) if kind != "rope"],
+    ("set_rope_scaling on a Linear", lambda: V.set_rope_scaling(torch.nn.Linear(2, 2), None, _tiny_cfg()), TypeError,
+     r"model must be a posenc_lib TinyLM, got Linear"),
+    ("set_rope_scaling cfg a dict", lambda: _set(cfg={"d_model": 64}), TypeError,
+     r"cfg must be an ExperimentConfig, got dict"),
+    ("set_rope_scaling cfg of other heads", lambda: _set(num_heads=8), ValueError,
+     r"cfg's \(d_model, num_heads\) = \(64, 8\) must be the model's \(64, 4\)"),
+    ("set_rope_scaling scaling a string", lambda: _set(scaling="linear"), TypeError, r"scaling must be a dict"),
+    ("set_rope_scaling unknown rope_type", lambda: _set(scaling={"rope_type": "xpos"}), ValueError,
+     r"scaling\['rope_type'\] must be one of"),
+    ("set_rope_scaling factor below 1", lambda: _set(scaling={"rope_type": "linear", "factor": 0.5}), ValueError,
+     r"scaling\['factor'\] must be >= 1"),
+    ("rope_scaling cfg None", lambda: V.rope_scaling("linear", 2.0, None), TypeError,
+     r"cfg must be an ExperimentConfig, got NoneType"),
+    ("rope_scaling factor string", lambda: V.rope_scaling("linear", "2", _tiny_cfg()), TypeError,
+     r"factor must be a number, got str"),
+    ("rope_scaling factor nan", lambda: V.rope_scaling("yarn", float("nan"), _tiny_cfg()), ValueError,
+     r"factor must be a finite number"),
+    # the scoring functions: the text, the window ends, the model
+    ("eval_ends text a list", lambda: V.eval_ends(list(range(100)), 8, 2), TypeError, r"valid must be a torch.Tensor"),
+    ("eval_ends text 2-D", lambda: V.eval_ends(TEXT[None], 8, 2), ValueError, r"valid must be a 1-D tensor of token"),
+    ("eval_ends float text", lambda: V.eval_ends(TEXT.float(), 8, 2), TypeError, r"valid must be an integer tensor"),
+    ("supports_length model a dict", lambda: V.supports_length({}, 8), TypeError, r"model must be a posenc_lib TinyLM"),
+    ("supports_length length 0", lambda: V.supports_length(_model(), 0), ValueError, r"length must be >= 1"),
+    ("evaluate an end too early", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                     ends=torch.tensor([10, 50])), ValueError,
+     r"ends must lie in \[16, len\(valid\) - 1 = 399\] .*got min 10, max 50"),
+    ("evaluate an end past the text", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                         ends=torch.tensor([400])), ValueError,
+     r"ends must lie in \[16, len\(valid\) - 1 = 399\]"),
+    ("evaluate float ends", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8, ends=torch.tensor([20.0])),
+     TypeError, r"ends must be an integer tensor"),
+    ("evaluate ends 2-D", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                             ends=torch.tensor([[20]])), ValueError, r"ends must be a 1-D tensor"),
+    ("evaluate ends on meta", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                 ends=torch.tensor([20], device="meta")), ValueError,
+     r"ends must be on valid's device \(cpu\), got meta"),
+    ("evaluate per_position a string", lambda: V.evaluate(_model(), TEXT, context_len=16, score_len=8,
+                                                          ends=torch.tensor([20]), per_position="yes"), TypeError,
+     r"per_position must be a bool"),
+    ("evaluate model a Linear", lambda: V.evaluate(torch.nn.Linear(2, 2), TEXT, context_len=16, score_len=8,
+                                                   ends=torch.tensor([20])), TypeError,
+     r"model must be a posenc_lib TinyLM"),
+    ("sliding an end too early for its scored characters", lambda: V.evaluate_sliding(
+        _model(), TEXT, context_len=16, score_len=8, ends=torch.tensor([20])), ValueError,
+     r"ends must lie in \[23, len\(valid\) - 1 = 399\]"),
+    ("method_position_loss on ALiBi", lambda: V.method_position_loss(
+        build_model("alibi", _tiny_cfg(), 0), TEXT, cfg=_tiny_cfg()), ValueError, r"model must use RoPE"),
+    ("method_position_loss scalings a list", lambda: V.method_position_loss(
+        _model(), TEXT, cfg=_tiny_cfg(), scalings=[None]), TypeError, r"scalings must be a dict"),
+    ("method_position_loss unknown method", lambda: V.method_position_loss(
+        _model(), TEXT, methods=("xpos",), cfg=_tiny_cfg()), ValueError, r"method must be one of"),
+    ("method_position_loss multiple 0", lambda: V.method_position_loss(_model(), TEXT, multiple=0, cfg=_tiny_cfg()),
+     ValueError, r"multiple must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_refused_by_name(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_a_model_without_rope_keeps_its_encoding():
+    """Refused before anything changes: the ALiBi model still has its ALiBi in every layer."""
+    model = build_model("alibi", _tiny_cfg(), 0)
+    original = model.encoding
+    with pytest.raises(ValueError, match="must use RoPE"):
+        V.set_rope_scaling(model, {"rope_type": "linear", "factor": 2.0}, _tiny_cfg())
+    assert model.encoding is original and all(block.attn.encoding is original for block in model.blocks)

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from posenc_lib import ENCODINGS, ALiBi, TinyLM, attention
-from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, decode_step, document_mask,
-                                  llama_decode_step, packed_position_ids, position_ids_from_mask)
+from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, cached_attention, check_mask,
+                                  decode_step, document_mask, llama_decode_step, packed_position_ids,
+                                  position_ids_from_mask)
 
 transformers = pytest.importorskip("transformers")
 
@@ -374,3 +375,265 @@ def test_a_cached_decode_compiles_as_one_graph(kind):
     compiled = torch.compile(run, fullgraph=True, backend="eager")
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids, mask), run(ids, mask), atol=0, rtol=0)
+
+
+# ------------------------------------------------------------------ bad input: one table, every public function
+LONG, META = torch.long, torch.device("meta")
+K = torch.randn(1, 2, 3, 8)
+MASK = torch.ones(2, 3, dtype=LONG)
+
+
+def _model():
+    return _tiny("rope")
+
+
+_LLAMA: list = []
+
+
+def _shared_llama():
+    if not _LLAMA:
+        _LLAMA.append(_llama())
+    return _LLAMA[0]
+
+
+def _cached(layer_keys=K, num_layers=1, **settings):
+    """A cache that already holds positions 0..2 in layer 0."""
+    cache = KVCache(num_layers, **settings)
+    cache.update(0, layer_keys, layer_keys, torch.arange(layer_keys.shape[-2]))
+    return cache
+
+
+def _step(cache, k=None, v=None, positions=None, valid=None, layer=0):
+    k = torch.randn(1, 2, 1, 8) if k is None else k
+    return cache.update(layer, k, k if v is None else v, torch.tensor([3]) if positions is None else positions, valid)
+
+
+def _attend(x=None, cache=None, attn=None, layer=0, positions=None):
+    model = _model()
+    x = torch.randn(1, 2, 32) if x is None else x
+    return cached_attention(model.blocks[0].attn if attn is None else attn, x,
+                            torch.arange(2) if positions is None else positions,
+                            KVCache(2) if cache is None else cache, layer)
+
+
+def _decode(ids=None, cache=None, **kw):
+    return decode_step(_model(), torch.zeros(1, 3, dtype=LONG) if ids is None else ids,
+                       KVCache(2) if cache is None else cache, **kw)
+
+
+def _llama_step(ids=None, positions=None, cache=None, mask=None, model=None):
+    return llama_decode_step(_shared_llama() if model is None else model,
+                             torch.zeros(1, 3, dtype=LONG) if ids is None else ids,
+                             KVCache(2) if cache is None else cache,
+                             torch.arange(3) if positions is None else positions, mask)
+
+
+BAD = [  # (id, call, error type, what the message must say)
+    # position_ids_from_mask: the mask, and start
+    ("mask list", lambda: position_ids_from_mask([[1, 1]]), TypeError, r"attention_mask must be a torch.Tensor of 0/1"),
+    ("mask complex", lambda: position_ids_from_mask(torch.ones(1, 2, dtype=torch.complex64)), TypeError,
+     r"attention_mask must hold 0/1"),
+    ("mask 1-D", lambda: position_ids_from_mask(torch.ones(3, dtype=LONG)), ValueError,
+     r"attention_mask must have shape \(batch, seq\)"),
+    ("mask of 2", lambda: position_ids_from_mask(torch.tensor([[0, 2, 1]])), ValueError,
+     r"attention_mask must hold only 0"),
+    ("check_mask shape of its tokens", lambda: check_mask("valid", torch.ones(2, 3), shape=(2, 4)), ValueError,
+     r"valid must have shape \(batch, seq\) = \(2, 4\), one entry per token, got \(2, 3\)"),
+    ("check_mask floats of 0.5", lambda: check_mask("valid", torch.full((1, 2), 0.5)), ValueError,
+     r"valid must hold only 0 \(padding\) and 1"),
+    ("start float", lambda: position_ids_from_mask(MASK, torch.tensor([1.0, 2.0])), TypeError,
+     r"start must be an integer tensor"),
+    ("start list", lambda: position_ids_from_mask(MASK, [1, 2]), TypeError, r"start must be a torch.Tensor"),
+    ("start shape", lambda: position_ids_from_mask(MASK, torch.tensor([1, 2, 3])), ValueError,
+     r"start must have shape \(batch,\) = \(2,\)"),
+    ("start (batch, 1)", lambda: position_ids_from_mask(MASK, torch.tensor([[1], [2]])), ValueError,
+     r"start must have shape \(batch,\)"),
+    ("start near the int64 limit", lambda: position_ids_from_mask(MASK, torch.tensor([2 ** 63 - 1, 0])), ValueError,
+     r"start must lie in \[0, 2\*\*53 - seq \+ 1\] with seq=3.*max 9223372036854775807"),
+    ("start negative", lambda: position_ids_from_mask(MASK, torch.tensor([-1, 0])), ValueError,
+     r"start must lie in \[0, .*min -1"),
+    ("start on another device", lambda: position_ids_from_mask(MASK, torch.zeros(2, dtype=LONG, device=META)),
+     ValueError, r"start must be on the device of the tensor it indexes \(cpu\), got meta"),
+    # packed_position_ids, document_mask: lengths and device
+    *[(f"{name} {label}", lambda f=f, bad=bad: f(bad), error, pattern)
+      for name, f in (("packed", packed_position_ids), ("document_mask", document_mask))
+      for label, bad, error, pattern in [
+          ("int", 5, TypeError, r"lengths must be a list of positive ints.*got int"),
+          ("string", "32", TypeError, r"lengths must be a list of positive ints.*got str"),
+          ("empty", [], ValueError, r"lengths must hold at least one length"),
+          ("zero", [3, 0], ValueError, r"lengths\[1\] must be >= 1, got 0"),
+          ("float", [3, 2.5], TypeError, r"lengths\[1\] must be an int, got float"),
+          ("bool", [True], TypeError, r"lengths\[0\] must be an int, got bool"),
+          ("2-D tensor", torch.ones(2, 2, dtype=LONG), ValueError, r"lengths must be a 1-D list"),
+          ("float tensor", torch.ones(2), TypeError, r"lengths must be an integer tensor"),
+          ("a billion tokens", [10 ** 9], ValueError, r"sum\(lengths\) must be <= "),
+          ("2**40 tokens", [2 ** 40, 1], ValueError, r"sum\(lengths\) must be <= ")]],
+    ("document_mask past its limit", lambda: document_mask([20000]), ValueError,
+     r"sum\(lengths\) must be <= 16,384 \(the mask is T x T bools\), got 20,000"),
+    ("packed bad device", lambda: packed_position_ids([2], device="gpu"), ValueError,
+     r"device must name a device such as 'cpu'"),
+    ("document_mask device type", lambda: document_mask([2], device=1.5), TypeError,
+     r"device must be a torch.device, a device name"),
+    # cache_mask_bias
+    ("bias key_valid list", lambda: cache_mask_bias([[True]], 1, torch.float32), TypeError,
+     r"key_valid must be a torch.Tensor"),
+    ("bias key_valid 1-D", lambda: cache_mask_bias(torch.ones(4, dtype=torch.bool), 1, torch.float32), ValueError,
+     r"key_valid must have shape \(batch, seq\)"),
+    ("bias q_len 0", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 0, torch.float32), ValueError,
+     r"q_len must be >= 1"),
+    ("bias q_len float", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 1.0, torch.float32), TypeError,
+     r"q_len must be an int"),
+    ("bias q_len > Tk", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 5, torch.float32), ValueError,
+     r"q_len must be <= 4 \(the queries are the last q_len of key_valid's Tk slots\), got 5"),
+    ("bias int dtype", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 1, torch.int64), TypeError,
+     r"dtype must be a floating-point dtype"),
+    ("bias dtype None", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 1, None), TypeError,
+     r"dtype must be a floating-point torch.dtype"),
+    ("bias dtype string", lambda: cache_mask_bias(torch.ones(1, 4, dtype=torch.bool), 1, "float32"), TypeError,
+     r"dtype must be a torch.dtype or None, got str"),
+    # KVCache and SinkWindowCache: settings
+    ("KVCache 0 layers", lambda: KVCache(0), ValueError, r"num_layers must be >= 1"),
+    ("KVCache a billion layers", lambda: KVCache(10 ** 9), ValueError,
+     r"num_layers must be <= 1,024 \(one entry per layer\), got 1,000,000,000"),
+    ("KVCache float layers", lambda: KVCache(2.0), TypeError, r"num_layers must be an int"),
+    ("KVCache rotated string", lambda: KVCache(2, rotated="no"), TypeError, r"rotated must be a bool"),
+    ("SinkWindowCache negative sinks", lambda: SinkWindowCache(1, num_sinks=-1), ValueError, r"num_sinks must be >= 0"),
+    ("SinkWindowCache window 0", lambda: SinkWindowCache(1, window=0), ValueError, r"window must be >= 1"),
+    ("SinkWindowCache layers", lambda: SinkWindowCache(10 ** 6), ValueError, r"num_layers must be <= 1,024"),
+    # KVCache.update
+    ("update layer float", lambda: _step(KVCache(2), layer=1.0), TypeError,
+     r"layer must be an int in \[0, num_layers=2\)"),
+    ("update layer bool", lambda: _step(KVCache(2), layer=True), TypeError, r"layer must be an int"),
+    ("update layer past the cache", lambda: _step(KVCache(2), layer=2), ValueError,
+     r"layer must be an int in \[0, num_layers=2\), got 2"),
+    ("update layer negative", lambda: _step(KVCache(2), layer=-1), ValueError, r"layer must be an int in \[0, "),
+    ("update int k", lambda: _step(KVCache(1), k=torch.ones(1, 2, 1, 8, dtype=LONG)), TypeError,
+     r"k must be a floating-point tensor"),
+    ("update k 3-D", lambda: _step(KVCache(1), k=torch.randn(2, 1, 8)), ValueError,
+     r"k must have shape \(batch, kv_heads, seq, head_dim\)"),
+    ("update v list", lambda: _step(KVCache(1), v=[[0.0]]), TypeError, r"v must be a torch.Tensor"),
+    ("update v seq", lambda: _step(KVCache(1), v=torch.randn(1, 2, 2, 8)), ValueError,
+     r"k and v must share \(batch, kv_heads, seq\)"),
+    ("update v on meta", lambda: _step(KVCache(1), v=torch.randn(1, 2, 1, 8, device=META)), ValueError,
+     r"v must be on k's device \(cpu\), got meta"),
+    ("update no tokens", lambda: _step(KVCache(1), k=torch.randn(1, 2, 0, 8), positions=torch.arange(0)), ValueError,
+     r"k must hold at least one new token"),
+    ("update float positions", lambda: _step(KVCache(1), positions=torch.tensor([3.0])), TypeError,
+     r"positions must be an integer tensor"),
+    ("update positions too long", lambda: _step(KVCache(1), positions=torch.tensor([3, 4])), ValueError,
+     r"positions must have shape \(seq,\) or \(batch, seq\) with seq=1"),
+    ("update positions past 2**53", lambda: _step(KVCache(1), positions=torch.tensor([2 ** 60])), ValueError,
+     r"positions must lie within \+-2\*\*53"),
+    ("update valid shape", lambda: _step(KVCache(1), valid=torch.ones(1, 2, dtype=torch.bool)), ValueError,
+     r"valid must have shape \(batch, seq\) = \(1, 1\)"),
+    ("update head size changes", lambda: _step(_cached(), k=torch.randn(1, 2, 1, 6)), ValueError,
+     r"k must have the cached head size"),
+    ("update heads change", lambda: _step(_cached(), k=torch.randn(1, 3, 1, 8)), ValueError,
+     r"k must have the cached \(batch, kv_heads\) = \(1, 2\)"),
+    ("update dtype changes", lambda: _step(_cached(), k=torch.randn(1, 2, 1, 8, dtype=torch.float64)), ValueError,
+     r"k must have the cached dtype torch.float32 in layer 0, got torch.float64"),
+    ("update v dtype changes", lambda: _step(_cached(), v=torch.randn(1, 2, 1, 8).half()), ValueError,
+     r"v must have the cached dtype torch.float32"),
+    ("update on another device than the cache", lambda: _step(_cached(), k=torch.randn(1, 2, 1, 8, device=META),
+                                                             positions=torch.tensor([3], device=META)), ValueError,
+     r"k must be on the cache's device \(cpu\), got meta"),
+    ("update positions go back", lambda: _step(_cached(), positions=torch.tensor([1])), ValueError,
+     r"positions must continue after the cached ones"),
+    ("SinkWindowCache valid", lambda: _step(SinkWindowCache(1), valid=torch.ones(1, 1, dtype=torch.bool)), ValueError,
+     r"valid: SinkWindowCache takes no padding"),
+    ("SinkWindowCache too many at once", lambda: _step(SinkWindowCache(1, window=2), k=torch.randn(1, 1, 3, 4),
+                                                       positions=torch.arange(3)), ValueError, r"at most window=2"),
+    ("text_positions past the layers", lambda: SinkWindowCache(2).text_positions(2), ValueError,
+     r"layer must be an int in \[0, num_layers=2\), got 2"),
+    ("text_positions string layer", lambda: SinkWindowCache(2).text_positions("0"), TypeError,
+     r"layer must be an int in \[0, num_layers=2\), got str"),
+    # cached_attention
+    ("attention attn a Linear", lambda: _attend(attn=torch.nn.Linear(32, 32)), TypeError,
+     r"attn must be a posenc_lib MultiHeadAttention.*got Linear"),
+    ("attention int x", lambda: _attend(x=torch.ones(1, 2, 32, dtype=LONG)), TypeError, r"x must be a floating-point"),
+    ("attention x 2-D", lambda: _attend(x=torch.randn(2, 32)), ValueError,
+     r"x must have shape \(batch, seq >= 1, d_model=32\), got \(2, 32\)"),
+    ("attention x width", lambda: _attend(x=torch.randn(1, 2, 16)), ValueError, r"x must have shape .*d_model=32"),
+    ("attention x empty", lambda: _attend(x=torch.randn(1, 0, 32), positions=torch.arange(0)), ValueError,
+     r"x must have shape \(batch, seq >= 1"),
+    ("attention x float64", lambda: _attend(x=torch.randn(1, 2, 32, dtype=torch.float64)), ValueError,
+     r"x must have attn's dtype torch.float32, got torch.float64"),
+    ("attention x on meta", lambda: _attend(x=torch.randn(1, 2, 32, device=META)), ValueError,
+     r"x must be on attn's device \(cpu\), got meta"),
+    ("attention cache a list", lambda: _attend(cache=[]), TypeError, r"cache must be a posenc_lib KVCache, got list"),
+    ("attention layer", lambda: _attend(layer=5), ValueError, r"layer must be an int in \[0, num_layers=2\)"),
+    ("attention positions", lambda: _attend(positions=torch.arange(3)), ValueError, r"positions must have shape"),
+    # decode_step
+    ("decode model a Module", lambda: decode_step(torch.nn.Linear(2, 2), torch.zeros(1, 1, dtype=LONG), KVCache(2)),
+     TypeError, r"model must be a posenc_lib TinyLM, got Linear"),
+    ("decode float ids", lambda: _decode(torch.zeros(1, 3)), TypeError, r"idx must be an integer tensor"),
+    ("decode ids 1-D", lambda: _decode(torch.zeros(3, dtype=LONG)), ValueError,
+     r"idx must have shape \(batch, seq\) with seq >= 1, got \(3,\)"),
+    ("decode no new token", lambda: _decode(torch.zeros(1, 0, dtype=LONG)), ValueError,
+     r"idx must have shape \(batch, seq\) with seq >= 1, got \(1, 0\)"),
+    ("decode ids past the vocabulary", lambda: _decode(torch.tensor([[3, 23]])), ValueError,
+     r"idx must hold token ids in \[0, vocab_size=23\), got min 3, max 23"),
+    ("decode negative id", lambda: _decode(torch.tensor([[-1, 0]])), ValueError, r"idx must hold token ids in \[0, "),
+    ("decode ids on meta", lambda: _decode(torch.zeros(1, 2, dtype=LONG, device=META)), ValueError,
+     r"idx must be on model's device \(cpu\), got meta"),
+    ("decode cache of 3 layers", lambda: _decode(cache=KVCache(3)), ValueError,
+     r"cache must be a KVCache with num_layers=2"),
+    ("decode cache a dict", lambda: _decode(cache={}), ValueError, r"cache must be a KVCache"),
+    ("decode mask shape", lambda: _decode(attention_mask=torch.ones(1, 4)), ValueError,
+     r"attention_mask must have shape \(batch, seq\) = \(1, 3\)"),
+    ("decode mask values", lambda: _decode(attention_mask=torch.tensor([[1, 2, 1]])), ValueError,
+     r"attention_mask must hold only 0"),
+    ("decode mask on meta", lambda: _decode(attention_mask=torch.ones(1, 3, device=META, dtype=torch.bool)),
+     ValueError, r"attention_mask must be on the token ids' device \(cpu\), got meta"),
+    ("decode float positions", lambda: _decode(positions=torch.arange(3.0)), TypeError,
+     r"positions must be an integer tensor"),
+    ("decode positions shape", lambda: _decode(positions=torch.arange(4)), ValueError,
+     r"positions must have shape \(seq,\) or \(batch, seq\) with seq=3"),
+    ("decode positions batch", lambda: _decode(positions=torch.zeros(2, 3, dtype=LONG)), ValueError,
+     r"positions of shape \(2, 3\) does not fit: expected batch 1"),
+    ("decode learned past its table", lambda: decode_step(_tiny("learned"), torch.zeros(1, 1, dtype=LONG), KVCache(2),
+                                                          positions=torch.tensor([64])), ValueError,
+     r"positions must lie in \[0, max_len=64\)"),
+    # llama_decode_step (which model classes it runs is the decode loop's own table)
+    ("llama model a function", lambda: _llama_step(model=len), TypeError,
+     r"model must be a transformers causal LM .*got builtin_function_or_method"),
+    ("llama float ids", lambda: _llama_step(ids=torch.zeros(1, 3)), TypeError, r"input_ids must be an integer tensor"),
+    ("llama ids 1-D", lambda: _llama_step(ids=torch.zeros(3, dtype=LONG)), ValueError,
+     r"input_ids must have shape \(batch, seq\)"),
+    ("llama ids past the vocabulary", lambda: _llama_step(ids=torch.tensor([[0, 50, 1]])), ValueError,
+     r"input_ids must hold token ids in \[0, vocab_size=50\), got min 0, max 50"),
+    ("llama ids on meta", lambda: _llama_step(ids=torch.zeros(1, 3, dtype=LONG, device=META)), ValueError,
+     r"input_ids must be on model's device \(cpu\), got meta"),
+    ("llama positions list", lambda: _llama_step(positions=[0, 1, 2]), TypeError, r"positions must be a torch.Tensor"),
+    ("llama positions shape", lambda: _llama_step(positions=torch.arange(2)), ValueError,
+     r"positions must have shape \(seq,\) or \(batch, seq\) with seq=3"),
+    ("llama positions past 2**53", lambda: _llama_step(positions=torch.tensor([0, 1, 2 ** 62])), ValueError,
+     r"positions must lie within \+-2\*\*53"),
+    ("llama unrotated cache", lambda: _llama_step(cache=KVCache(2, rotated=False)), ValueError,
+     r"cache must be a KVCache\(num_layers=2, rotated=True\)"),
+    ("llama mask shape", lambda: _llama_step(mask=torch.ones(1, 2)), ValueError,
+     r"attention_mask must have shape \(batch, seq\) = \(1, 3\)"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_is_refused_by_name(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):  # the message names the parameter and what was expected
+        call()
+
+
+def test_bad_input_changes_nothing():
+    """A refused update leaves the cache as it was (checked before anything is stored)."""
+    cache = _cached()
+    before = [t.clone() for t in cache.layers[0]]
+    for bad in (torch.randn(1, 2, 1, 8, dtype=torch.float64), torch.randn(1, 2, 1, 6)):
+        with pytest.raises(ValueError):
+            _step(cache, k=bad)
+    assert all(torch.equal(a, b) for a, b in zip(cache.layers[0], before))
+
+
+def test_start_at_the_limit_is_exact():
+    """The largest start allowed gives its last position at 2**53 exactly, not a wrapped negative one."""
+    last = 2 ** 53 - 2
+    positions = position_ids_from_mask(torch.ones(1, 3, dtype=LONG), torch.tensor([last]))
+    assert positions.tolist() == [[last, last + 1, last + 2]] and positions.max() == 2 ** 53

@@ -770,6 +770,19 @@ BAD = [
      r"attention_factor must be > 0"),
     ("decoupled int x", lambda: apply_decoupled_rope(torch.ones(2, 5, 8, dtype=LONG), rope_dim=4), TypeError,
      r"x must be a floating-point tensor"),
+    # p-RoPE's fraction, and the size of the fixed table
+    ("RotaryEmbedding p-RoPE fraction as the keyword", lambda: RotaryEmbedding(
+        8, scaling={"rope_type": "proportional"}, partial_rotary_factor=0.5), ValueError,
+     r"partial_rotary_factor for rope_type='proportional' goes in the scaling dict"),
+    ("RotaryEmbedding p-RoPE fraction over 1", lambda: RotaryEmbedding(
+        8, scaling={"rope_type": "proportional", "partial_rotary_factor": 1.5}), ValueError,
+     r"scaling\['partial_rotary_factor'\] must be in \(0, 1\]"),
+    ("RotaryEmbedding p-RoPE odd dim", lambda: RotaryEmbedding(
+        9, scaling={"rope_type": "proportional", "partial_rotary_factor": 0.5}), ValueError, r"dim must be even"),
+    ("RotaryEmbedding max_positions 2**40", lambda: RotaryEmbedding(8, max_positions=2 ** 40), ValueError,
+     r"max_positions must be <= 33,554,432 \(the fixed table holds max_positions x rotary_dim=8"),
+    ("RotaryEmbedding max_positions float", lambda: RotaryEmbedding(8, max_positions=1e6), TypeError,
+     r"max_positions must be an int"),
 ]
 
 
@@ -777,6 +790,49 @@ BAD = [
 def test_bad_input_is_named(call, exc, pattern):
     with pytest.raises(exc, match=pattern):  # the message names the parameter and what was expected
         call()
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.5, 1.0])
+def test_p_rope_through_rotary_embedding_is_transformers(fraction):
+    """RotaryEmbedding with rope_type 'proportional' (Gemma 4's p-RoPE) turns the whole head with transformers'
+    own p-RoPE frequencies (ROPE_INIT_FUNCTIONS) as its apply_rotary_pos_emb does; the stopped pairs come back
+    unchanged, bit for bit."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    dim, scaling = 16, {"rope_type": "proportional", "partial_rotary_factor": fraction, "rope_theta": 100.0}
+    config = transformers.LlamaConfig(hidden_size=4 * dim, num_attention_heads=4, head_dim=dim,
+                                      rope_parameters=dict(scaling))
+    inv_freq, _ = ROPE_INIT_FUNCTIONS["proportional"](config, "cpu")
+    gen = torch.Generator().manual_seed(3)
+    q, k = (torch.randn(2, 4, 7, dim, generator=gen, dtype=torch.float64) for _ in range(2))
+    angles = torch.arange(7, dtype=torch.float64)[:, None] * inv_freq.double()[None]
+    emb = torch.cat((angles, angles), dim=-1)
+    want_q, want_k = apply_rotary_pos_emb(q, k, emb.cos()[None], emb.sin()[None])  # cos, sin (batch, seq, dim)
+    got_q, got_k = RotaryEmbedding(dim, scaling=scaling)(q, k)
+    torch.testing.assert_close(got_q, want_q, rtol=0, atol=1e-5)  # their frequencies are float32
+    torch.testing.assert_close(got_k, want_k, rtol=0, atol=1e-5)
+    turning, half = int(fraction * dim // 2), dim // 2
+    stopped = [*range(turning, half), *range(half + turning, dim)]
+    assert torch.equal(got_q[..., stopped], q[..., stopped]) and len(stopped) == dim - 2 * turning
+
+
+@pytest.mark.parametrize("q_dtype,k_dtype", [(torch.float64, torch.float32), (torch.float32, torch.float64),
+                                             (torch.bfloat16, torch.float64), (torch.float64, torch.float16),
+                                             (torch.float16, torch.bfloat16)])
+@pytest.mark.parametrize("settings", [{}, {"partial_rotary_factor": 0.5},
+                                      {"scaling": {"rope_type": "proportional", "partial_rotary_factor": 0.5}},
+                                      {"max_positions": 16}], ids=["plain", "partial", "p-RoPE", "table"])
+def test_q_and_k_each_come_back_in_their_own_dtype(q_dtype, k_dtype, settings):
+    """Each is turned in its own compute dtype (float64 for float64, float32 otherwise) from one table made in the
+    finer of the two, so each equals what the same module gives it next to a partner of its own dtype."""
+    rope = RotaryEmbedding(8, **settings)
+    gen = torch.Generator().manual_seed(4)
+    q, k = (torch.randn(1, 2, 5, 8, generator=gen, dtype=torch.float64).to(d) for d in (q_dtype, k_dtype))
+    got_q, got_k = rope(q, k)
+    assert (got_q.dtype, got_k.dtype) == (q_dtype, k_dtype)
+    torch.testing.assert_close(got_q, rope(q, q)[0], rtol=0, atol=0)
+    torch.testing.assert_close(got_k, rope(k, k)[1], rtol=0, atol=0)
 
 
 def _other(device):

@@ -5,6 +5,7 @@
     reader.py    from_hf_config(config): the config's numbers + the family's record -> ModelPositions
     measure.py   measure(config): the same facts measured from transformers' own code (where installed)
     report.py    the tables and lines a learner reads (i18n: English / Chinese)
+    limits.py    check_sizes(config): the sizes a config may ask for, bounded before the reader or measure builds
 """
 from .families import REGISTRY, Family
 from .layers import ATTENTION_KINDS, LayerPositions, ModelPositions, attention_temperature

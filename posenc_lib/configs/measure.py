@@ -36,7 +36,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import _checks
 from ..i18n import tr
+from .limits import check_sizes
 from .report import kind_text as report_kind, layer_ranges, table_cell
 
 PROBE = "posenc_probe"
@@ -116,6 +118,7 @@ def tiny_config(config: dict):
     import transformers
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
+    check_sizes(config)
     fields = dict(config)
     model_type = fields.pop("model_type", None)
     if not isinstance(model_type, str):
@@ -202,6 +205,8 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tup
     import transformers
     from transformers import AttentionInterface, masking_utils
 
+    seed = _checks.positive_int("seed", seed, allow_zero=True)
+    max_params = _checks.positive_int("max_params", max_params)
     text = tiny_config(config)
     seen: list = []
 
@@ -322,7 +327,8 @@ def measure(config: dict) -> Measured:
     """What the installed transformers' code for config['model_type'] does with positions, layer by layer
     (see the module docstring for how). config: a config.json as a dict (a multimodal wrapper is measured
     through its text model). Raises ImportError without transformers, ValueError when the family's code
-    cannot be run this way (the message says why)."""
+    cannot be run this way (the message says why), naming a size above configs.limits.SIZE_LIMITS."""
+    check_sizes(config)
     try:
         import transformers  # noqa: F401
     except ImportError as error:

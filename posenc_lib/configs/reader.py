@@ -37,12 +37,14 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import sys
 
 from .. import _checks
 from ..i18n import tr
 from ..scaling import WHOLE_HEAD_TYPES, _validate, rope_inv_freq, rope_type_of, rotary_dim, yarn_attention_factor
 from .families import REGISTRY, Family
 from .layers import LayerPositions, ModelPositions
+from .limits import check_sizes
 
 FAMILIES = {model_type: family for family in REGISTRY for model_type in family.model_types}
 FAMILY_DEFAULTS = {family.name: family.defaults for family in REGISTRY}
@@ -504,6 +506,7 @@ def from_hf_config(config: dict) -> ModelPositions:
     raises a ValueError/TypeError naming it (e.g. "config['rope_scaling']: scaling['rope_type'] must be one
     of ..."). A model_type without a family record gets layout None ("unknown"), never a guess.
     """
+    check_sizes(config)
     text, prefix = _text_config(config)
     model_type = text.get("model_type") or "unknown"
     if not isinstance(model_type, str):
@@ -706,17 +709,34 @@ def read_pasted(pasted) -> dict:
     """A pasted config.json (a string) or the dict itself -> the dict. Text that is not JSON raises one ValueError
     line saying where (json's own line and column), not a traceback through the json module."""
     if isinstance(pasted, dict):
+        check_sizes(pasted)
         return pasted
     if not isinstance(pasted, str):
         raise TypeError(f"pasted must be the config.json text or a dict, got {type(pasted).__name__}")
+    config = _parse_json(pasted)
+    if not isinstance(config, dict):
+        raise TypeError(tr(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}",
+                           f"粘贴的 JSON 必须是一个对象 {{...}}（即 config.json），得到的是 {type(config).__name__}"))
+    check_sizes(config)
+    return config
+
+
+def _parse_json(pasted: str):
+    """json.loads, its failures as one ValueError line: not JSON (json's line and column), nested too deeply for
+    Python's parser (a RecursionError there), an integer too long for Python (more than sys.get_int_max_str_digits
+    digits)."""
     try:
-        config = json.loads(pasted)
+        return json.loads(pasted)
     except json.JSONDecodeError as error:
         raise ValueError(tr(f"the pasted text is not JSON: {error.msg} at line {error.lineno}, column {error.colno} "
                             f"(a config.json uses double quotes, true/false/null, no trailing commas)",
                             f"粘贴的文本不是 JSON：第 {error.lineno} 行第 {error.colno} 列，{error.msg}"
                             f"（config.json 用双引号、true/false/null，不能有多余的逗号）")) from None
-    if not isinstance(config, dict):
-        raise TypeError(tr(f"the pasted JSON must be an object {{...}} (a config.json), got {type(config).__name__}",
-                           f"粘贴的 JSON 必须是一个对象 {{...}}（即 config.json），得到的是 {type(config).__name__}"))
-    return config
+    except RecursionError:
+        raise ValueError(tr("the pasted JSON is nested too deeply to read (a config.json nests a few levels)",
+                            "粘贴的 JSON 嵌套太深，无法读取（config.json 只嵌套几层）")) from None
+    except ValueError:  # int('9' * 5000): Python refuses integers of more than sys.get_int_max_str_digits() digits
+        raise ValueError(tr(f"the pasted JSON holds an integer too long to read (more than "
+                            f"{sys.get_int_max_str_digits()} digits; a config.json's sizes have a few)",
+                            f"粘贴的 JSON 里有一个太长、无法读取的整数（超过 {sys.get_int_max_str_digits()} 位；"
+                            f"config.json 里的尺寸只有几位）")) from None

@@ -120,6 +120,21 @@ def as_tensor(value, what: str) -> torch.Tensor:
                                 f"{spaced(what)}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
 
 
+def integers(value, what: str, *, flat: bool = False) -> torch.Tensor:
+    """An answer made of positions or counts: a tensor (or list) of integers, as int64, to be compared exactly.
+    Floats, bools and complex numbers are named, never rounded (int(0.5) is 0: a wrong answer would pass);
+    flat=True: one flat list, anything else named by its shape."""
+    got = as_tensor(value, what)
+    if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+        shown = got.flatten()[:8].tolist()
+        raise ExerciseError(tr(f"{what} should hold integers (positions count tokens), got {got.dtype} {shown}",
+                               f"{spaced(what)}应当是整数（位置是在数 token），实际是 {got.dtype} {shown}"))
+    if flat and got.dim() != 1:
+        raise ExerciseError(tr(f"{what} should be one flat list, got shape {tuple(got.shape)}",
+                               f"{spaced(what)}应当是一个一维列表，实际的形状是 {tuple(got.shape)}"))
+    return got.long()
+
+
 def number(value, what: str) -> float:
     """A Python number or a one-element tensor, as a float (a bool is not a number here)."""
     if isinstance(value, torch.Tensor) and value.numel() == 1:

@@ -17,7 +17,7 @@ import torch
 from ..i18n import tr
 from ..inference import position_ids_from_mask
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, integers, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_left_pad_positions", "check_query_against_cache", "check_window_positions"]
 
@@ -33,7 +33,7 @@ def check_left_pad_positions(fn) -> None:
     masked), but must not be negative (transformers' generate() puts 0 there)."""
     for mask in _MASKS:
         before = mask.clone()
-        got = as_tensor(call(fn, mask, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
+        got = integers(call(fn, mask, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
         if not torch.equal(mask, before):
             raise ExerciseError(tr("your function changed the mask in place: return a new tensor",
                                    "你的函数原地改动了 mask：请返回一个新张量"))
@@ -42,7 +42,7 @@ def check_left_pad_positions(fn) -> None:
                                    f"每个 token 一个位置，形状应为 {tuple(mask.shape)}，得到的是 {tuple(got.shape)}"))
         real = mask.bool()
         want = position_ids_from_mask(mask)
-        if torch.equal(got[real].long(), want[real]):
+        if torch.equal(got[real], want[real]):
             if bool((got[~real] < 0).any()):
                 raise ExerciseError(tr("a pad got a negative position (cumsum - 1 gives -1 before the first real "
                                        "token): a table lookup would read its last row; put 0 there, as generate() does",
@@ -51,7 +51,7 @@ def check_left_pad_positions(fn) -> None:
             continue
         columns = torch.arange(mask.shape[1]).expand_as(mask)
         from_the_end = real.long().flip(-1).cumsum(-1).flip(-1) - 1
-        name_the_mistake(got[real].long(), [
+        name_the_mistake(got[real], [
             (columns[real], tr("you numbered every slot, pads included: with left padding a row's first real "
                                "token is then not at 0, and a learned or sinusoidal table (or a decode step that "
                                "counts on from the real tokens) sees other positions than for the unpadded prompt",
@@ -85,6 +85,9 @@ def check_query_against_cache(fn) -> None:
         if not (torch.equal(q, q_before) and torch.equal(keys, keys_before)):
             raise ExerciseError(tr("your function changed q or the cached keys in place: a cache must stay as it is",
                                    "你的函数原地改动了 q 或缓存的键：缓存必须保持原样"))
+        if tuple(got.shape) != (n,):
+            raise ExerciseError(tr(f"expected one score per cached key, shape ({n},), got {tuple(got.shape)}",
+                                   f"每个缓存的键一个分数，形状应为 ({n},)，得到的是 {tuple(got.shape)}"))
         want = keys @ apply_rope(q[None], torch.tensor([m]), base=base)[0]
         if same(got, want, atol=1e-6):
             continue
@@ -140,7 +143,7 @@ def check_window_positions(fn) -> None:
                                                       f"你的函数({seen}, {sinks}, {window})"))
         if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
             raise ExerciseError(tr("return two lists: (kept, positions)", "请返回两个列表：(kept, positions)"))
-        kept, positions = ([int(v) for v in as_tensor(a, tr("your lists", "你的列表")).reshape(-1)] for a in answer)
+        kept, positions = (integers(a, tr("each of your lists", "你的每个列表"), flat=True).tolist() for a in answer)
         right = _kept(seen, sinks, window)
         if kept != right:
             name_the_mistake(kept, [  # with no sinks the first list is the right answer, so it never matches here

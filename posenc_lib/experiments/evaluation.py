@@ -20,6 +20,7 @@ from torch.nn import functional as F
 from .. import _checks
 from ..absolute import LearnedEncoding
 from ..model import TinyLM, make_encoding
+from ..rope import RotaryEmbedding
 from ..scaling import EXTENSION_METHODS, extension_scaling
 from .config import FINETUNE_ARMS, ExperimentConfig
 
@@ -27,6 +28,7 @@ from .config import FINETUNE_ARMS, ExperimentConfig
 def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
     """(windows,) int64 evenly spaced end indices e in [longest, len(valid) - 1]: the window of n ids is
     valid[e - n : e], its targets valid[e - n + 1 : e + 1]."""
+    valid = _check_text(valid)
     longest, windows = _checks.positive_int("longest", longest), _checks.positive_int("windows", windows)
     lo, hi = longest, valid.numel() - 1
     if hi <= lo:
@@ -36,6 +38,8 @@ def eval_ends(valid: torch.Tensor, longest: int, windows: int) -> torch.Tensor:
 
 def supports_length(model: TinyLM, length: int) -> bool:
     """False when the model has no encoding for `length` positions (a learned table past max_len)."""
+    _check_model(model)
+    length = _checks.positive_int("length", length)
     enc = model.encoding
     return not (isinstance(enc, LearnedEncoding) and length > enc.max_len)
 
@@ -54,6 +58,8 @@ def evaluate(model: TinyLM, valid: torch.Tensor, *, context_len: int, score_len:
     batch = _checks.positive_int("batch", batch)
     if score_len > context_len:
         raise ValueError(f"score_len ({score_len}) must be <= context_len ({context_len})")
+    _checks.boolean("per_position", per_position)
+    _check_windows(model, valid, ends, context_len)
     if not supports_length(model, context_len):
         return (None, None) if per_position else None
     model.eval()
@@ -80,6 +86,7 @@ def evaluate_sliding(model: TinyLM, valid: torch.Tensor, *, context_len: int, sc
     context_len, score_len = _checks.positive_int("context_len", context_len), _checks.positive_int("score_len",
                                                                                                    score_len)
     tokens = _checks.positive_int("tokens", tokens)
+    _check_windows(model, valid, ends, context_len + score_len - 1)
     if not supports_length(model, context_len):
         return None
     model.eval()
@@ -102,6 +109,7 @@ def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | No
     (posenc_lib.scaling.extension_scaling with the config's dynamic NTK and Llama 3.1 settings).
     method "abf" (a fine-tune arm, not a no-fine-tuning method): plain RoPE with the base raised to
     cfg.abf_base, {"rope_type": "default", "rope_theta": cfg.abf_base}, whatever the factor."""
+    _check_config(cfg)
     if method == "abf":
         return {"rope_type": "default", "rope_theta": float(cfg.abf_base)}
     if method not in FINETUNE_ARMS and method not in EXTENSION_METHODS:
@@ -113,9 +121,62 @@ def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | No
 
 
 def set_rope_scaling(model: TinyLM, scaling: dict | None, cfg: ExperimentConfig) -> TinyLM:
-    """Change `model` in place: its RoPE becomes one with `scaling` (weights untouched); returns the same model."""
+    """Change `model` in place: its RoPE becomes one with `scaling` (weights untouched); returns the same model.
+    A model without RoPE is refused: swapping its encoding for RoPE would be another model, not a rescaled one."""
+    _check_rope_model(model, cfg)
     model.replace_encoding(make_encoding("rope", d_model=cfg.d_model, num_heads=cfg.num_heads, rope_scaling=scaling))
     return model
+
+
+def _check_model(model) -> None:
+    """A model to score: a TinyLM, or any torch module like it (model(idx) -> (logits, loss), an .encoding)."""
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "encoding"):
+        raise TypeError(f"model must be a posenc_lib TinyLM (a torch module with an .encoding), got "
+                        f"{type(model).__name__}")
+
+
+def _check_text(valid) -> torch.Tensor:
+    """The validation text: a non-empty 1-D tensor of token ids."""
+    valid = _checks.int_tensor("valid", valid)
+    if valid.dim() != 1 or not valid.numel():
+        raise ValueError(f"valid must be a 1-D tensor of token ids (the validation text), got shape "
+                         f"{tuple(valid.shape)}")
+    return valid
+
+
+def _check_windows(model, valid, ends, reach: int) -> None:
+    """evaluate's model, text and window ends: each end e in [reach, len(valid) - 1] (a window reaches `reach`
+    characters back from e; a smaller e would index from the text's end, a larger one past it), on valid's device."""
+    _check_model(model)
+    valid = _check_text(valid)
+    ends = _checks.int_tensor("ends", ends)
+    if ends.dim() != 1 or not ends.numel():
+        raise ValueError(f"ends must be a 1-D tensor of window ends (eval_ends), got shape {tuple(ends.shape)}")
+    _checks.same_device("valid", valid, ends=ends)
+    if _checks.values_are_cheap(ends):
+        low, high = _checks.value_range(ends)
+        if low < reach or high > valid.numel() - 1:
+            raise ValueError(f"ends must lie in [{reach}, len(valid) - 1 = {valid.numel() - 1}] (each window reaches "
+                             f"{reach} characters back), got min {low}, max {high}")
+
+
+def _check_config(cfg) -> None:
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
+
+
+def _check_rope_model(model, cfg) -> None:
+    """set_rope_scaling's model: a TinyLM with RoPE, of the head size the config's RoPE is made for."""
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a posenc_lib TinyLM, got {type(model).__name__}")
+    if not isinstance(model.encoding, RotaryEmbedding):
+        raise ValueError(f"model must use RoPE to have its RoPE rescaled, got a {model.kind} model "
+                         f"({type(model.encoding).__name__}); a context-extension scaling applies to RoPE only")
+    _check_config(cfg)
+    ours, theirs = (model.config.d_model, model.config.num_heads), (cfg.d_model, cfg.num_heads)
+    if ours != theirs:
+        raise ValueError(f"cfg's (d_model, num_heads) = {theirs} must be the model's {ours} (the new RoPE turns heads "
+                         f"of d_model / num_heads dims)")
 
 
 def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSION_METHODS, multiple: int = 8,
@@ -124,8 +185,12 @@ def method_position_loss(model: TinyLM, valid: torch.Tensor, *, methods=EXTENSIO
     (factor = multiple), on `windows` of notebook 07's window ends. `scalings` (label -> scaling
     dict) adds or overrides entries. The model's own encoding is put back afterwards.
     Returns dict(L, multiple, curves: {label: (n,) tensor}, loss: {label: mean over the last L})."""
-    cfg = cfg or ExperimentConfig()
+    cfg = ExperimentConfig() if cfg is None else cfg
+    _check_rope_model(model, cfg)
     multiple = _checks.positive_int("multiple", multiple)
+    if scalings is not None and not isinstance(scalings, dict):
+        raise TypeError(f"scalings must be a dict {{label: scaling dict or None}} or None, got "
+                        f"{type(scalings).__name__}")
     n = cfg.train_len * multiple
     todo = {m: rope_scaling(m, float(multiple), cfg) for m in methods}
     todo.update(scalings or {})
