@@ -98,11 +98,6 @@ $(UI_STAMP): $(STAMP) $(UI_LOCK)
 	$(PIP) check
 	touch $(UI_STAMP)
 
-# test-ui also builds the web edition and checks it in the same Chromium (tools/site_check.py).
-test-ui: $(UI_STAMP) site
-	$(BIN)/python tools/ui_check.py $(UI_FLAGS)
-	$(BIN)/python tools/site_check.py $(SITE) $(UI_FLAGS)
-
 # The web edition: both editions' notebooks as stored (nothing re-executed) rendered by Sphinx + MyST-NB
 # (site/build.py) into $(SITE), a folder that opens from disk or any static host. Its tools are the "site"
 # extra, locked in requirements/lock-site.txt (on top of the dev install, like the browser test's).
@@ -110,6 +105,8 @@ test-ui: $(UI_STAMP) site
 SITE       := build/site
 SITE_STAMP := $(VENV)/.posenc-site-installed
 REPO_URL   ?=
+SITE_FLAGS ?=
+BUILD_SITE  = $(BIN)/python site/build.py --out $(SITE) $(if $(REPO_URL),--repo-url $(REPO_URL))
 
 $(SITE_STAMP): $(STAMP) $(SITE_LOCK)
 	$(PIP) install --quiet --no-deps -r $(SITE_LOCK)
@@ -117,7 +114,14 @@ $(SITE_STAMP): $(STAMP) $(SITE_LOCK)
 	touch $(SITE_STAMP)
 
 site: $(SITE_STAMP)
-	$(BIN)/python site/build.py --out $(SITE) $(if $(REPO_URL),--repo-url $(REPO_URL))
+	$(BUILD_SITE)
+
+# The notebooks in JupyterLab (tools/ui_check.py), then the web edition built and read in the same
+# Chromium (tools/site_check.py; SITE_FLAGS=-v lists every page): both run, and either failing fails it.
+test-ui: $(UI_STAMP) $(SITE_STAMP)
+	ui=0; $(BIN)/python tools/ui_check.py $(UI_FLAGS) || ui=$$?; \
+	site=0; { $(BUILD_SITE) && $(BIN)/python tools/site_check.py $(SITE) $(SITE_FLAGS); } || site=$$?; \
+	test $$ui -eq 0 && test $$site -eq 0
 
 # The lock: uv's universal resolution (one file for Linux, macOS and Windows/WSL, every Python from
 # requires-python on), of pyproject.toml's dependencies and extras, with requirements/pins.txt held and

@@ -106,6 +106,7 @@ def main() -> int:
         for source_map in (out / lang / "_static").rglob("*.map"):  # the theme's debugging aids, 3.4 MB an edition
             source_map.unlink()
     shutil.copy2(SITE / "index.html", out / "index.html")
+    (out / ".nojekyll").touch()  # GitHub Pages would otherwise leave out _static/, _images/ and _sources/
     size = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
     print(f"site: both editions in {out} ({size / 2**20:.1f} MiB) in {time.perf_counter() - start:.0f} s; "
           f"open {out / 'index.html'}")

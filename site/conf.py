@@ -18,6 +18,9 @@ myst_heading_anchors = 3
 
 # MathJax 3 from the site's own _static/mathjax (posenc_site copies it there), never from a CDN.
 mathjax_path = "mathjax/tex-chtml.js"
+# An unknown macro is a TeX error (MathJax's error box, which tools/site_check.py looks for), not its name
+# quietly shown in red as MathJax's noundefined package would do.
+mathjax3_config = {"tex": {"packages": {"[-]": ["noundefined"]}}}
 
 html_theme = "sphinx_book_theme"
 html_title = "posenc"

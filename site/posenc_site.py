@@ -1,10 +1,14 @@
 """The course's Sphinx extension for the web edition: the page box's values, MathJax copied into the site,
 and the Chinese edition's search-query splitter."""
+import logging
 import shutil
 from pathlib import Path
 
+import jieba
 import mathjax  # django-static-mathjax: MathJax 3's released files (es5/) and its licence, from PyPI
 from sphinx.search.zh import SearchChinese
+
+jieba.setLogLevel(logging.WARNING)  # not its "Building prefix dict ..." lines in every build's output
 
 MATHJAX = Path(mathjax.__file__).parent / "static" / "mathjax"
 # what tex-chtml.js loads: the TeX extensions it autoloads (\boldsymbol, ...), the CHTML fonts and the menu.

@@ -39,7 +39,7 @@ PAGE_PROBE = """async () => {
   const images = [...document.images];
   await Promise.all(images.map((img) => { img.loading = "eager"; return img.decode().catch(() => null); }));
   const article = document.querySelector("article.bd-article") || document.body;
-  const prose = article.cloneNode(true);
+  const prose = document.body.cloneNode(true);
   prose.querySelectorAll("pre, code, mjx-container, script, style").forEach((e) => e.remove());
   const pick = (selector) => document.querySelector(selector);
   return {
@@ -119,6 +119,7 @@ class Browser:
 def check_page(browser: Browser, path: Path, site: Path, ids: Ids) -> tuple[list[str], dict]:
     browser.open(path.as_uri())
     found = browser.page.evaluate(PAGE_PROBE)  # waits for MathJax, the fonts and every image
+    browser.page.wait_for_load_state("networkidle")  # so that no late request is blamed on the next page
     problems = browser.problems()
     problems += [f"image did not load: {src}" for src in found["badImages"]]
     problems += [f"link {href}: {why}" for href in dict.fromkeys(found["links"])
