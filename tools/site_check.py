@@ -20,7 +20,12 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ui_check import ROOT, PlaywrightTimeout, UICheckError, launch_browser, sync_playwright  # noqa: E402  (the same Chromium)
+from ui_check import ROOT, UICheckError, launch_browser  # noqa: E402  (the same Chromium, with the same flags)
+
+try:
+    from playwright.sync_api import Error as PlaywrightError, TimeoutError as PlaywrightTimeout, sync_playwright
+except ImportError:
+    sync_playwright = None
 
 EDITIONS = ("en", "zh")
 # each term's notebook must be the first result (terms from the notebooks' titles, so that churn in the
@@ -31,6 +36,10 @@ SEARCHES = {
     "zh": {"旋转位置编码": "06_rope", "外推": "07_extrapolation", "正弦位置编码": "02_sinusoidal",
            "术语表": "09_review"},
 }
+# a notebook's box: the clone, `make lab` naming the notebook, and the hosted service's %pip, each with an address
+ADDRESS = r"(?:<[^<>\n]+>|[^\s<>\"]+)"  # a URL, or the placeholder <this repository's URL> when REPO_URL is unset
+RUN_COMMANDS = re.compile(rf"git clone {ADDRESS} posenc.*\n.*make lab\S* .*\d\d_\w+\.ipynb.*\n%pip install .*git\+{ADDRESS}\"")
+TOTALS = ("pages", "images", "links", "formulas", "slider notes")
 SHOTS = ("02_sinusoidal", "06_rope")  # per edition: 02 at its first slider note, 06 at its top
 
 PAGE_PROBE = """async () => {
@@ -57,6 +66,7 @@ PAGE_PROBE = """async () => {
     mathErrors: [...document.querySelectorAll("mjx-merror")].map((e) => e.textContent.slice(0, 60)),
     rawMath: [...prose.textContent.matchAll(/\\$[^$\\n]{1,80}\\$|\\\\\\(|\\\\\\[/g)].map((m) => m[0]),
     sliderNotes: document.querySelectorAll(".posenc-sliders").length,
+    runCommands: [...document.querySelectorAll(".posenc-run pre")].map((e) => e.textContent).join("\\n"),
   };
 }"""
 
@@ -134,6 +144,8 @@ def check_page(browser: Browser, path: Path, site: Path, ids: Ids) -> tuple[list
             problems.append(f"language link goes to {found['language']}, not {other.as_uri()}")
         if path.stem[:2].isdigit() and (found["notebook"] != path.stem + ".ipynb" or not found["notebookHref"]):
             problems.append(f"notebook link names {found['notebook']!r}, not {path.stem}.ipynb")
+        if path.stem[:2].isdigit() and not RUN_COMMANDS.search(found["runCommands"]):
+            problems.append(f"the commands to run it lack the repository or the notebook: {found['runCommands']!r}")
     return problems, found
 
 
@@ -171,6 +183,46 @@ def screenshots(browser: Browser, edition_dir: Path, shots: Path, term: str) -> 
     return taken
 
 
+def check_pages(browser: Browser, site: Path, verbose: bool) -> tuple[int, dict]:
+    """Every page of the site; returns how many failed, and the totals of what was checked."""
+    failures, totals, ids, headings = 0, dict.fromkeys(TOTALS, 0), Ids(), {}
+    pages = [site / "index.html"] + [page for e in EDITIONS for page in sorted((site / e).glob("*.html"))]
+    for page in pages:
+        problems, found = check_page(browser, page, site, ids)
+        headings[page.parent.name, page.name] = found["headings"]
+        counts = dict(pages=1, images=found["images"], links=len(found["links"]), formulas=found["math"],
+                      **{"slider notes": found["sliderNotes"]})
+        totals = {k: totals[k] + counts[k] for k in TOTALS}
+        failures += bool(problems)
+        if problems or verbose:
+            print(f"   {'FAIL' if problems else 'ok  '} {page.relative_to(site)}: "
+                  + ", ".join(f"{counts[k]} {k}" for k in TOTALS[1:]))
+        for problem in problems[:20]:
+            print(f"        {problem}")
+    for name in sorted(n for e, n in headings if e == "en" and n[:2].isdigit()):  # the same notebook, both sides
+        if headings["en", name] != headings.get(("zh", name)):
+            failures += 1
+            print(f"   FAIL {name}: {headings['en', name]} headings in English, {headings.get(('zh', name))} "
+                  "in Chinese: the language link does not open the same notebook")
+    return failures, totals
+
+
+def check_searches(browser: Browser, site: Path, shots: Path, verbose: bool) -> int:
+    """Each edition's search terms; returns how many failed. Takes each edition's screenshots too."""
+    failures = 0
+    for edition in EDITIONS:
+        for term, expected in SEARCHES[edition].items():
+            problems, found = check_search(browser, site / edition, term, expected)
+            failures += bool(problems)
+            if problems or verbose:
+                print(f"   {'FAIL' if problems else 'ok  '} {edition} search {term!r}: {found[:3]}")
+            for problem in problems:
+                print(f"        {problem}")
+        taken = screenshots(browser, site / edition, shots / edition, next(iter(SEARCHES[edition])))
+        print(f"   screenshots: {', '.join(map(str, taken))}")
+    return failures
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "site", help="the built site (make site)")
@@ -182,58 +234,30 @@ def main(argv=None) -> int:
     if not all((site / e / "index.html").is_file() for e in EDITIONS):
         print(f"SITE FAILED: no site in {site} (its en/ and zh/); build it with `make site`")
         return 1
-    print(f"== the web edition, from disk: {site} (every request outside it blocked)")
-    failures, totals, ids = 0, {"pages": 0, "images": 0, "links": 0, "math": 0, "slider notes": 0}, Ids()
     if sync_playwright is None:
         print("SITE FAILED: Playwright is missing; `make test-ui` installs it (the ui extra)")
         return 1
+    print(f"== the web edition, from disk: {site} (every request outside it blocked)")
     with sync_playwright() as p:
         try:
-            chromium, path = launch_browser(p, a.chromium)
+            chromium, _ = launch_browser(p, a.chromium)
         except UICheckError as e:
             print(f"SITE FAILED: {e}")
             return 1
         try:
             browser = Browser(chromium)
-            headings: dict[tuple[str, str], int] = {}
-            pages = [site / "index.html"] + [page for e in EDITIONS for page in sorted((site / e).glob("*.html"))]
-            for page in pages:
-                problems, found = check_page(browser, page, site, ids)
-                headings[page.parent.name, page.name] = found["headings"]
-                for key, value in (("images", found["images"]), ("links", len(found["links"])),
-                                   ("math", found["math"]), ("slider notes", found["sliderNotes"])):
-                    totals[key] += value
-                totals["pages"] += 1
-                failures += bool(problems)
-                rel = page.relative_to(site)
-                if problems or a.verbose:
-                    print(f"   {'FAIL' if problems else 'ok  '} {rel}: {found['images']} images, "
-                          f"{len(found['links'])} links, {found['math']} formulas, {found['sliderNotes']} slider notes")
-                for problem in problems[:20]:
-                    print(f"        {problem}")
-            for name in sorted({n for e, n in headings if e == "en" and n[:2].isdigit()}):
-                if headings["en", name] != headings.get(("zh", name)):
-                    failures += 1
-                    print(f"   FAIL {name}: {headings['en', name]} headings in English, "
-                          f"{headings.get(('zh', name))} in Chinese: the language link is not the same notebook")
-            for edition in EDITIONS:
-                for term, expected in SEARCHES[edition].items():
-                    problems, found = check_search(browser, site / edition, term, expected)
-                    failures += bool(problems)
-                    if problems or a.verbose:
-                        print(f"   {'FAIL' if problems else 'ok  '} {edition} search {term!r}: {found[:3]}")
-                    for problem in problems:
-                        print(f"        {problem}")
-                taken = screenshots(browser, site / edition, a.screenshots / edition, next(iter(SEARCHES[edition])))
-                print(f"   screenshots: {', '.join(map(str, taken))}")
+            failures, totals = check_pages(browser, site, a.verbose)
+            failures += check_searches(browser, site, a.screenshots, a.verbose)
+        except PlaywrightError as e:
+            print(f"SITE FAILED: the browser stopped: {str(e).splitlines()[0]}")
+            return 1
         finally:
             chromium.close()
-    counts = ", ".join(f"{v} {k}" for k, v in totals.items())
-    searches = sum(map(len, SEARCHES.values()))
+    checked = ", ".join(f"{v} {k}" for k, v in totals.items()) + f", {sum(map(len, SEARCHES.values()))} searches"
     if failures:
-        print(f"SITE FAILED: {failures} pages or searches with problems (above); checked {counts}, {searches} searches")
+        print(f"SITE FAILED: {failures} pages or searches with problems (above); checked {checked}")
         return 1
-    print(f"SITE PASSED: {counts}, {searches} searches, no request outside the site")
+    print(f"SITE PASSED: {checked}, no request outside the site")
     return 0
 
 
