@@ -101,8 +101,10 @@ def main() -> int:
         return 1
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    for lang in EDITIONS:
+    for lang, notebooks in EDITIONS.items():
         (work / lang / "html").rename(out / lang)
+        for path in notebooks.glob("[0-9][0-9]_*.ipynb"):  # the download is the notebook as stored, not our copy
+            shutil.copy2(path, out / lang / "_sources" / path.name)
         for source_map in (out / lang / "_static").rglob("*.map"):  # the theme's debugging aids, 3.4 MB an edition
             source_map.unlink()
     shutil.copy2(SITE / "index.html", out / "index.html")

@@ -6,7 +6,8 @@ page error, no failed or outside request; every image loads with a non-zero size
 resolves (the file exists and so does its #fragment); the language link opens the same page in the other
 edition, and on a notebook's page the same notebook (same file, same headings); mathematics is rendered
 (every math element typeset by MathJax, no MathJax error, no raw $...$ or \\( left in the text); the
-notebook link opens the notebook. Then search: each term below must bring its notebook first. It keeps
+notebook to download is the notebook as stored, and the commands to run it name an address and the
+notebook. Then search: each term below must bring its notebook first. It keeps
 screenshots (two notebook pages and a search per edition) in ui-screenshots/site/.
 
 Usage: python tools/site_check.py [build/site] [--chromium PATH] [--screenshots DIR] [-v]
@@ -137,16 +138,28 @@ def check_page(browser: Browser, path: Path, site: Path, ids: Ids) -> tuple[list
     problems += [f"math not typeset: {t!r}" for t in found["untypeset"]]
     problems += [f"MathJax error: {t!r}" for t in found["mathErrors"]]
     problems += [f"raw mathematics in the text: {t!r}" for t in found["rawMath"]]
-    edition = path.parent.name
-    if edition in EDITIONS:
-        other = site / EDITIONS[1 - EDITIONS.index(edition)] / path.name
-        if found["language"] != other.as_uri():
-            problems.append(f"language link goes to {found['language']}, not {other.as_uri()}")
-        if path.stem[:2].isdigit() and (found["notebook"] != path.stem + ".ipynb" or not found["notebookHref"]):
-            problems.append(f"notebook link names {found['notebook']!r}, not {path.stem}.ipynb")
-        if path.stem[:2].isdigit() and not RUN_COMMANDS.search(found["runCommands"]):
-            problems.append(f"the commands to run it lack the repository or the notebook: {found['runCommands']!r}")
+    if path.parent.name in EDITIONS:
+        problems += box_problems(path, site, found)
     return problems, found
+
+
+def box_problems(path: Path, site: Path, found: dict) -> list[str]:
+    """The page box: the language link, and on a notebook's page the notebook to download and how to run it."""
+    edition = path.parent.name
+    other = site / EDITIONS[1 - EDITIONS.index(edition)] / path.name
+    problems = [] if found["language"] == other.as_uri() else [
+        f"language link goes to {found['language']}, not {other.as_uri()}"]
+    if not path.stem[:2].isdigit():
+        return problems
+    stored = ROOT / "notebooks" / ("zh" if edition == "zh" else "") / f"{path.stem}.ipynb"
+    download = Path(unquote(urlsplit(found["notebookHref"] or "").path))
+    if found["notebook"] != stored.name or not download.is_file():
+        problems.append(f"notebook link names {found['notebook']!r} ({found['notebookHref']}), not {stored.name}")
+    elif stored.is_file() and download.read_bytes() != stored.read_bytes():
+        problems.append(f"the notebook to download is not {stored.relative_to(ROOT)} as stored")
+    if not RUN_COMMANDS.search(found["runCommands"]):
+        problems.append(f"the commands to run it lack the repository or the notebook: {found['runCommands']!r}")
+    return problems
 
 
 def check_search(browser: Browser, edition_dir: Path, term: str, expected: str) -> tuple[list[str], list[str]]:
