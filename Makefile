@@ -11,6 +11,7 @@ STAMP  := $(VENV)/.posenc-installed
 PORT   ?= 8888
 LOCK    := requirements/lock.txt
 UI_LOCK := requirements/lock-ui.txt
+SITE_LOCK := requirements/lock-site.txt
 # torch at the lock's version, taken from PyTorch's CPU wheel index: on Linux, PyPI's torch is the CUDA
 # build with gigabytes of NVIDIA libraries (the lock leaves those out: requirements/cuda-only.txt). pip
 # prefers the index's 2.13.0+cpu; on macOS PyPI's wheel is the CPU one already. TORCH_INDEX= (empty) uses
@@ -21,15 +22,16 @@ PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui test-latest lock bench refresh experiments clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui site test-latest lock bench refresh experiments clean
 
 help:
 	@echo "make lab         open the course in JupyterLab, your copies in my-notebooks/en (installs what is missing)"
 	@echo "make lab-zh      the Chinese edition (copies in my-notebooks/zh) with JupyterLab's interface in Chinese"
 	@echo "make test        unit tests + every notebook under nbval (installs what is missing)"
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
+	@echo "make site        the web edition, both languages, from the stored notebooks into build/site (open build/site/index.html)"
 	@echo "make test-latest the tests on the newest releases pyproject.toml admits (upstream drift), in .venv-latest"
-	@echo "make lock        re-resolve requirements/lock.txt (and lock-ui.txt) after changing dependencies"
+	@echo "make lock        re-resolve requirements/lock.txt (and lock-ui.txt, lock-site.txt) after changing dependencies"
 	@echo "make bench       speed ratios (RoPE vs transformers at four sizes, compiled RoPE vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
 	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
@@ -96,8 +98,30 @@ $(UI_STAMP): $(STAMP) $(UI_LOCK)
 	$(PIP) check
 	touch $(UI_STAMP)
 
-test-ui: $(UI_STAMP)
-	$(BIN)/python tools/ui_check.py $(UI_FLAGS)
+# The web edition: both editions' notebooks as stored (nothing re-executed) rendered by Sphinx + MyST-NB
+# (site/build.py) into $(SITE), a folder that opens from disk or any static host. Its tools are the "site"
+# extra, locked in requirements/lock-site.txt (on top of the dev install, like the browser test's).
+# REPO_URL=https://... names the repository in the pages (the notebook's link, the hosted service's %pip).
+SITE       := build/site
+SITE_STAMP := $(VENV)/.posenc-site-installed
+REPO_URL   ?=
+SITE_FLAGS ?=
+BUILD_SITE  = $(BIN)/python site/build.py --out $(SITE) $(if $(REPO_URL),--repo-url $(REPO_URL))
+
+$(SITE_STAMP): $(STAMP) $(SITE_LOCK)
+	$(PIP) install --quiet --no-deps -r $(SITE_LOCK)
+	$(PIP) check
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	$(BUILD_SITE)
+
+# The notebooks in JupyterLab (tools/ui_check.py), then the web edition built and read in the same
+# Chromium (tools/site_check.py; SITE_FLAGS=-v lists every page): both run, and either failing fails it.
+test-ui: $(UI_STAMP) $(SITE_STAMP)
+	ui=0; $(BIN)/python tools/ui_check.py $(UI_FLAGS) || ui=$$?; \
+	site=0; { $(BUILD_SITE) && $(BIN)/python tools/site_check.py $(SITE) $(SITE_FLAGS); } || site=$$?; \
+	test $$ui -eq 0 && test $$site -eq 0
 
 # The lock: uv's universal resolution (one file for Linux, macOS and Windows/WSL, every Python from
 # requires-python on), of pyproject.toml's dependencies and extras, with requirements/pins.txt held and
@@ -112,6 +136,7 @@ lock:
 	  $(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)")
 	$(UV_COMPILE) --extra dev --extra zh -o $(LOCK) $(LOCK_FLAGS)
 	$(UV_COMPILE) --extra dev --extra zh --extra ui --constraints $(LOCK) -o $(UI_LOCK) $(LOCK_FLAGS)
+	$(UV_COMPILE) --extra dev --extra zh --extra site --constraints $(UI_LOCK) -o $(SITE_LOCK) $(LOCK_FLAGS)
 
 # Upstream drift: the newest releases pyproject.toml admits (torch too: LATEST_TORCH=$(TORCH) holds it),
 # in a venv of their own, under the same tests. Failures here are what a learner would meet next.

@@ -77,6 +77,7 @@ def test_environment_yml_installs_the_project_itself():
 
 
 LOCK, UI_LOCK = ROOT / "requirements" / "lock.txt", ROOT / "requirements" / "lock-ui.txt"
+SITE_LOCK = ROOT / "requirements" / "lock-site.txt"
 
 
 def _locked(path: Path) -> list:
@@ -93,7 +94,10 @@ def _torch_pin() -> str:
 
 
 def test_the_lock_pins_every_package_exactly_for_every_platform_and_python():
-    for path in (LOCK, UI_LOCK):
+    extras = _pyproject()["project"]["optional-dependencies"]
+    only_in = {_norm(Requirement(r).name): lock for extra, lock in (("ui", UI_LOCK), ("site", SITE_LOCK))
+               for r in extras[extra]}  # an extra of its own, in its own lock
+    for path in (LOCK, UI_LOCK, SITE_LOCK):
         reqs = _locked(path)
         assert reqs and all(len(r.specifier) == 1 and next(iter(r.specifier)).operator == "==" for r in reqs), path
         names = {_norm(r.name) for r in reqs}
@@ -105,8 +109,8 @@ def test_the_lock_pins_every_package_exactly_for_every_platform_and_python():
         assert not names & cuda_only and not any(n.startswith("nvidia-") for n in names), path
         # every direct dependency of pyproject.toml is in it, at a version its range admits
         for name, spec in _pyproject_requirements().items():
-            if name == "playwright" and path == LOCK:
-                continue  # the ui extra: lock-ui.txt only
+            if only_in.get(name, path) != path:
+                continue
             versions = [Version(str(r.specifier)[2:]) for r in reqs if _norm(r.name) == name]
             assert versions and all(v in SpecifierSet(spec) for v in versions), (path.name, name, spec, versions)
     python = SpecifierSet(_pyproject()["project"]["requires-python"])
@@ -114,6 +118,8 @@ def test_the_lock_pins_every_package_exactly_for_every_platform_and_python():
     both = {_norm(r.name): str(r.specifier) for r in _locked(LOCK) if not r.marker}
     ui = {_norm(r.name): str(r.specifier) for r in _locked(UI_LOCK) if not r.marker}
     assert all(ui.get(name) == spec for name, spec in both.items())  # the ui lock adds, it changes nothing
+    site = {_norm(r.name): str(r.specifier) for r in _locked(SITE_LOCK) if not r.marker}
+    assert all(site[name] == ui[name] for name in site.keys() & ui.keys())  # nor does the site's, to either
 
 
 def test_makefile_installs_the_lock_and_torch_at_its_version():
@@ -121,7 +127,7 @@ def test_makefile_installs_the_lock_and_torch_at_its_version():
     assert re.search(r"^TORCH\s*\?=\s*\$\(shell grep -m1 -o '\^torch==\[\^ ;\]\*' \$\(LOCK\)\)", makefile, re.M)
     install = [line for line in makefile.splitlines() if "$(PIP) install" in line]
     assert install and all("--no-deps" in line for line in install)  # nothing but what the lock lists
-    assert any("-r $(LOCK)" in line for line in install) and any("-r $(UI_LOCK)" in line for line in install)
+    assert all(any(f"-r $({lock})" in line for line in install) for lock in ("LOCK", "UI_LOCK", "SITE_LOCK"))
     torch_range = Requirement([r for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")][0])
     assert Version(_torch_pin()) in torch_range.specifier  # the pin satisfies the declared range
     pins = (ROOT / "requirements" / "pins.txt").read_text()
@@ -130,7 +136,7 @@ def test_makefile_installs_the_lock_and_torch_at_its_version():
 
 def test_declared_floors_are_the_tested_versions():
     """Each direct dependency's lower bound is the locked version's major.minor: what the tests ran on."""
-    locked = {_norm(r.name): Version(str(r.specifier)[2:]) for r in _locked(UI_LOCK)
+    locked = {_norm(r.name): Version(str(r.specifier)[2:]) for r in _locked(UI_LOCK) + _locked(SITE_LOCK)
               if not r.marker or r.marker.evaluate({"python_full_version": "3.11.0", "python_version": "3.11"})}
     for name, spec in _pyproject_requirements().items():
         floors = [Version(s.version) for s in SpecifierSet(spec) if s.operator == ">="]
@@ -203,7 +209,7 @@ def test_refresh_and_nbval_cover_both_editions():
 
 def test_developer_targets_call_the_tools_in_tools():
     dry = _make_dry_run("test-ui", "refresh", "bench")
-    for tool in ("ui_check.py", "strip_widget_views.py", "bench.py"):
+    for tool in ("ui_check.py", "site_check.py", "strip_widget_views.py", "bench.py"):
         assert f"python tools/{tool}" in dry.stdout, tool
         assert (ROOT / "tools" / tool).is_file(), tool
     refresh = dry.stdout[dry.stdout.index("nbconvert"):]
