@@ -230,7 +230,7 @@ def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
 
 @pytest.mark.parametrize("model_type,layout,where", [
     ("deepseek_v32", "half", "first"), ("axk2", "half", "first"), (("glm_moe_dsa", "interleaved", "first")),
-    ("hy_v4", "half", "last")])
+    ("hy_v4", "half", "last"), ("hy_v4_vl_text", "interleaved", "last")])
 def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where):
     """What each DSA family's indexer does to its own q and k, recorded from its forward pass (q from wq_b, k from
     k_norm, and what its apply_rotary_pos_emb[_interleave] receives and returns): the slice it turns is the reader's
@@ -239,8 +239,9 @@ def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where
     main attention's); the other layout would not give them. (DeepSeek's interleave function writes the turned
     slice as [first of every pair | second], for q and k alike: the scores do not see that.)"""
     import importlib
+    sections = {"mrope_section": [4, 2, 2]} if model_type == "hy_v4_vl_text" else {}  # its M-RoPE, fitted
     config = _tiny_dsa(model_type, rope_type="yarn", factor=4.0, original_max_position_embeddings=256,
-                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5)
+                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5, **sections)
     read = from_hf_config(_json(config))
     indexer = read.indexer
     assert (indexer.layout, indexer.rotary_dims) == (layout, (0, 16) if where == "first" else (16, 32))

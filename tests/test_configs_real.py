@@ -30,7 +30,7 @@ import pytest
 transformers = pytest.importorskip("transformers")
 
 from posenc_lib.configs import from_hf_config  # noqa: E402
-from test_configs_sweep import check, one_thread  # noqa: E402,F401 (a fixture: one torch thread)
+from test_configs_sweep import check, one_thread, tiny_default  # noqa: E402,F401 (one_thread: a fixture)
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 FILES = sorted((DATA / "real_configs").glob("*.json"))
@@ -122,3 +122,16 @@ def test_notebook_10_pastes_a_published_gemma_3_config(edition):
     read = from_hf_config(json.loads(pasted))
     assert read.family == "gemma3_text" and read.num_layers == 18
     assert [layer.index for layer in read.layers if layer.attention == "full"] == [5, 11, 17]
+
+
+@pytest.mark.parametrize("model_type", ["starcoder2", "mixtral", "ministral", "olmo3"])
+def test_windows_read_as_each_layer_hands_them_to_attention(model_type, one_thread):
+    """Families whose window the default config leaves off (or whose default transformers cannot build: Ministral's
+    head_dim None): with a window set, each layer's window, rotation and q.k scale are what the code hands over."""
+    config = {**tiny_default(model_type), "sliding_window": 64}
+    if model_type == "ministral":
+        config["head_dim"] = 32
+    outcome, detail = check(config, ("to_dict",), attention=True)["to_dict"]
+    assert outcome == "matched", detail
+    read = from_hf_config(config)
+    assert any(layer.window == 64 for layer in read.layers)

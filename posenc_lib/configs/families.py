@@ -284,6 +284,11 @@ REGISTRY = (
     _dsa("glm_moe_dsa", "interleaved", ("interleaved", "first"), (202752, 64, 192, 32),
          "modeling_glm_moe_dsa.py: apply_rotary_pos_emb_interleave on the MLA rope slice and on the first "
          "qk_rope_head_dim dims of GlmMoeDsaIndexer's q and k (interleaved in both)"),
+    replace(_dsa("hy_v4_vl", "interleaved", ("interleaved", "last"), (262144, 64, 192, 32),
+                 "modeling_hy_v4_vl.py: its own apply_rotary_pos_emb (GLM's style: cos/sin repeated pairwise, "
+                 "rotate_half on x[..., 0::2], x[..., 1::2]) on the MLA rope slice and on the LAST qk_rope_head_dim "
+                 "dims of its indexer's q and k: pairs (2i, 2i+1) in both, written back in place"),
+            model_types=("hy_v4_vl", "hy_v4_vl_text"), reorders_pairs=False),
     _dsa("hy_v4", "half", ("half", "last"), (262144, 64, 192, 16),
          "modeling_hy_v4.py: apply_rotary_pos_emb (rotate_half) on the MLA rope slice, and on the LAST "
          "qk_rope_head_dim dims of HYV4Indexer's q and k (half-split in both)"),
@@ -360,7 +365,7 @@ REGISTRY = (
         "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
         "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
         "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
-        "jina_embeddings_v3", "lfm2", "mellum", "mimo_v2_flash", "minimax_m2", "modernbert",
+        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl", "minimax_m3_vl_text", "modernbert",
         "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
         "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
