@@ -20,11 +20,13 @@ import pytest
 import torch
 from transformers import AutoConfig
 from transformers import masking_utils as hf_masks
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
 
 from conftest import float32_ulp, measured_rope_frequencies
 from posenc_lib import from_hf_config
-from posenc_lib.configs import FAMILY_DEFAULTS, LayerPositions, ModelPositions, attention_temperature
+from posenc_lib.configs import (FAMILIES, FAMILY_DEFAULTS, REGISTRY, LayerPositions, ModelPositions,
+                                attention_temperature)
 from posenc_lib.experiments.results import load_model_configs
 
 MODELS = load_model_configs()
@@ -471,6 +473,40 @@ def test_family_defaults_are_transformers_defaults(family):
             assert getattr(cls, key) == value, key
 
 
+def _class_default(text_cls, key):
+    """A config class's default for a key the reader reads: rope keys from a default instance's rope_parameters
+    (its full-attention entry when per layer type), the others from the class's field (before __post_init__: Qwen2
+    keeps its 4096 window there, and transformers takes it when use_sliding_window is set)."""
+    instance = text_cls()
+    params = getattr(instance, "rope_parameters", None) or {}
+    nested = bool(params) and all(isinstance(v, dict) for v in params.values())
+    full = params.get("full_attention", {}) if nested else params
+    if key in ("rope_theta", "rotary_emb_base"):
+        return full.get("rope_theta")
+    if key in ("partial_rotary_factor", "rotary_pct"):
+        return full.get("partial_rotary_factor", 1.0)
+    if key == "rope_local_base_freq":
+        return params["sliding_attention"]["rope_theta"]
+    named = getattr(text_cls, "attribute_map", {})
+    value = getattr(text_cls, named.get(key, key))
+    return list(value) if isinstance(value, tuple) else value
+
+
+RECORDED = sorted({(family.name, model_type) for family in REGISTRY for model_type in family.model_types
+                   if family.defaults and model_type in CONFIG_MAPPING})
+
+
+@pytest.mark.parametrize("family,model_type", RECORDED)
+def test_every_record_holds_its_config_class_defaults(family, model_type):
+    """What a published config leaves out, transformers fills in from the config class: every family record's
+    defaults (each model_type it covers) are that class's."""
+    text_cls = type(CONFIG_MAPPING[model_type]().get_text_config())
+    for key, value in FAMILIES[model_type].defaults.items():
+        if key == "sliding_window_pattern":  # a rule, checked above (test_family_defaults_are_transformers_defaults)
+            continue
+        assert _class_default(text_cls, key) == value, (model_type, key)
+
+
 # ------------------------------------------------------------------ masks and the temperature, against HF's functions
 @pytest.mark.parametrize("attention,window", [("sliding", 3), ("sliding", 1), ("chunked", 4), ("full", None)])
 def test_visible_keys_are_hfs_masks(attention, window):
@@ -565,7 +601,8 @@ BAD = [
      ValueError, r"config\['rope_parameters'\]: .*unknown keys \['factr'\]"),
     ("rope_scaling a list", {**LLAMA, "rope_scaling": [2.0]}, TypeError, r"config\['rope_scaling'\] must be a dict"),
     ("hidden_size a string", {**LLAMA, "hidden_size": "64"}, TypeError, r"config\['hidden_size'\] must be an int"),
-    ("num_hidden_layers missing", {k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}, ValueError,
+    ("num_hidden_layers missing", {k: v for k, v in {**LLAMA, "model_type": "mistral"}.items()
+                                   if k != "num_hidden_layers"}, ValueError,
      r"config\['num_hidden_layers'\] is missing"),
     ("head_dim float", {**LLAMA, "head_dim": 32.0}, TypeError, r"config\['head_dim'\] must be an int"),
     ("rope_theta string", {**LLAMA, "rope_theta": "1e4"}, TypeError, r"config\['rope_theta'\] must be a number"),

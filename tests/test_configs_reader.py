@@ -4,6 +4,7 @@ Ministral 3's llama_4_scaling_beta (a query scaling), Qwen-VL's M-RoPE (interlea
 code, Kimi Linear's MLA without RoPE, a family without a record (unknown, never a guess), and bad configs named by
 the user's own key. Each fact is compared with what transformers' own code computes (transformers 5.24)."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +14,8 @@ from posenc_lib.multidim import mrope_position_ids
 
 transformers = pytest.importorskip("transformers")
 
+from transformers import AutoConfig  # noqa: E402
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 from transformers.models.gemma4 import configuration_gemma4 as cfg_gemma4  # noqa: E402
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4  # noqa: E402
 from transformers.models.glm4v import configuration_glm4v as cfg_glm4v  # noqa: E402
@@ -227,7 +230,7 @@ def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
 
 @pytest.mark.parametrize("model_type,layout,where", [
     ("deepseek_v32", "half", "first"), ("axk2", "half", "first"), (("glm_moe_dsa", "interleaved", "first")),
-    ("hy_v4", "half", "last")])
+    ("hy_v4", "half", "last"), ("hy_v4_vl_text", "interleaved", "last")])
 def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where):
     """What each DSA family's indexer does to its own q and k, recorded from its forward pass (q from wq_b, k from
     k_norm, and what its apply_rotary_pos_emb[_interleave] receives and returns): the slice it turns is the reader's
@@ -236,8 +239,9 @@ def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where
     main attention's); the other layout would not give them. (DeepSeek's interleave function writes the turned
     slice as [first of every pair | second], for q and k alike: the scores do not see that.)"""
     import importlib
+    sections = {"mrope_section": [4, 2, 2]} if model_type == "hy_v4_vl_text" else {}  # its M-RoPE, fitted
     config = _tiny_dsa(model_type, rope_type="yarn", factor=4.0, original_max_position_embeddings=256,
-                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5)
+                       rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5, **sections)
     read = from_hf_config(_json(config))
     indexer = read.indexer
     assert (indexer.layout, indexer.rotary_dims) == (layout, (0, 16) if where == "first" else (16, 32))
@@ -419,10 +423,9 @@ BAD = [
      r"config\['per_layer_config'\]\['1'\]\['rope_parameters'\]: a per-layer rope_parameters is not read"),
     ("per_layer_config head_dim not an int", {**GEMMA4, "per_layer_config": {"01": {"head_dim": "64"}}}, TypeError,
      r"config\['per_layer_config'\]\['01'\]\['head_dim'\]"),
-    ("YaRN's truncate inside a layer type's dict", {**GEMMA4, "rope_parameters": {
-        **GEMMA4["rope_parameters"], "full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6,
-                                                        "original_max_position_embeddings": 256, "truncate": False}}},
-     ValueError, r"config\['rope_parameters'\]\['full_attention'\]\['truncate'\]: transformers 5 reads"),
+    ("OLMo 3 flat rope_parameters (its class keeps them unused)", {**LLAMA, "model_type": "olmo3", "rope_parameters": {
+        "rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}, ValueError,
+     r"config\['rope_parameters'\] is flat, but transformers' olmo3 config class converts only a legacy"),
     ("dynamic NTK without max_position_embeddings", {**LLAMA, "model_type": "my_llama",  # no family default either
                                                      "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
      ValueError, r"dynamic NTK starts from config\['max_position_embeddings'\], which is missing"),
@@ -509,3 +512,106 @@ def test_new_records_defaults_are_their_config_classes(family, model_type):
             assert cls().rope_parameters["partial_rotary_factor"] == value
         else:
             assert getattr(cls, key) == value, key
+
+
+# ------------------------------------------------------------------ what a config class does with a published config
+YARN_L0 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512, "truncate": False}
+
+
+def _hf_text(config: dict):
+    fields = dict(config)
+    return AutoConfig.for_model(fields.pop("model_type"), **fields).get_text_config()
+
+
+def _hf_frequencies(text, layer_type: str) -> torch.Tensor:
+    """inv_freq of transformers' own rope function for one layer type's rope parameters, float64."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    params = text.rope_parameters[layer_type]
+    if params["rope_type"] == "default":
+        dim = text.head_dim
+        return 1.0 / params["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    inv_freq, _ = ROPE_INIT_FUNCTIONS[params["rope_type"]](text, "cpu", layer_type=layer_type)
+    return inv_freq.double()
+
+
+@pytest.mark.parametrize("model_type", ["olmo3", "gemma3_text"])
+def test_legacy_rope_scaling_goes_to_the_full_attention_layers_only_as_the_config_class_puts_it(model_type):
+    """OLMo 3 and Gemma 3 convert a legacy rope_scaling into rope_parameters['full_attention'] only; the sliding
+    layers keep plain RoPE, at rope_local_base_freq (Gemma 3) or at the class's default base whatever rope_theta
+    says (OLMo 3: 500000). YaRN's truncate, now inside a layer type's dict, is not read (truncate stays true)."""
+    config = {**LLAMA, "model_type": model_type, "head_dim": 32, "num_hidden_layers": 4, "sliding_window": 64,
+              "max_position_embeddings": 4096, "rope_theta": 1e5, "rope_scaling": YARN_L0,
+              "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    read, text = from_hf_config(config), _hf_text(config)
+    assert text.rope_parameters["sliding_attention"]["rope_type"] == "default"
+    for layer in (read.layer(0), read.layer(3)):
+        assert layer.rope_type == text.rope_parameters[layer.layer_type]["rope_type"]
+        assert layer.base == text.rope_parameters[layer.layer_type]["rope_theta"]
+        torch.testing.assert_close(layer.inv_freq, _hf_frequencies(text, layer.layer_type), rtol=1e-6, atol=0)
+    assert read.layer(0).rope_type == "default" and read.layer(3).rope_type == "yarn"
+    assert any("truncate" in note and "not read" in note for note in read.notes)
+    kept = from_hf_config({**config, "rope_scaling": {k: v for k, v in YARN_L0.items() if k != "truncate"}})
+    torch.testing.assert_close(read.layer(3).inv_freq, kept.layer(3).inv_freq, rtol=0, atol=0)
+    if model_type == "olmo3":
+        assert read.layer(0).base == 500000.0 != config["rope_theta"]
+
+
+@pytest.mark.parametrize("model_type", ["starcoder2", "mixtral", "olmoe"])
+def test_one_sliding_window_for_every_layer(model_type):
+    """These families hand config.sliding_window to every layer's attention: every layer slides."""
+    config = {**LLAMA, "model_type": model_type, "sliding_window": 96}
+    read = from_hf_config(config)
+    assert [(layer.attention, layer.window) for layer in read.layers] == [("sliding", 96)] * 2
+    assert from_hf_config({**config, "sliding_window": None}).layer(0).window is None
+
+
+def test_model_type_aliases_are_read_with_the_family_transformers_maps_them_to():
+    """A model_type transformers maps to another family's config class reads with that family's record, for every
+    alias of its CONFIG_MAPPING (gpt-sw3 -> GPT2Config ...) and its text configs' renames (EXAONE 4.5's text model
+    is EXAONE 4's)."""
+    from posenc_lib.configs import FAMILIES
+    for alias, cls in CONFIG_MAPPING.items():
+        if cls.model_type != alias and cls.model_type in FAMILIES:
+            assert FAMILIES.get(alias) is FAMILIES[cls.model_type], alias
+    sw3 = from_hf_config({"model_type": "gpt-sw3", "n_embd": 64, "n_head": 2, "n_layer": 2, "n_positions": 2048})
+    assert sw3.family == "gpt2" and sw3.position_encoding == "learned absolute"
+    exaone = from_hf_config({"model_type": "exaone4_5", "text_config": {
+        **LLAMA, "model_type": "exaone4_5_text", "num_hidden_layers": 4, "sliding_window": 64,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}})
+    assert exaone.family == "exaone4" and exaone.rope_layers == [0, 1, 2]
+    wrapped = _hf_text({"model_type": "exaone4_5", "text_config": {"model_type": "exaone4_5_text"}})
+    assert wrapped.model_type == "exaone4"
+
+
+@pytest.mark.parametrize("model_type,config", [
+    ("gpt_bigcode", {"n_embd": 64, "n_head": 2, "n_layer": 2, "n_positions": 8192}),
+    ("opt", {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2, "max_position_embeddings": 2048}),
+])
+def test_learned_absolute_families_are_reported_as_such(model_type, config):
+    """StarCoder (GPT-BigCode) and OPT add a learned table of positions to the input; their attention has none."""
+    import importlib
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    assert "RotaryEmbedding(nn.Module)" not in Path(module.__file__).read_text(encoding="utf-8")
+    read = from_hf_config({"model_type": model_type, **config})
+    assert read.position_encoding == "learned absolute" and read.rope_layers == []
+
+
+def test_class_defaults_fill_what_a_multimodal_config_leaves_out():
+    """Gemma 3's and LLaVA's published configs leave the text model's head count (and more) to the config class:
+    read as transformers fills them in, and marked as defaults in the report."""
+    gemma = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+                                                     "num_hidden_layers": 34, "sliding_window": 1024,
+                                                     "rope_scaling": {"rope_type": "linear", "factor": 8.0}}}
+    llava = {"model_type": "llava", "text_config": {"model_type": "llama", "max_position_embeddings": 4096}}
+    for config in (gemma, llava):
+        read, text = from_hf_config(config), _hf_text(config)
+        assert read.num_layers == text.num_hidden_layers and read.layer(0).head_dim == text.head_dim
+        assert "num_attention_heads" in read.defaults_used and "defaults" in read.table()
+
+
+def test_short_convolution_layers_have_no_positions():
+    """LFM2's 'conv' layers mix tokens by a short convolution: no q and k, named by their kind."""
+    read = from_hf_config({**LLAMA, "model_type": "lfm2", "num_hidden_layers": 3,
+                           "layer_types": ["conv", "full_attention", "conv"]})
+    assert read.rope_layers == [1] and read.layer(0).mixer == "convolution"
+    assert "short convolution" in read.table()

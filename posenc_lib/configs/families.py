@@ -22,6 +22,11 @@ Fields (the reader walks them; see reader.py):
       window_key: the key of the sliding window's size (RecurrentGemma: attention_window_size).
     rope_layer_types: the layer types whose attention turns q and k (None: every attention layer).
       Cohere2/EXAONE 4/AFMoE rotate only their sliding layers (EXAONE 4 rotates every layer when sliding_window is null: `rope_all_without_window`).
+    legacy_rope_layer_types: the layer types a flat legacy rope_scaling (and rope_theta) goes to when the config
+      class converts it per layer type (Gemma 3, OLMo 3: the full-attention layers only); None: every layer type.
+      The other layer types turn with plain RoPE at local_base_key's base, or, without one, at the class's default
+      base (defaults['rope_theta']: OLMo 3's sliding layers take 500000 whatever rope_theta says; its
+      convert_rope_params_to_dict pops rope_theta for the full-attention layers first).
     local_base_key: the base of the sliding layers when the config has a flat rope dict (Gemma 3's legacy form).
     score_scale_key: a key whose -1/2 power scales q.k instead of 1/sqrt(head_dim) (Gemma's query_pre_attn_scalar).
     mla_mscale: DeepSeek's YaRN mscale folded into the score scale. temperature: Llama 4's query temperature
@@ -75,6 +80,7 @@ class Family:
     window_key: str = "sliding_window"
     rope_layer_types: tuple | None = None
     rope_all_without_window: bool = False
+    legacy_rope_layer_types: tuple | None = None
     local_base_key: str | None = None
     score_scale_key: str | None = None
     mla_mscale: bool = False
@@ -117,8 +123,25 @@ GEMMA4 = Family("gemma4_text", ("gemma4", "gemma4_text"), layers="every_kth_full
               "full-attention layers of global_head_dim; scaling = 1.0 after q/k RMS norms")
 
 
+QWEN3_VL = Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text"), mrope=("interleaved", (24, 20, 20)),
+                  defaults={"rope_theta": 500000.0, "head_dim": 128},
+                  source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by "
+                         "pair")
+DEEPSEEK_V3 = Family("deepseek_v3", ("deepseek_v3", "kimi_k2", "kimi_k25"),
+                     layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True, mla_mscale=True,
+                     defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
+                               "qk_nope_head_dim": 128, "rope_interleave": True},
+                     source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice. kimi_k2: "
+                            "Moonshot's deployment guide (github.com/MoonshotAI/Kimi-K2, docs/deploy_guidance.md at "
+                            "c6157be): Kimi-K2 reuses the DeepSeek-V3 causal-LM architecture, model_type kimi_k2 only "
+                            "names it for inference engines, and other frameworks run it with model_type changed to "
+                            "deepseek_v3; kimi_k25: configuration_kimi_k25.py builds its text_config as deepseek_v3 "
+                            "(kimi_k2 renamed to it)")
+
+
 REGISTRY = (
-    Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
+    Family("llama", ("llama",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048, "hidden_size": 4096,
+                                          "num_attention_heads": 32, "num_hidden_layers": 32},
            source="modeling_llama.py: rotate_half on the two halves"),
     Family("mistral", ("mistral",), layers="window_everywhere",
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072, "sliding_window": 4096},
@@ -134,9 +157,10 @@ REGISTRY = (
            defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
                      "sliding_window": 4096, "max_window_layers": 80},
            source="modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: rotate_half; M-RoPE sections in chunks t | h | w"),
-    Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"),
-           mrope=("interleaved", (24, 20, 20)), defaults={"rope_theta": 500000.0, "head_dim": 128},
-           source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by pair"),
+    QWEN3_VL,
+    replace(QWEN3_VL, name="qwen3_vl_moe", model_types=("qwen3_vl_moe", "qwen3_vl_moe_text"),
+            defaults={"rope_theta": 500000.0},  # head_dim: hidden_size // num_attention_heads when absent
+            source="modeling_qwen3_vl_moe.py: Qwen3-VL's rotation and M-RoPE; other config defaults"),
     Family("glm4v", ("glm4v", "glm4v_text"), layout="interleaved",
            mrope=("chunks", (8, 12, 12)), defaults={"rope_theta": 10000.0},
            source="modeling_glm4v.py: recomposition_frequencies takes t | h | w in chunks, then repeat_interleave(2): "
@@ -145,6 +169,40 @@ REGISTRY = (
            defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5},
            source="modeling_glm4v_moe.py: the same chunks, but cat([freq, freq]) and rotate_half: pairs (i, i + r/2), "
                   "unlike GLM-4V's"),
+    # multimodal text models with M-RoPE (records added from their modeling files; tests/test_configs_sweep.py and
+    # tests/test_configs_real.py measure them)
+    Family("glm_image", ("glm_image", "glm_image_text"), mrope=("chunks", (8, 12, 12)),
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072},
+           source="modeling_glm_image.py: sections t | h | w in chunks, then rotate_half on the two halves "
+                  "(unlike GLM-4V's pairs)"),
+    Family("glm_ocr", ("glm_ocr", "glm_ocr_text"), layout="interleaved", mrope=("chunks", (8, 12, 12)),
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072},
+           source="modeling_glm_ocr.py: GLM-4V's chunks, repeat_interleave(2) and rotate_half_llm: pairs (2i, 2i+1)"),
+    Family("paddleocr_vl", ("paddleocr_vl", "paddleocr_vl_text"), mrope=("chunks", (16, 24, 24)),
+           defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128},
+           source="modeling_paddleocr_vl.py: Qwen2-VL's chunks t | h | w and rotate_half; a window only on "
+                  "layer_types' sliding layers"),
+    Family("qwen2_5_omni", ("qwen2_5_omni_text", "qwen2_5_omni_thinker"), layers="max_window_layers",
+           mrope=("chunks", (16, 24, 24)),
+           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                     "sliding_window": 32768, "max_window_layers": 28},
+           source="modeling_qwen2_5_omni.py (thinker's text model): Qwen2.5-VL's chunks and rotate_half"),
+    Family("qwen3_omni_moe", ("qwen3_omni_moe_text", "qwen3_omni_moe_thinker"), mrope=("interleaved", (24, 20, 20)),
+           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768},
+           source="modeling_qwen3_omni_moe.py (thinker's text model): Qwen3-VL's interleaved sections "
+                  "(length = section x 3) and rotate_half"),
+    Family("cosmos3_edge", ("cosmos3_edge", "cosmos3_edge_text"), mrope=("interleaved", (24, 20, 20)),
+           defaults={"rope_theta": 100000000.0, "max_position_embeddings": 131072, "head_dim": 128},
+           source="modeling_cosmos3_edge.py: Qwen3-VL's interleaved sections (length = section x 3) and rotate_half"),
+    Family("ministral", ("ministral",), layers="window_everywhere",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 131072, "sliding_window": 4096},
+           source="modeling_ministral.py: rotate_half; MinistralConfig makes every layer sliding when sliding_window "
+                  "is set, and the layer passes config.sliding_window on its sliding layers"),
+    replace(DEEPSEEK_V3, name="axk1", model_types=("axk1",),
+            defaults={"rope_theta": 10000.0, "max_position_embeddings": 32768, "qk_rope_head_dim": 64,
+                      "qk_nope_head_dim": 128, "rope_interleave": True},
+            source="modeling_axk1.py: DeepSeek-V3's MLA (apply_rotary_pos_emb_interleave when rope_interleave, "
+                   "yarn_apply_mscale on the softmax scale); other config defaults"),
     Family("ministral3", ("ministral3",), layers="window_everywhere", query_scale_key="llama_4_scaling_beta",
            rope_ignored_keys=("max_position_embeddings",),
            source="modeling_ministral3.py: rotate_half; then query_states * get_llama_4_attn_scale(position_ids, "
@@ -163,10 +221,29 @@ REGISTRY = (
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 8192, "head_dim": 256, "sliding_window": 4096,
                      "query_pre_attn_scalar": 256}),
     Family("gemma3_text", ("gemma3", "gemma3_text"), layers="every_kth_full", local_base_key="rope_local_base_freq",
+           legacy_rope_layer_types=("full_attention",),
            score_scale_key="query_pre_attn_scalar",
            defaults={"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "max_position_embeddings": 131072,
                      "head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6,
-                     "query_pre_attn_scalar": 256}),
+                     "query_pre_attn_scalar": 256, "hidden_size": 2304, "num_attention_heads": 8,
+                     "num_hidden_layers": 26}),
+    Family("olmo3", ("olmo3",), layers="every_kth_full", pattern=("_", 4), legacy_rope_layer_types=("full_attention",),
+           defaults={"rope_theta": 500000.0, "max_position_embeddings": 2048, "sliding_window": 4096,
+                     "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32},
+           source="modeling_olmo3.py: rotate_half; configuration_olmo3.py puts a legacy rope_scaling on the "
+                  "full-attention layers only (every 4th by default), the sliding ones at the default base"),
+    # one sliding_window for every layer (the attention passes config.sliding_window to every layer)
+    Family("mixtral", ("mixtral",), layers="window_everywhere",
+           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 131072, "sliding_window": None},
+           source="modeling_mixtral.py: rotate_half; sliding_window=getattr(config, 'sliding_window') in every layer"),
+    Family("starcoder2", ("starcoder2",), layers="window_everywhere",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "sliding_window": None},
+           source="modeling_starcoder2.py: rotate_half; sliding_window=getattr(config, 'sliding_window') in every "
+                  "layer"),
+    Family("olmoe", ("olmoe",), layers="window_everywhere",
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096},
+           source="modeling_olmoe.py: rotate_half; sliding_window=getattr(config, 'sliding_window', None) in every "
+                  "layer (OlmoeConfig has none by default)"),
     Family("llama4_text", ("llama4", "llama4_text"), layout="interleaved", layers="no_rope_flags_chunked",
            temperature=True, qk_norm_after_rope="use_qk_norm",
            defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128,
@@ -179,16 +256,21 @@ REGISTRY = (
     # kimi_k2: Moonshot's config.json says model_type "kimi_k2" on DeepseekV3ForCausalLM (transformers has no such
     # type); kimi_k25: its text_config is a DeepseekV3Config (configuration_kimi_k25.py: a text_config of model_type
     # kimi_k2 is read as deepseek_v3)
-    Family("deepseek_v3", ("deepseek_v2", "deepseek_v3", "glm4_moe_lite", "youtu", "kimi_k2", "kimi_k25"),
-           layout_key=("rope_interleave", True), head_dim="mla", reorders_pairs=True,
-           mla_mscale=True,
-           defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
-                     "qk_nope_head_dim": 128, "rope_interleave": True},
-           source="modeling_deepseek_v3.py: apply_rotary_pos_emb_interleave on the rope slice. kimi_k2: Moonshot's "
-                  "deployment guide (github.com/MoonshotAI/Kimi-K2, docs/deploy_guidance.md at c6157be): Kimi-K2 "
-                  "reuses the DeepSeek-V3 causal-LM architecture, model_type kimi_k2 only names it for inference "
-                  "engines, and other frameworks run it with model_type changed to deepseek_v3; kimi_k25: "
-                  "configuration_kimi_k25.py builds its text_config as deepseek_v3 (kimi_k2 renamed to it)"),
+    DEEPSEEK_V3,
+    replace(DEEPSEEK_V3, name="glm4_moe_lite", model_types=("glm4_moe_lite",),
+            defaults={**DEEPSEEK_V3.defaults, "max_position_embeddings": 202752, "qk_nope_head_dim": 192},
+            source="modeling_glm4_moe_lite.py: DeepSeek-V3's attention (apply_rotary_pos_emb_interleave when "
+                   "rope_interleave); other config defaults"),
+    replace(DEEPSEEK_V3, name="youtu", model_types=("youtu",),
+            defaults={**DEEPSEEK_V3.defaults, "max_position_embeddings": 131072},
+            source="modeling_youtu.py: DeepSeek-V3's attention (apply_rotary_pos_emb_interleave when rope_interleave); "
+                   "other config defaults"),
+    Family("deepseek_v2", ("deepseek_v2",), layout="interleaved", head_dim="mla", mla_mscale=True,
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048, "qk_rope_head_dim": 64,
+                     "qk_nope_head_dim": 128},
+           source="modeling_deepseek_v2.py: apply_rotary_emb multiplies complex pairs (2i, 2i+1) of the rope slice, "
+                  "written back in place (no reordering, no rope_interleave switch); yarn_apply_mscale on the "
+                  "softmax scale"),
     # DeepSeek-V3.2: V3's MLA (pairs interleaved on the rope slice, no rope_interleave switch in its code) on every
     # layer ('indexed_attention'), plus the DSA indexer turning its own q/k half-split; other DSA families alike,
     # each with its own layouts
@@ -202,6 +284,11 @@ REGISTRY = (
     _dsa("glm_moe_dsa", "interleaved", ("interleaved", "first"), (202752, 64, 192, 32),
          "modeling_glm_moe_dsa.py: apply_rotary_pos_emb_interleave on the MLA rope slice and on the first "
          "qk_rope_head_dim dims of GlmMoeDsaIndexer's q and k (interleaved in both)"),
+    replace(_dsa("hy_v4_vl", "interleaved", ("interleaved", "last"), (262144, 64, 192, 32),
+                 "modeling_hy_v4_vl.py: its own apply_rotary_pos_emb (GLM's style: cos/sin repeated pairwise, "
+                 "rotate_half on x[..., 0::2], x[..., 1::2]) on the MLA rope slice and on the LAST qk_rope_head_dim "
+                 "dims of its indexer's q and k: pairs (2i, 2i+1) in both, written back in place"),
+            model_types=("hy_v4_vl", "hy_v4_vl_text"), reorders_pairs=False),
     _dsa("hy_v4", "half", ("half", "last"), (262144, 64, 192, 16),
          "modeling_hy_v4.py: apply_rotary_pos_emb (rotate_half) on the MLA rope slice, and on the LAST "
          "qk_rope_head_dim dims of HYV4Indexer's q and k (half-split in both)"),
@@ -235,7 +322,9 @@ REGISTRY = (
            defaults={"rotary_dim": 64, "n_positions": 2048},
            source="modeling_codegen.py: GPT-J's rotate_every_two on the first rotary_dim dims"),
     # only some layers rotate
-    Family("exaone4", ("exaone4", "exaone_moe"), layers="every_kth_full", pattern=("sliding_window_pattern", 4),
+    # exaone4_5_text: Exaone4_5_Config rewrites its text_config's model_type to exaone4 (its text model is EXAONE 4's)
+    Family("exaone4", ("exaone4", "exaone_moe", "exaone4_5", "exaone4_5_text"), layers="every_kth_full",
+           pattern=("sliding_window_pattern", 4),
            rope_layer_types=("sliding_attention",), rope_all_without_window=True,
            defaults={"rope_theta": 10000.0, "sliding_window": 4096},
            source="modeling_exaone4.py: RoPE when sliding_window is None or the layer slides"),
@@ -276,10 +365,10 @@ REGISTRY = (
         "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
         "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
         "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
-        "jina_embeddings_v3", "lfm2", "mellum", "mimo_v2_flash", "minimax_m2", "mixtral", "modernbert",
+        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl", "minimax_m3_vl_text", "modernbert",
         "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
-        "olmo", "olmo2", "olmo3", "olmoe", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
-        "qwen3_moe", "seed_oss", "solar_open", "stablelm", "starcoder2", "step3p5", "step3p7", "ultrabert",
+        "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
+        "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
         "vaultgemma", "voxtral_realtime_encoder",
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
     Family("nanochat", ("nanochat",), direction=-1, qk_norm_after_rope="always",
@@ -296,5 +385,11 @@ REGISTRY = (
                   "halves); bidirectional"),
     Family("absolute", ("bert",), positions="learned absolute", causal=False, layout=None,
            defaults={"max_position_embeddings": 512}),
-    Family("gpt2", ("gpt2",), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),
+    # gpt-sw3: transformers' CONFIG_MAPPING maps it to GPT2Config
+    Family("gpt2", ("gpt2", "gpt-sw3"), positions="learned absolute", layout=None, defaults={"n_positions": 1024}),
+    Family("gpt_bigcode", ("gpt_bigcode",), positions="learned absolute", layout=None,
+           defaults={"n_positions": 1024},
+           source="modeling_gpt_bigcode.py: wpe, a learned table of n_positions rows added to the input"),
+    Family("opt", ("opt",), positions="learned absolute", layout=None, defaults={"max_position_embeddings": 2048},
+           source="modeling_opt.py: OPTLearnedPositionalEmbedding (max_position_embeddings rows, offset 2)"),
 )

@@ -47,8 +47,9 @@ class LayerPositions:
     it scales q, it does not change how q turns); else None.
     layer_type: the name transformers gives the layer ("full_attention", "sliding_attention", ...).
     mixer: what mixes the tokens: "attention", or for a layer without positions of its own kind,
-    "linear attention", "recurrent", "cross-attention" (keys from another input). direction: +1 when
-    position m turns pair i counter-clockwise by m * theta_i (the course's convention), -1 the other way.
+    "linear attention", "recurrent", "cross-attention" (keys from another input), "convolution" (LFM2's short
+    convolutions). direction: +1 when position m turns pair i counter-clockwise by m * theta_i (the course's
+    convention), -1 the other way.
     mrope_section: M-RoPE's (t, h, w) split of the pairs (Qwen-VL), else None; mrope_interleaved: True when
     pair i reads t, h, w in turn (Qwen3-VL), False for chunks t | h | w (Qwen2-VL), None when not known (the
     family's code decides; no record). `apply` then takes positions of shape (3, batch, seq).

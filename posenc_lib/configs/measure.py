@@ -198,7 +198,8 @@ MAX_PARAMS = 3_000_000  # the largest tiny model capture builds unless told othe
 
 def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tuple:
     """Run the tiny model twice (with and without its rotary turn); return (model class name, text config,
-    {layer: (q_before, q_after, k_before, k_after)} each (batch, heads, 5, head_dim) float64, position_ids).
+    {layer: (q_before, q_after, k_before, k_after)} each (batch, heads, 5, head_dim) float64, position_ids,
+    {layer: the scaling and sliding_window the layer handed to the attention function, those it passed}).
     Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
     pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that batch x heads >= the q head size (the fit
     of M needs as many independent q vectors as dims)."""
@@ -211,7 +212,8 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tup
     seen: list = []
 
     def probe(module, query, key, value, attention_mask, **kwargs):
-        seen.append((module, query.detach().double(), key.detach().double()))
+        told = {k: kwargs[k] for k in ("scaling", "sliding_window") if k in kwargs}  # what the layer hands over
+        seen.append((module, query.detach().double(), key.detach().double(), told))
         b, _, t, _ = query.shape
         return torch.zeros(b, t, query.shape[1], value.shape[-1], dtype=query.dtype, device=query.device), None
 
@@ -259,7 +261,8 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tup
     if not after:
         raise ValueError(f"{cls.__name__}'s layers do not call transformers' attention interface: nothing to record")
     layers = {i: (before[i][0], after[i][0], before[i][1], after[i][1]) for i in after if i in before}
-    return cls.__name__, text, layers, position_ids
+    told = {i: after[i][2] for i in layers}
+    return cls.__name__, text, layers, position_ids, told
 
 
 def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> dict:
@@ -274,7 +277,7 @@ def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> d
     finally:
         for h in handles:
             h.remove()
-    return {layer_of[id(m)]: (q, k) for m, q, k in seen if id(m) in layer_of}
+    return {layer_of[id(m)]: (q, k, told) for m, q, k, told in seen if id(m) in layer_of}
 
 
 def _fit(before: torch.Tensor, after: torch.Tensor, m: int) -> torch.Tensor:
@@ -333,7 +336,7 @@ def measure(config: dict) -> Measured:
         import transformers  # noqa: F401
     except ImportError as error:
         raise ImportError("configs.measure runs the family's code: it needs transformers installed") from error
-    cls, text, layers, position_ids = capture(config)
+    cls, text, layers, position_ids, _ = capture(config)
     far = int(position_ids[0, -1])
     out = []
     for i in range(text.num_hidden_layers):

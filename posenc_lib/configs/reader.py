@@ -22,8 +22,9 @@ Keys read (others are ignored; ill-typed ones are an error naming the user's key
     mrope_section (M-RoPE; the family's record says chunks or interleaved, and its code's default section);
       llama_4_scaling_beta in the rope dict (Ministral 3): a query scaling by position, not part of the rotation
     dynamic NTK: from max_position_embeddings, as transformers 5 (an original_max_position_embeddings in its
-      dict is not read there, noted); YaRN's truncate inside one layer type's dict: refused (transformers reads
-      truncate from the top of rope_parameters only)
+      dict is not read there, noted); YaRN's truncate inside one layer type's dict (given so, or put there by the
+      config class from a legacy rope_scaling: Gemma 3, OLMo 3) is not read, as in transformers (it reads truncate
+      from the top of rope_parameters only), noted
     per-layer settings: layer_types (its length must be num_hidden_layers), or the family's rule for them
       (reader.LAYER_RULES: Gemma 2/3 sliding patterns, Qwen2 max_window_layers, Llama 4 / SmolLM3
       no_rope_layers, linear-attention intervals, Mllama cross_attention_layers ...)
@@ -53,9 +54,11 @@ GENERIC = Family("generic", (), layout=None, layers="window_if_used", defaults={
 # (DeepSeek-V3.2's 'indexed_attention': full causal attention whose keys an indexer narrows to its top-k; the
 # indexer is ModelPositions.indexer)
 _HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked",
-                   "indexed_attention": "full", "linear_attention": None, "recurrent": None, "cross_attention": None}
+                   "indexed_attention": "full", "linear_attention": None, "recurrent": None, "cross_attention": None,
+                   "conv": None}
 # layer types whose layer does not attend over positions, and what it is instead (LayerPositions.mixer)
-MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention"}
+MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention",
+          "conv": "convolution"}  # LFM2's short-convolution blocks
 _NOT_SCALING = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
 # keys a per_layer_config may override that the reader reads model-wide: refused per layer (head_dim is read)
 _PER_LAYER_READ = {"head_dim", "rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "layer_types",
@@ -146,7 +149,8 @@ def _text_config(config):
 
 def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
     """{HF layer type: (its rope parameters dict, the key it came from, the top-level key of its base when the
-    dict has no rope_theta)}, notes."""
+    dict has no rope_theta, whether YaRN's truncate in it is read)}, notes. transformers reads truncate from the top
+    of rope_parameters only: inside a layer type's dict (given so, or put there by the config class) it is not."""
     notes = []
     legacy, modern = r.config.get("rope_scaling"), r.config.get("rope_parameters")
     for key, value in (("rope_scaling", legacy), ("rope_parameters", modern)):
@@ -159,10 +163,9 @@ def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
     params = legacy or modern or {}
     names = set(_HF_LAYER_TYPES)
     nested = bool(params) and set(params) <= names
-    local = r.family.local_base_key
-    if local and not nested:  # legacy Gemma 3: rope_scaling is the global layers' only
-        return {"full_attention": (params, r.name(key), r.family.theta_key),
-                "sliding_attention": ({"rope_type": "default"}, r.name(local), local)}, notes
+    family = r.family
+    if family.legacy_rope_layer_types is not None and not nested:
+        return _legacy_per_layer_type(r, params, key, layer_types), notes
     if nested:
         out = {}
         for layer_type in set(layer_types):
@@ -171,12 +174,37 @@ def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
             p = params[layer_type]
             if not isinstance(p, dict):
                 raise TypeError(f"{r.name(key)}[{layer_type!r}] must be a dict, got {type(p).__name__}")
-            out[layer_type] = (p, f"{r.name(key)}[{layer_type!r}]", "rope_theta")
+            out[layer_type] = (p, f"{r.name(key)}[{layer_type!r}]", "rope_theta", False)
         return out, notes
-    return {t: (params, r.name(key), r.family.theta_key) for t in set(layer_types)}, notes
+    return {t: (params, r.name(key), family.theta_key, True) for t in set(layer_types)}, notes
 
 
-def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tuple:
+def _legacy_per_layer_type(r: _Reader, params: dict, key: str, layer_types: list) -> dict:
+    """A flat rope dict of a family whose config class converts it per layer type (Family.legacy_rope_layer_types):
+    the listed layer types get it, the others plain RoPE at local_base_key's base or at the class's default base.
+    A flat rope_parameters (the new name) is not converted by those classes: they keep it beside default per-type
+    dicts and turn with those, so it is refused rather than read as something it does not do."""
+    family = r.family
+    if params and key == "rope_parameters":
+        raise ValueError(f"{r.name(key)} is flat, but transformers' {family.name} config class converts only a "
+                         f"legacy rope_scaling (with rope_theta) per layer type and keeps a flat rope_parameters beside "
+                         f"its default per-layer-type dicts, unused: give rope_parameters per layer type "
+                         f"({{'full_attention': {{...}}, 'sliding_attention': {{...}}}}) or the legacy rope_scaling")
+    out = {}
+    for layer_type in set(layer_types) | set(family.legacy_rope_layer_types):  # the legacy dict checked though unused
+        if layer_type in family.legacy_rope_layer_types:
+            out[layer_type] = (params, r.name(key), family.theta_key, False)  # now a layer type's dict
+        elif family.local_base_key is not None:
+            out[layer_type] = ({"rope_type": "default"}, r.name(family.local_base_key), family.local_base_key, False)
+        else:  # the config class's default base, whatever rope_theta says (OLMo 3)
+            base = family.defaults[family.theta_key]
+            out[layer_type] = ({"rope_type": "default", "rope_theta": base},
+                               tr(f"{family.name}'s default base for its {layer_type} layers",
+                                  f"{family.name} 的 {layer_type} 层的默认底数"), family.theta_key, False)
+    return out
+
+
+def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos, truncate_read: bool = True) -> tuple:
     """From one HF rope parameters dict: (base, rope_type, posenc scaling dict, rotated-dims reader, mrope_section)."""
     family, text = r.family, r.config
     if family.fixed_base is not None:  # a base written in the family's code (GPT-J: create_sinusoidal_positions)
@@ -217,10 +245,13 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos) -> tup
                               f"{where}['{l0}'] = {given[l0]} 不被 transformers 的 dynamic NTK 读取，它从 "
                               f"max_position_embeddings = {max_pos} 开始：这里用 {max_pos}"))
         given[l0] = max_pos
-    if "truncate" in given and where.count("[") > r.prefix.count("[") + 1:  # a layer type's own dict
-        raise ValueError(f"{where}['truncate']: transformers 5 reads YaRN's truncate from the top of rope_parameters, "
-                         f"so inside a layer type's dict it is ignored (truncate stays true); remove it or put the "
-                         f"model's rope parameters in one dict")
+    if "truncate" in given and not truncate_read:  # a layer type's own dict: transformers never reads it there
+        ignored = given.pop("truncate")
+        r.notes.append(tr(f"{where}['truncate'] = {ignored!r} is not read: transformers 5 reads YaRN's "
+                          f"truncate from the top of rope_parameters only, and this dict is one layer type's "
+                          f"(truncate stays true)",
+                          f"{where}['truncate'] 不被读取：transformers 5 只从 rope_parameters 的顶层读取 YaRN 的 "
+                          f"truncate，而这个字典属于某一种层（truncate 仍为 true）"))
     scaling = None if rope_type == "default" and set(given) <= {"rope_type"} else given
     if scaling is not None:
         try:
@@ -459,8 +490,9 @@ def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
     norm_key = family.qk_norm_after_rope
     normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
     for layer_type, dims in sorted(wanted):
-        p, where, theta_key = params[layer_type]
-        base, rope_type, scaling, partial, section, beta = _scaling(r, p, where, theta_key, max_pos=max_pos)
+        p, where, theta_key, truncate_read = params[layer_type]
+        base, rope_type, scaling, partial, section, beta = _scaling(r, p, where, theta_key, max_pos=max_pos,
+                                                                    truncate_read=truncate_read)
         rotated = _rotated_dims(r, dims[1], partial)
         if family.head_dim == "mla" and rotated != r.int("qk_rope_head_dim"):
             raise ValueError(f"{r.name('head_dim')} x the partial rotary factor gives {rotated} rotary dims, but "

@@ -76,7 +76,7 @@ def _mixer_name(mixer: str) -> str:
     """A layer without positions of its own kind ("linear attention", "recurrent", "cross-attention"), as a
     learner reads it."""
     names = {"linear attention": tr("linear attention", "线性注意力"), "recurrent": tr("recurrent", "循环"),
-             "cross-attention": tr("cross-attention", "交叉注意力")}
+             "cross-attention": tr("cross-attention", "交叉注意力"), "convolution": tr("short convolution", "短卷积")}
     return names.get(mixer, mixer)
 
 

@@ -1,0 +1,137 @@
+"""Published config.json files, read by configs.from_hf_config and by transformers, layer by layer.
+
+The files are in data/real_configs/, kept as their sources serve them; data/real_configs_provenance.json says for
+each where it comes from (repository, path, commit, what kind of copy, the licence where the source states one,
+what looks edited in the copy) and lists the candidates rejected, with why.
+
+Each file is checked the way tests/test_configs_sweep.py checks transformers' default configs (its `check`):
+transformers' own config class reads the file's dict (AutoConfig.for_model, no network), configs.measure builds a
+tiny model of it (the layer count, layer pattern and head sizes kept, widths shrunk) and records the q and k each
+layer hands to attention, with and without its rotation; the reader's layers are compared with that run: which
+layers turn q and k, which dims, the layout, the direction, the frequencies and attention factor (through the
+q.q and k.k scores at positions 0-3 and far), and (compare_attention) the sliding window and q.k scale each layer
+hands to the attention function.
+
+Outcomes, printed with their counts (pytest -s):
+  matched       every layer as the code does it;
+  no record     a model_type without a family record: its report says what it does not know, and what it states
+                is checked (as in the sweep);
+  refused       the reader refuses with a line naming the key; allowed only where transformers cannot load the
+                file either;
+  not loadable  transformers does not know the file's model_type (remote code): nothing to compare with here;
+  not compared  transformers loads it, but the tiny model cannot be built or run here (the reason is printed).
+A contradiction fails the test."""
+import collections
+import json
+from pathlib import Path
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+from posenc_lib.configs import from_hf_config  # noqa: E402
+from test_configs_sweep import check, one_thread, tiny_default  # noqa: E402,F401 (one_thread: a fixture)
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+FILES = sorted((DATA / "real_configs").glob("*.json"))
+PROVENANCE = json.loads((DATA / "real_configs_provenance.json").read_text(encoding="utf-8"))
+MAX_PARAMS = 40_000_000  # the deepest files (88 layers, MLA over 61 layers) at the shrunk widths
+
+
+def config_of(path: Path) -> dict:
+    return json.loads(path.read_bytes())
+
+
+def family_of(config: dict) -> str:
+    """The text model's model_type as the file states it (a wrapper's text_config's), the unit the counts name."""
+    text = config.get("text_config") or config
+    return text.get("model_type") or config.get("model_type")
+
+
+def transformers_loads(config: dict) -> str:
+    """'' when transformers' config classes read the file, else why not (a model_type of remote code)."""
+    fields = dict(config)
+    model_type = fields.pop("model_type", None)
+    try:
+        transformers.AutoConfig.for_model(model_type, **fields)
+    except ValueError as error:
+        return str(error).splitlines()[0][:100]
+    return ""
+
+
+def test_provenance_names_every_file_once_with_a_pinned_commit():
+    rows = PROVENANCE["files"]
+    assert sorted(row["file"] for row in rows) == [p.name for p in FILES]
+    for row in rows:
+        assert len(row["commit"]) == 40 and int(row["commit"], 16) >= 0, row["file"]
+        assert row["repository"].count("/") == 1 and row["path"].endswith(".json"), row["file"]
+    assert all(entry["why"] for entry in PROVENANCE["rejected"])
+
+
+def test_published_configs_read_as_transformers_reads_them(capsys, one_thread):
+    outcomes, details, wrong = collections.Counter(), collections.defaultdict(list), []
+    families = set()
+    for path in FILES:
+        config = config_of(path)
+        families.add(family_of(config))
+        refused_by_transformers = transformers_loads(config)
+        if refused_by_transformers:
+            try:
+                read = from_hf_config(config)
+                said = f"the reader: {read.family}"
+            except (ValueError, TypeError) as error:
+                said = f"the reader refuses: {str(error)[:80]}"
+            outcomes["not loadable"] += 1
+            details["not loadable"].append(f"{path.name}: {refused_by_transformers[:70]} ({said})")
+            continue
+        try:
+            result = check(config, ("to_dict",), max_params=MAX_PARAMS, attention=True)["to_dict"]
+        except AssertionError as error:
+            wrong.append(f"{path.name}: {str(error).splitlines()[0][:200]}")
+            continue
+        outcome, detail = result
+        if outcome == "refused":  # transformers reads this file: a refusal here would leave the learner without
+            wrong.append(f"{path.name}: refused although transformers reads it: {detail}")
+            continue
+        outcome = {"skipped": "not compared"}.get(outcome, outcome)
+        outcomes[outcome] += 1
+        if detail or outcome != "matched":
+            details[outcome].append(f"{path.name}: {detail}")
+    with capsys.disabled():
+        print(f"\nreal configs: {len(FILES)} files, {len(families)} text model_types ({', '.join(sorted(families))}): "
+              + ", ".join(f"{outcome} {n}" for outcome, n in sorted(outcomes.items()))
+              + f", contradicted {len(wrong)}")
+        for outcome, lines in details.items():
+            print(f"  {outcome}:\n    " + "\n    ".join(lines))
+        if wrong:
+            print("  contradicted:\n    " + "\n    ".join(wrong))
+    assert not wrong
+
+
+@pytest.mark.parametrize("edition", ["notebooks/10_rope_in_production.ipynb",
+                                     "notebooks/zh/10_rope_in_production.ipynb"])
+def test_notebook_10_pastes_a_published_gemma_3_config(edition):
+    """Notebook 10's paste cell holds google/gemma-3-270m-it's config.json as this folder keeps it, in both
+    editions; the reader reads it as Gemma 3 (the file is checked against transformers above)."""
+    notebook = json.loads((DATA.parent / edition).read_text(encoding="utf-8"))
+    cell = next("".join(c["source"]) for c in notebook["cells"]
+                if c["cell_type"] == "code" and "".join(c["source"]).startswith('pasted = """'))
+    pasted = cell.split('"""')[1]
+    published = (DATA / "real_configs" / "google__gemma-3-270m-it.hub-download.json").read_text(encoding="utf-8")
+    assert pasted.strip() == published.strip()
+    read = from_hf_config(json.loads(pasted))
+    assert read.family == "gemma3_text" and read.num_layers == 18
+    assert [layer.index for layer in read.layers if layer.attention == "full"] == [5, 11, 17]
+
+
+@pytest.mark.parametrize("model_type", ["starcoder2", "mixtral", "ministral", "olmo3"])
+def test_windows_read_as_each_layer_hands_them_to_attention(model_type, one_thread):
+    """Families whose window the default config leaves off (or whose default transformers cannot build: Ministral's
+    head_dim None): with a window set, each layer's window, rotation and q.k scale are what the code hands over."""
+    config = {**tiny_default(model_type), "sliding_window": 64}
+    if model_type == "ministral":
+        config["head_dim"] = 32
+    outcome, detail = check(config, ("to_dict",), attention=True)["to_dict"]
+    assert outcome == "matched", detail
+    read = from_hf_config(config)
+    assert any(layer.window == 64 for layer in read.layers)
