@@ -18,6 +18,7 @@ from notebook_sync import ROOT, read_cells, source
 
 LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)\)")
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+FENCED = re.compile(r"```.*?```", re.S)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
 
 
@@ -37,9 +38,9 @@ def github_anchor(heading: str) -> str:
 
 def headings(path: Path) -> list[str]:
     if path.suffix == ".ipynb":
-        texts = [CODE.sub("", source(c)) for c in read_cells(path) if c["cell_type"] == "markdown"]
+        texts = [FENCED.sub("", source(c)) for c in read_cells(path) if c["cell_type"] == "markdown"]
     else:
-        texts = [CODE.sub("", path.read_text(encoding="utf-8"))]
+        texts = [FENCED.sub("", path.read_text(encoding="utf-8"))]
     return [m.group(2) for text in texts for m in HEADING.finditer(text)]
 
 

@@ -20,7 +20,7 @@ from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok
 
-__all__ = ["QUIZ", "quiz_answers", "show_quiz", "check_quiz"]
+__all__ = ["QUIZ", "quiz_answers", "show_quiz", "check_quiz", "sheet_numbers"]
 
 
 # The setting of notebooks 07-08's RoPE model: head dim 16, base 10000, trained at L0 = 64.
@@ -707,3 +707,55 @@ SOLUTIONS: dict = {  # exercise name -> a reference solution (kept out of the no
 }
 
 CHECKS: dict = {name: globals()[f"check_{name}"] for name in SOLUTIONS}  # exercise name -> its checker
+
+
+# ------------------------------------------------------------------ the interview sheet's numbers (notebook 09)
+def _share(part: int, whole: int, unit: str) -> str:
+    return tr(f"{part} of {whole}", f"{whole} {unit}中的 {part} {unit}")
+
+
+def sheet_numbers(results: dict | None = None) -> dict:
+    """Every number the interview sheet at the top of notebook 09 states, computed here as the course computes
+    it (name -> the text the sheet shows): tests/test_interview_sheet.py holds both editions' sheets to
+    these, and the cell after the sheet prints them, so the sheet cannot drift from the library or data/."""
+    from ..configs import from_hf_config
+    from ..experiments import load_model_configs
+    from ..inference import position_ids_from_mask
+    from ..rope import apply_rope
+
+    summary = (load_results("extrapolation") if results is None else results)["summary"]
+
+    def rise(encoding, multiple):                      # loss at multiple * L minus loss at L, mean over seeds
+        return f"{summary[encoding][multiple]['mean'] - summary[encoding]['1']['mean']:+.2f}"
+
+    d = 16                                             # 09 section 2: q, k from seed 1, interleaved pairs
+    q, k = torch.randn(2, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+
+    def score(m, n):
+        turn = lambda x, p: apply_rope(x[None], torch.tensor([p]), layout="interleaved")[0]  # noqa: E731
+        return f"{float(turn(q, m) @ turn(k, n)):.4f}"
+
+    key = torch.randn(d, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    back = 500                                         # a query that is the key turned back by 500 positions
+    query = apply_rope(key[None], torch.tensor([-back]), layout="interleaved")[0]
+    distance = torch.arange(2 * back + 1)
+    peak = int((apply_rope(query.expand(distance.numel(), d), distance, layout="interleaved") @ key).argmax())
+    configs = {m["name"]: from_hf_config(m["config"]) for m in load_model_configs()}
+    l0 = {"original_max_position_embeddings": 4096}     # a Llama 2-sized head (d 128, L0 4096) at factor 4
+    scaled = {t: rope_inv_freq(128, scaling={"rope_type": t, "factor": 4.0, **({} if t == "linear" else l0)},
+                               seq_len=4 * 4096) for t in ("linear", "dynamic", "yarn")}
+    plain = rope_inv_freq(128)[0]
+    return {
+        "longest_wavelength_d512": f"{2 * math.pi * 10000 ** (1 - 2 / 512):,.0f}",
+        "llama31_base": f"{configs['Llama 3.1 8B'].layer(0).base:,.0f}",
+        "score_5_2": score(5, 2), "score_2_5": score(2, 5),
+        "rise_rope_8L": rise("rope", "8"), "rise_nope_8L": rise("nope", "8"), "rise_t5_8L": rise("t5", "8"),
+        "rise_alibi_8L": rise("alibi", "8"), "rise_sinusoidal_2L": rise("sinusoidal", "2"),
+        "decay_peak": f"{peak}",
+        "rope_configs": _share(sum(bool(p.rope_layers) for p in configs.values()), len(configs), "个"),
+        "slow_pairs": _share(int((_turns_in_l0() < 1).sum()), _DIM // 2, "对"),
+        "pi_last": f"{float(scaled['linear'][0][-1] / plain[-1]):.2f}",
+        "dynamic_slowdown": f"{float(plain[-1] / scaled['dynamic'][0][-1]):.0f}",
+        "yarn_attention": f"{float(scaled['yarn'][1]):.3f}",
+        "left_pad": f"{position_ids_from_mask(torch.tensor([[0, 0, 1, 1, 1]]))[0].tolist()}",
+    }
