@@ -10,6 +10,8 @@ Exempt from the check, and only these (EXEMPT says the same to a reader of a fai
     identifier);
   * verbatim quotations of the seed notes: a span in “…”, "…" or 「…」 that occurs word for word in a
     seed file (../shared/seeds/*.txt, when it is present);
+  * an English title or message quoted whole (a span in “…” or "…" with no Chinese in it: a paper's
+    title such as "Efficient Streaming Language Models with Attention Sinks");
   * the glossary's alias column (notebook 09's glossary, the column headed 别名), which lists the
     seed notes' own names on purpose, and its English column.
 """
@@ -37,7 +39,7 @@ TERMS = (
          gloss=r"掩码（[A-Za-z _]*masks?）"),
     Term("an attention sink", "注意力汇聚点",
          (r"汇聚(?!点)", r"注意力池", r"注意力槽", ASCII_WORD.format(r"[Ss]inks?")),
-         gloss=r"注意力汇聚点（attention sinks?）"),
+         gloss=r"注意力汇聚点（attention sinks?(?=[）；，])"),
     Term("MLA's latent vector", "潜向量", (r"潜在向量", r"潜变量", r"隐向量")),
     Term("a full-attention layer (Gemma's own words keep 局部/全局)", "全注意力层", (r"全局注意力层",)),
     Term("the diagonal spread (relative.diagonal_spread: the largest range along a diagonal)", "对角线极差",
@@ -57,4 +59,5 @@ TERMS = (
 
 EXEMPT = ("code (fenced blocks, `code spans`, $math$, link targets, HTML tags) and identifiers",
           "verbatim seed quotations (“…”, \"…\", 「…」 found word for word in ../shared/seeds/)",
+          "English titles quoted whole (“…” or \"…\" with no Chinese in it)",
           "the glossary's alias and English columns (09, the table with a column headed 别名)")

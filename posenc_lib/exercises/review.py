@@ -397,7 +397,8 @@ QUIZ: dict = {
                               "按位置 0 旋转；偏移全由新查询承担"),
                     "d": Text("rotated once, by their own positions, when they are made; the new query by its own "
                               "position",
-                              "在生成时按各自的位置旋转一次；新查询按它自己的位置旋转")},
+                              "在算出时（存入缓存之前）按各自的位置旋转一次，之后不再改动；"
+                              "新查询按它自己的位置旋转")},
         "answer": "d",
         "why": {"a": Text("every key would then sit at the query's position: q.k would lose the distance m - n "
                           "(notebook 12 sec. 1)",
@@ -710,8 +711,11 @@ CHECKS: dict = {name: globals()[f"check_{name}"] for name in SOLUTIONS}  # exerc
 
 
 # ------------------------------------------------------------------ the interview sheet's numbers (notebook 09)
-def _share(part: int, whole: int, unit: str) -> str:
-    return tr(f"{part} of {whole}", f"{whole} {unit}中的 {part} {unit}")
+def _share(part: int, whole: int, *, pairs: bool = False) -> str:
+    """'5 of 8' (in Chinese with the measure word for what is counted: pairs, or models)."""
+    if pairs:
+        return tr(f"{part} of {whole}", f"{whole} 对中的 {part} 对")
+    return tr(f"{part} of {whole}", f"{whole} 个中的 {part} 个")
 
 
 def sheet_numbers(results: dict | None = None) -> dict:
@@ -752,8 +756,8 @@ def sheet_numbers(results: dict | None = None) -> dict:
         "rise_rope_8L": rise("rope", "8"), "rise_nope_8L": rise("nope", "8"), "rise_t5_8L": rise("t5", "8"),
         "rise_alibi_8L": rise("alibi", "8"), "rise_sinusoidal_2L": rise("sinusoidal", "2"),
         "decay_peak": f"{peak}",
-        "rope_configs": _share(sum(bool(p.rope_layers) for p in configs.values()), len(configs), "个"),
-        "slow_pairs": _share(int((_turns_in_l0() < 1).sum()), _DIM // 2, "对"),
+        "rope_configs": _share(sum(bool(p.rope_layers) for p in configs.values()), len(configs)),
+        "slow_pairs": _share(int((_turns_in_l0() < 1).sum()), _DIM // 2, pairs=True),
         "pi_last": f"{float(scaled['linear'][0][-1] / plain[-1]):.2f}",
         "dynamic_slowdown": f"{float(plain[-1] / scaled['dynamic'][0][-1]):.0f}",
         "yarn_attention": f"{float(scaled['yarn'][1]):.3f}",
