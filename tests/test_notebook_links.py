@@ -64,6 +64,10 @@ def markdown_of(path: Path) -> list[tuple[str, str]]:
     return pieces
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
 def broken_links(path: Path) -> list[str]:
     found = []
     for where, text in markdown_of(path):
@@ -74,9 +78,9 @@ def broken_links(path: Path) -> list[str]:
             file_part, _, anchor = target.partition("#")
             linked = (path.parent / unquote(file_part)).resolve() if file_part else path
             if not linked.exists():
-                found.append(f"{path.relative_to(ROOT)} {where}: {target} (no such file)")
+                found.append(f"{_shown(path)} {where}: {target} (no such file)")
             elif anchor and linked.suffix in (".ipynb", ".md") and unquote(anchor) not in anchors(linked):
-                found.append(f"{path.relative_to(ROOT)} {where}: {target} (no heading "
+                found.append(f"{_shown(path)} {where}: {target} (no heading "
                              f"#{unquote(anchor)} in {linked.name})")
     return found
 
@@ -106,10 +110,7 @@ def test_a_broken_link_is_found(tmp_path):
     import json
     cells = [{"cell_type": "markdown", "metadata": {}, "source": "## 1. Here\n\n[ok](#1.-Here), [bad](#2.-Gone), "
               "[missing](nowhere.ipynb), [web](https://example.org/#x)"}]
-    path = ROOT / "notebooks" / "zz_link_check_tmp.ipynb"
-    try:
-        path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-        found = broken_links(path)
-    finally:
-        path.unlink()
+    path = tmp_path / "99_x.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    found = broken_links(path)
     assert len(found) == 2 and "#2.-Gone" in found[0] and "nowhere.ipynb" in found[1], found

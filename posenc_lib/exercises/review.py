@@ -432,7 +432,7 @@ QUIZ: dict = {
     "streaming_positions": {
         "question": Text("StreamingLLM with 4 sink tokens and a window of 8 has read 100 tokens. Which position does "
                          "RoPE use for the newest one?",
-                         "StreamingLLM 保留 4 个注意力汇聚点（attention sink）token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
+                         "StreamingLLM 保留 4 个作为注意力汇聚点（attention sink）的 token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
                          "用的位置是？"),
         "options": {"a": "99", "b": "7", "c": "11", "d": "12"},
         "answer": "c",
@@ -440,7 +440,7 @@ QUIZ: dict = {
                           "2023; notebook 12 sec. 3)",
                           "99 是它在文本中的位置；StreamingLLM 按缓存内计数位置（Xiao 等人 2023；notebook 12 第 3 节）"),
                 "b": Text("the 4 sinks come first: slots 0-3, then the 8 window slots 4-11 (notebook 12 sec. 3)",
-                          "4 个 sink 在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
+                          "4 个注意力汇聚点在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
                 "d": Text("12 tokens are cached, in slots 0-11; 12 would be the NEXT token's slot (notebook 12 sec. 3)",
                           "缓存里有 12 个 token，占槽位 0-11；12 是下一个 token 的槽位（notebook 12 第 3 节）")},
     },
