@@ -49,7 +49,7 @@ TERMS = (
     Term("the [sin | cos] table (concatenated layout)", "拼接", (r"串联", r"级联", r"连接(?:布局|表)")),
     Term("a learned position embedding", "可学习位置嵌入",
          (r"可训练(?:的)?位置", r"(?<!可)学习[的得到]?位置(?:编码|嵌入)", r"可学习的?位置编码",
-          r"学习式位置")),
+          r"学习式位置", r"可学习的?绝对位置(?:编码|嵌入)")),
     Term("the turns criterion (notebook 08)", "圈数判据", (r"圈数准则", r"圈数标准", r"转数”?判据", r"“转数”")),
     Term("a slow / a fast pair of dimensions", "慢速对 / 快速对", (r"(?<![很尽])慢对", r"(?<![很尽赶])快对(?![齐准])")),
     Term("a reference solution", "参考解答", (r"参考答案",)),

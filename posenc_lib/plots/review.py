@@ -114,7 +114,7 @@ def variant_table_markdown(variants: dict, where: dict) -> str:
 
 #: the variant names of configs.ModelPositions.variants() as a learner reads them (Chinese: with a gloss)
 VARIANT_LABELS = {
-    "learned absolute": Text("learned absolute", "learned absolute（可学习的绝对位置嵌入）"),
+    "learned absolute": Text("learned absolute", "learned absolute（可学习位置嵌入）"),
     "base > 10k": Text("base > 10k", "base > 10k（底数大于 10,000）"),
     "partial rotary": Text("partial rotary", "partial rotary（部分旋转）"),
     "llama3": Text("llama3", "llama3（Llama 3.1 的缩放）"), "yarn": Text("yarn", "yarn（YaRN 缩放）"),
