@@ -10,7 +10,7 @@ from notebook_sync import CHINESE_DIR, NOT_PROSE, ROOT, read_cells, source
 from zh_terms import EXEMPT, TERMS
 
 SEEDS = ROOT.parent / "shared" / "seeds"
-QUOTED = re.compile(r"“([^”]+)”|\"([^\"\n]+)\"|「([^」]+)」")
+QUOTED = re.compile(r"“([^”]+)”|\"([^\"]{1,300})\"|「([^」]+)」")   # a quoted title may break a line
 GLOSSARY_ALIAS = "别名"
 
 
@@ -142,7 +142,7 @@ def test_a_variant_is_found_in_markdown_and_printed_output(tmp_path, markdown, p
     ("见 notebook 07，在笔记本电脑上几秒跑完。", ""),
     ("`attention_mask` 给出掩码（attention mask）", "attention_mask = [0, 1]"),
     ("注意力汇聚点（attention sink）", "num_sinks 4"),
-    ("注意力汇聚点（attention sink；Xiao 等人）见 \"Efficient Streaming Language Models with Attention Sinks\"", ""),
+    ("**注意力汇聚点**（attention sink；Xiao 等人）见 \"Efficient Streaming Language Models with\nAttention Sinks\"", ""),
     ("| English | 中文 | 别名 |\n|---|---|---|\n| sinusoidal | 正弦位置编码 | 三角函数式位置编码 |", ""),
     ("```python\nmask = x\n```", ""),
 ])

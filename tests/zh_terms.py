@@ -25,7 +25,7 @@ class Term:
     concept: str             # the concept, in English
     term: str                # the one Chinese term for it
     refused: tuple[str, ...]  # regular expressions for the variants a test refuses
-    gloss: str = ""          # where a variant may appear: right after the term, in full-width brackets
+    gloss: str = ""          # where a variant may appear: right after the term (bold or not), in （…）
     note: str = field(default="", compare=False)
 
 
@@ -36,10 +36,10 @@ TERMS = (
          note="笔记本电脑 (a laptop) is another word"),
     Term("what to see in a figure", "看图要点", (r"要看什么", r"看什么")),
     Term("an attention mask", "掩码", (ASCII_WORD.format(r"[Mm]ask(?:s|ed|ing)?"),),
-         gloss=r"掩码（[A-Za-z _]*masks?）"),
+         gloss=r"掩码(?:\*\*)?（[A-Za-z _]*masks?(?=[）；，])"),
     Term("an attention sink", "注意力汇聚点",
          (r"汇聚(?!点)", r"注意力池", r"注意力槽", ASCII_WORD.format(r"[Ss]inks?")),
-         gloss=r"注意力汇聚点（attention sinks?(?=[）；，])"),
+         gloss=r"注意力汇聚点(?:\*\*)?（attention sinks?(?=[）；，])"),
     Term("MLA's latent vector", "潜向量", (r"潜在向量", r"潜变量", r"隐向量")),
     Term("a full-attention layer (Gemma's own words keep 局部/全局)", "全注意力层", (r"全局注意力层",)),
     Term("the diagonal spread (relative.diagonal_spread: the largest range along a diagonal)", "对角线极差",
