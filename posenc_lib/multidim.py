@@ -99,7 +99,8 @@ def axial_rope_frequencies(dim: int, *, base: float = 10000.0, style: str = "pix
 
     axis[i] = 0 (row) for pairs i < dim/4, 1 (column) for the rest, in both styles. freq:
       style="qwen2_vl": freq = [phi, phi], phi_j = base ** (-2j / (dim/2)), j < dim/4 (one set for both axes;
-                        transformers' Qwen2VLVisionRotaryEmbedding, also Qwen2.5-VL's and Qwen3-VL's)
+                        transformers' Qwen2VLVisionRotaryEmbedding; Qwen2_5_VLVisionRotaryEmbedding and
+                        Qwen3VLVisionRotaryEmbedding compute the same)
       style="pixtral":  freq = [theta_0, theta_2, ..., theta_1, theta_3, ...], theta_j = base ** (-2j/dim),
                         j < dim/2 (rows the even, columns the odd frequencies; PixtralVisionRotaryEmbedding)
     freq is float64 (float32 on devices without it), axis int64, both on `device`.

@@ -735,7 +735,9 @@ VARIANTS = {  # what each model's config.json makes it use, as notebooks 10-11 t
     "Mistral 7B v0.1": ["sliding-window layers"],
     "Qwen2.5-VL 7B Instruct": ["base > 10k", "M-RoPE"],
     "Gemma 3 4B (instruction-tuned)": ["base > 10k", "linear", "local/global bases", "sliding-window layers"],
-    "Phi-3 mini 128k instruct": ["longrope", "sliding-window layers"],
+    "Phi-3 mini 128k instruct": ["longrope"],  # its sliding_window 262144 exceeds its 131072 positions
+    "Qwen3-Next 80B-A3B Instruct": ["base > 10k", "partial rotary", "linear attention layers"],
+    "MiniMax-Text-01 (HF format)": ["base > 10k", "linear attention layers"],
     "DeepSeek-V3": ["decoupled RoPE", "yarn"],
     "GPT-NeoX-20B": ["partial rotary"],
     "SmolLM3 3B": ["base > 10k", "NoPE layers"],

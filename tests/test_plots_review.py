@@ -57,6 +57,9 @@ def test_scaling_cheat_sheet_one_row_per_rope_type_with_computed_numbers():
     assert rows["longrope"]["first"] is None                         # no formula: needs a model's own factors
     assert (rows["proportional"]["first"], rows["proportional"]["last"]) == (1.0, 0.0)   # p-RoPE stops the slow pairs
     assert rows["yarn"]["keys"][:3] == ["rope_type", "factor", "original_max_position_embeddings"]
+    # dynamic NTK: transformers takes L0 from max_position_embeddings (it ignores original_max_position_embeddings)
+    assert "original_max_position_embeddings" not in rows["dynamic"]["keys"]
+    assert "max_position_embeddings" in rows["dynamic"]["keys"]
     assert rows["yarn"]["models"] == ["B"] and rows["default"]["models"] == ["A", "B"]
     table = P.scaling_cheat_sheet_markdown(list(rows.values()))
     assert table.count("\n") == len(ROPE_SCALINGS) + 1 and "posenc_lib only" in table

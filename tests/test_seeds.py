@@ -241,10 +241,17 @@ def test_000_prose_pairs_neighbours_code_pairs_halves():
 
 
 def test_000_partial_rotary_comment_describes_real_models():
-    """000's comment "RoPE only on part of the dims (usually the first part)" (its code rotates all): GPT-NeoX
+    """000's comment "RoPE only on part of the dims (usually the first half)" (its code rotates all): GPT-NeoX
     rotates the first rotary_pct = 0.25 of each head, GPT-J the first rotary_dim = 64 of 256 (transformers'
-    configs and modeling code); the rest passes through unchanged."""
-    from transformers import GPTJConfig, GPTNeoXConfig, LlamaConfig
+    configs and modeling code); the rest passes through unchanged. GLM rotates half: transformers' GlmConfig
+    default and the published GLM-4 9B config, 64 of 128."""
+    from transformers import GlmConfig, GPTJConfig, GPTNeoXConfig, LlamaConfig
+    from posenc_lib.experiments.results import load_model_configs
+
+    assert GlmConfig().rope_parameters["partial_rotary_factor"] == 0.5
+    glm4 = next(m for m in load_model_configs() if m["name"] == "GLM-4 9B Chat (HF format)")
+    glm4_layer = P.from_hf_config(glm4["config"]).layer(0)
+    assert (glm4_layer.rotary_dim, glm4_layer.head_dim) == (64, 128)
     from transformers.models.gpt_neox import modeling_gpt_neox as neox
 
     neox_config, gptj_config = GPTNeoXConfig(), GPTJConfig()

@@ -260,8 +260,9 @@ class ModelPositions:
         "learned absolute" (no RoPE), "base > 10k", "partial rotary" (the first r of head_dim dims turn),
         "decoupled RoPE" (a slice that does not start at dim 0: DeepSeek MLA), the rope_type of a context
         extension ("linear", "yarn", "llama3", "longrope", ...), "local/global bases" (RoPE layers with
-        different bases), "NoPE layers" (beside RoPE layers), "sliding-window layers", "chunked layers",
-        "M-RoPE" (an mrope_section)."""
+        different bases), "NoPE layers" (attention layers without RoPE beside RoPE layers), "<mixer> layers"
+        for layers of another kind beside them ("linear attention layers"), "sliding-window layers" (a window
+        shorter than max_position_embeddings), "chunked layers", "M-RoPE" (an mrope_section)."""
         if self.position_encoding != "rope":
             return [self.position_encoding]
         rope = [layer for layer in self.layers if layer.rope]
@@ -275,11 +276,16 @@ class ModelPositions:
         found += sorted({layer.rope_type for layer in rope if layer.rope_type != "default"})
         if len({layer.base for layer in rope}) > 1:
             found.append("local/global bases")
-        if rope and self.nope_layers:
+        others = [layer for layer in self.layers if not layer.rope]
+        if rope and any(layer.mixer == "attention" for layer in others):
             found.append("NoPE layers")
-        for kind, name in (("sliding", "sliding-window layers"), ("chunked", "chunked layers")):
-            if any(layer.attention == kind for layer in self.layers):
-                found.append(name)
+        found += sorted({f"{layer.mixer} layers" for layer in others if rope and layer.mixer != "attention"})
+        context = self.max_position_embeddings
+        if any(layer.attention == "sliding" and (context is None or layer.window is None or layer.window < context)
+               for layer in self.layers):
+            found.append("sliding-window layers")  # a window at least the context long slides over nothing
+        if any(layer.attention == "chunked" for layer in self.layers):
+            found.append("chunked layers")
         if self.mrope_section is not None:
             found.append("M-RoPE")
         return found

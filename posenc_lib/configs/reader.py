@@ -578,7 +578,7 @@ def from_hf_config(config: dict) -> ModelPositions:
         return ModelPositions(model_type, family.name, "learned absolute", n, max_pos, None, layers,
                               notes=(tr(f"learned absolute positions: a table of {max_pos} rows added to the input; "
                                         f"no position in attention",
-                                        f"可学习的绝对位置嵌入：一张 {max_pos} 行的表，加在输入上；"
+                                        f"可学习位置嵌入：一张 {max_pos} 行的表，加在输入上；"
                                         f"注意力里没有位置信息"),), defaults_used=tuple(r.defaults_used))
     layout, layout_from = _layout(r, model_type)
     for key, values, why in family.refused:

@@ -36,7 +36,7 @@ def check_left_pad_positions(fn) -> None:
         got = integers(call(fn, mask, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
         if not torch.equal(mask, before):
             raise ExerciseError(tr("your function changed the mask in place: return a new tensor",
-                                   "你的函数原地改动了 mask：请返回一个新张量"))
+                                   "你的函数原地改动了掩码：请返回一个新张量"))
         if tuple(got.shape) != tuple(mask.shape):
             raise ExerciseError(tr(f"expected one position per token, shape {tuple(mask.shape)}, got {tuple(got.shape)}",
                                    f"每个 token 一个位置，形状应为 {tuple(mask.shape)}，得到的是 {tuple(got.shape)}"))
@@ -64,7 +64,7 @@ def check_left_pad_positions(fn) -> None:
         ], torch.equal)
         raise ExerciseError(tr(f"for the mask {mask.tolist()} the real tokens should get {want[real].tolist()}, "
                                f"got {got[real].tolist()}",
-                               f"mask 为 {mask.tolist()} 时真实 token 的位置应为 {want[real].tolist()}，"
+                               f"掩码为 {mask.tolist()} 时真实 token 的位置应为 {want[real].tolist()}，"
                                f"得到的是 {got[real].tolist()}"))
     ok(tr("positions counted from each row's first real token, as transformers' generate() counts them.",
           "位置从每行第一个真实 token 数起，和 transformers 的 generate() 一样。"))
@@ -149,13 +149,13 @@ def check_window_positions(fn) -> None:
             name_the_mistake(kept, [  # with no sinks the first list is the right answer, so it never matches here
                 (list(range(max(seen - window, 0), seen)),
                  tr("the sinks were evicted: StreamingLLM keeps the first num_sinks tokens for good",
-                    "sink 被逐出了：StreamingLLM 会一直保留前 num_sinks 个 token")),
+                    "注意力汇聚点被逐出了：StreamingLLM 会一直保留前 num_sinks 个 token")),
                 (list(range(sinks)) + list(range(seen - (window - sinks), seen)),
                  tr("the window counts the recent tokens only: the cache holds num_sinks + window",
                     "窗口只算最近的 token：缓存里一共是 num_sinks + window 个"))])
             raise ExerciseError(tr(f"after {seen} tokens with {sinks} sinks and a window of {window} the cache holds "
                                    f"{right}, got {kept}",
-                                   f"处理了 {seen} 个 token、{sinks} 个 sink、窗口为 {window} 时，缓存中应为 {right}，"
+                                   f"处理了 {seen} 个 token、{sinks} 个注意力汇聚点、窗口为 {window} 时，缓存中应为 {right}，"
                                    f"得到的是 {kept}"))
         if positions == kept and kept != list(range(len(kept))):
             raise ExerciseError(tr("those are the text positions: StreamingLLM numbers the keys by their slot in the "
@@ -166,7 +166,7 @@ def check_window_positions(fn) -> None:
             raise ExerciseError(tr(f"the positions inside the cache are 0 .. {len(right) - 1}, got {positions}",
                                    f"缓存内的位置应为 0 .. {len(right) - 1}，得到的是 {positions}"))
     ok(tr("sinks plus the last window, numbered by their slots in the cache, as StreamingLLM numbers them.",
-          "sink 加上最近的窗口，按它们在缓存中的槽位编号，和 StreamingLLM 一样。"))
+          "注意力汇聚点加上最近的窗口，按它们在缓存中的槽位编号，和 StreamingLLM 一样。"))
 
 
 # ------------------------------------------------------------------------------- reference solutions

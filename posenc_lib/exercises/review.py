@@ -20,7 +20,7 @@ from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok
 
-__all__ = ["QUIZ", "quiz_answers", "show_quiz", "check_quiz"]
+__all__ = ["QUIZ", "quiz_answers", "show_quiz", "check_quiz", "sheet_numbers"]
 
 
 # The setting of notebooks 07-08's RoPE model: head dim 16, base 10000, trained at L0 = 64.
@@ -254,7 +254,7 @@ QUIZ: dict = {
     "ntk_overshoot": {
         "question": Text("NTK-aware at factor 4 on that model, on a window of 4 * L0: the slow pairs turn past the "
                          "angles they saw in training. By how much at most (turns over 4 L0 / turns over L0)?",
-                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢对转到的角度会超出训练时见过的范围。"
+                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢速对转到的角度会超出训练时见过的范围。"
                          "最多超出多少（4 L0 内的圈数 / L0 内的圈数）？"),
         "options": {"a": Text("1.00 (they stay within their trained angles)", "1.00（仍在训练过的角度范围内）"),
                     "b": "4.00", "c": "2.21", "d": "1.45"},
@@ -262,14 +262,14 @@ QUIZ: dict = {
         "solve": _ntk_overshoot,
         "explain": lambda r: tr("factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2)), largest at the first slow "
                                 f"pair: {_ntk_overshoot(r):.2f} (notebook 08, sec. 4)",
-                                f"factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2))，在第一个慢对处最大："
+                                f"factor * theta'_i / theta_i = 4 ** (1 - 2 i / (d - 2))，在第一个慢速对处最大："
                                 f"{_ntk_overshoot(r):.2f}（notebook 08 第 4 节）"),
     },
     "ntk_overshoot_cause": {
         "question": Text("At a fixed factor, what sets how far NTK-aware's slow pairs overshoot their trained angles?",
-                         "因子固定时，NTK-aware 的慢对超出训练角度多少，是由什么决定的？"),
+                         "因子固定时，NTK-aware 的慢速对超出训练角度多少，是由什么决定的？"),
         "options": {"a": Text("where the slow pairs start in the head, i.e. L0 against the base",
-                              "慢对从注意力头的第几对开始，也就是 L0 相对于底数的大小"),
+                              "慢速对从注意力头的第几对开始，也就是 L0 相对于底数的大小"),
                     "b": Text("the number of pairs: more pairs make the geometric steps finer",
                               "对的数量：对越多，几何级数的每一步越小"),
                     "c": Text("the attention factor", "注意力因子（attention factor）"),
@@ -279,7 +279,7 @@ QUIZ: dict = {
         "why": {"b": Text("the overshoot is factor ** (1 - 2 i0 / (d - 2)) at the first slow pair i0; 2 i0 / (d - 2) "
                           "tends to ln(L0 / 2 pi) / ln(base) as d grows. At L0 = 64 it is 2.21 at d = 16 and 2.75 at "
                           "d = 128: more pairs, MORE overshoot (notebook 08, sec. 4)",
-                          "超出量在第一个慢对 i0 处为 factor ** (1 - 2 i0 / (d - 2))；d 增大时，2 i0 / (d - 2) 趋于 "
+                          "超出量在第一个慢速对 i0 处为 factor ** (1 - 2 i0 / (d - 2))；d 增大时，2 i0 / (d - 2) 趋于 "
                           "ln(L0 / 2 pi) / ln(base)。L0 = 64 时，d = 16 为 2.21，d = 128 为 2.75："
                           "对越多，超出反而越多（notebook 08 第 4 节）"),
                 "c": Text("NTK-aware has none (attention factor 1); only YaRN rescales the scores",
@@ -323,14 +323,14 @@ QUIZ: dict = {
     "yarn_temperature": {
         "question": Text("YaRN and Llama 3.1 both keep the fast pairs and fully interpolate the slow ones. What does "
                          "YaRN do that Llama 3.1 does not?",
-                         "YaRN 和 Llama 3.1 都保留快对、对慢对做完全插值。YaRN 多做了哪件 Llama 3.1 没做的事？"),
+                         "YaRN 和 Llama 3.1 都保留快速对、对慢速对做完全插值。YaRN 多做了哪件 Llama 3.1 没做的事？"),
         "options": {"a": Text("it divides every frequency by the factor", "把每个频率都除以因子"),
                     "b": Text("it raises the base", "调大底数"),
                     "c": Text("it scales the attention logits, by (0.1 ln s + 1)^2",
                               "缩放注意力 logits，乘以 (0.1 ln s + 1)^2"),
                     "d": Text("it recomputes its factor from the sequence length", "按序列长度重新计算因子")},
         "answer": "c",
-        "why": {"a": Text("that is PI; both keep the fast pairs", "那是 PI；两者都保留快对"),
+        "why": {"a": Text("that is PI; both keep the fast pairs", "那是 PI；两者都保留快速对"),
                 "b": Text("that is NTK-aware (and ABF, raising the base before training)",
                           "那是 NTK-aware（还有 ABF，在训练前就调大底数）"),
                 "d": Text("that is dynamic scaling (dynamic NTK, or YaRN's optional dynamic variant), not YaRN as "
@@ -340,7 +340,7 @@ QUIZ: dict = {
     "pi_justification": {
         "question": Text("How do Chen et al. (2023) justify position interpolation?",
                          "Chen 等人（2023）用什么来论证位置插值的合理性？"),
-        "options": {"a": Text("interpolation keeps the fast pairs' speed", "插值保留了快对的转速"),
+        "options": {"a": Text("interpolation keeps the fast pairs' speed", "插值保留了快速对的转速"),
                     "b": Text("it needs no fine-tuning", "它不需要微调"),
                     "c": Text("NTK theory: networks need high frequencies", "NTK 理论：网络需要高频"),
                     "d": Text("a bound: attention scores at interpolated positions are bounded far more tightly "
@@ -349,7 +349,7 @@ QUIZ: dict = {
         "answer": "d",
         "why": {"a": Text("PI slows EVERY pair, the fast ones included; that it loses fast-pair resolution is "
                           "bloc97's and YaRN's critique of PI, which led to NTK-aware and YaRN",
-                          "PI 把每一对都放慢了，快对也不例外；快对因此丢了分辨率，这正是 bloc97 和 YaRN 对 PI 的"
+                          "PI 把每一对都放慢了，快速对也不例外；快速对因此丢了分辨率，这正是 bloc97 和 YaRN 对 PI 的"
                           "批评，NTK-aware 和 YaRN 也由此而来"),
                 "b": Text("the paper fine-tunes (about 1,000 steps); notebook 08 shows PI without it is poor",
                           "论文做了微调（约 1,000 步）；notebook 08 表明不微调的 PI 效果很差"),
@@ -367,7 +367,7 @@ QUIZ: dict = {
                           "NTK-aware 也不均匀：base * s^(d/(d-2)) 让最快的一对不变，最慢的一对放慢 s 倍，"
                           "中间按几何级数过渡"),
                 "c": Text("YaRN ramps from untouched (fast pairs) to theta / s (slow pairs)",
-                          "YaRN 从原封不动（快对）渐变到 theta / s（慢对）"),
+                          "YaRN 从原封不动（快速对）渐变到 theta / s（慢速对）"),
                 "d": Text("Llama 3.1 keeps short wavelengths, divides long ones by s, and blends in between",
                           "Llama 3.1 保留短波长，长波长除以 s，两者之间平滑过渡")},
     },
@@ -397,7 +397,8 @@ QUIZ: dict = {
                               "按位置 0 旋转；偏移全由新查询承担"),
                     "d": Text("rotated once, by their own positions, when they are made; the new query by its own "
                               "position",
-                              "在生成时按各自的位置旋转一次；新查询按它自己的位置旋转")},
+                              "在算出时（存入缓存之前）按各自的位置旋转一次，之后不再改动；"
+                              "新查询按它自己的位置旋转")},
         "answer": "d",
         "why": {"a": Text("every key would then sit at the query's position: q.k would lose the distance m - n "
                           "(notebook 12 sec. 1)",
@@ -413,7 +414,7 @@ QUIZ: dict = {
     "left_pad_positions": {
         "question": Text("A left-padded prompt in a batch has the attention mask [0, 0, 1, 1, 1]. Which position ids "
                          "does transformers' generate() give it?",
-                         "批次中一个左填充的提示词，attention mask 为 [0, 0, 1, 1, 1]。transformers 的 generate() "
+                         "批次中一个左填充的提示词，注意力掩码为 [0, 0, 1, 1, 1]。transformers 的 generate() "
                          "给它的位置 id 是？"),
         "options": {"a": "[0, 1, 2, 3, 4]", "b": "[0, 0, 0, 1, 2]", "c": "[2, 3, 4, 5, 6]", "d": "[-1, -1, 0, 1, 2]"},
         "answer": "b",
@@ -431,7 +432,7 @@ QUIZ: dict = {
     "streaming_positions": {
         "question": Text("StreamingLLM with 4 sink tokens and a window of 8 has read 100 tokens. Which position does "
                          "RoPE use for the newest one?",
-                         "StreamingLLM 保留 4 个 sink token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
+                         "StreamingLLM 保留 4 个作为注意力汇聚点（attention sink）的 token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
                          "用的位置是？"),
         "options": {"a": "99", "b": "7", "c": "11", "d": "12"},
         "answer": "c",
@@ -439,7 +440,7 @@ QUIZ: dict = {
                           "2023; notebook 12 sec. 3)",
                           "99 是它在文本中的位置；StreamingLLM 按缓存内计数位置（Xiao 等人 2023；notebook 12 第 3 节）"),
                 "b": Text("the 4 sinks come first: slots 0-3, then the 8 window slots 4-11 (notebook 12 sec. 3)",
-                          "4 个 sink 在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
+                          "4 个注意力汇聚点在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
                 "d": Text("12 tokens are cached, in slots 0-11; 12 would be the NEXT token's slot (notebook 12 sec. 3)",
                           "缓存里有 12 个 token，占槽位 0-11；12 是下一个 token 的槽位（notebook 12 第 3 节）")},
     },
@@ -707,3 +708,58 @@ SOLUTIONS: dict = {  # exercise name -> a reference solution (kept out of the no
 }
 
 CHECKS: dict = {name: globals()[f"check_{name}"] for name in SOLUTIONS}  # exercise name -> its checker
+
+
+# ------------------------------------------------------------------ the interview sheet's numbers (notebook 09)
+def _share(part: int, whole: int, *, pairs: bool = False) -> str:
+    """'5 of 8' (in Chinese with the measure word for what is counted: pairs, or models)."""
+    if pairs:
+        return tr(f"{part} of {whole}", f"{whole} 对中的 {part} 对")
+    return tr(f"{part} of {whole}", f"{whole} 个中的 {part} 个")
+
+
+def sheet_numbers(results: dict | None = None) -> dict:
+    """Every number the interview sheet at the top of notebook 09 states, computed here as the course computes
+    it (name -> the text the sheet shows): tests/test_interview_sheet.py holds both editions' sheets to
+    these, and the cell after the sheet prints them, so the sheet cannot drift from the library or data/."""
+    from ..configs import from_hf_config
+    from ..experiments import load_model_configs
+    from ..inference import position_ids_from_mask
+    from ..rope import apply_rope
+
+    summary = (load_results("extrapolation") if results is None else results)["summary"]
+
+    def rise(encoding, multiple):                      # loss at multiple * L minus loss at L, mean over seeds
+        return f"{summary[encoding][multiple]['mean'] - summary[encoding]['1']['mean']:+.2f}"
+
+    d = 16                                             # 09 section 2: q, k from seed 1, interleaved pairs
+    q, k = torch.randn(2, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+
+    def score(m, n):
+        turn = lambda x, p: apply_rope(x[None], torch.tensor([p]), layout="interleaved")[0]  # noqa: E731
+        return f"{float(turn(q, m) @ turn(k, n)):.4f}"
+
+    key = torch.randn(d, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    back = 500                                         # a query that is the key turned back by 500 positions
+    query = apply_rope(key[None], torch.tensor([-back]), layout="interleaved")[0]
+    distance = torch.arange(2 * back + 1)
+    peak = int((apply_rope(query.expand(distance.numel(), d), distance, layout="interleaved") @ key).argmax())
+    configs = {m["name"]: from_hf_config(m["config"]) for m in load_model_configs()}
+    l0 = {"original_max_position_embeddings": 4096}     # a Llama 2-sized head (d 128, L0 4096) at factor 4
+    scaled = {t: rope_inv_freq(128, scaling={"rope_type": t, "factor": 4.0, **({} if t == "linear" else l0)},
+                               seq_len=4 * 4096) for t in ("linear", "dynamic", "yarn")}
+    plain = rope_inv_freq(128)[0]
+    return {
+        "longest_wavelength_d512": f"{2 * math.pi * 10000 ** (1 - 2 / 512):,.0f}",
+        "llama31_base": f"{configs['Llama 3.1 8B'].layer(0).base:,.0f}",
+        "score_5_2": score(5, 2), "score_2_5": score(2, 5),
+        "rise_rope_8L": rise("rope", "8"), "rise_nope_8L": rise("nope", "8"), "rise_t5_8L": rise("t5", "8"),
+        "rise_alibi_8L": rise("alibi", "8"), "rise_sinusoidal_2L": rise("sinusoidal", "2"),
+        "decay_peak": f"{peak}",
+        "rope_configs": _share(sum(bool(p.rope_layers) for p in configs.values()), len(configs)),
+        "slow_pairs": _share(int((_turns_in_l0() < 1).sum()), _DIM // 2, pairs=True),
+        "pi_last": f"{float(scaled['linear'][0][-1] / plain[-1]):.2f}",
+        "dynamic_slowdown": f"{float(plain[-1] / scaled['dynamic'][0][-1]):.0f}",
+        "yarn_attention": f"{float(scaled['yarn'][1]):.3f}",
+        "left_pad": f"{position_ids_from_mask(torch.tensor([[0, 0, 1, 1, 1]]))[0].tolist()}",
+    }

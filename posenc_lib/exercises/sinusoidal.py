@@ -388,13 +388,13 @@ def check_relative_part(relative_part) -> None:
                 raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): you kept "
                                        f"entries outside the 2x2 diagonal blocks; they couple pairs of different "
                                        f"frequencies (terms in m*w_i - n*w_j), set them to zero",
-                                       f"PE(m) W' PE(n) 依赖的仍不只是 n - m（同一条对角线上最多相差 {spread:.3g}）："
+                                       f"PE(m) W' PE(n) 依赖的仍不只是 n - m（对角线极差 {spread:.3g}）："
                                        f"你保留了 2x2 对角块以外的元素，它们把频率不同的对耦合在一起"
                                        f"（产生 m*w_i - n*w_j 这样的项），应置为 0"))
             raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): inside each "
                                    f"block [[a, b], [c, d]] keep only alpha*I + beta*J with alpha = (a+d)/2 and "
                                    f"beta = (b-c)/2; the rest gives terms in m + n",
-                                   f"PE(m) W' PE(n) 依赖的仍不只是 n - m（同一条对角线上最多相差 {spread:.3g}）："
+                                   f"PE(m) W' PE(n) 依赖的仍不只是 n - m（对角线极差 {spread:.3g}）："
                                    f"每个块 [[a, b], [c, d]] 里只保留 alpha*I + beta*J，其中 alpha = (a+d)/2，"
                                    f"beta = (b-c)/2；其余部分会产生含 m + n 的项"))
         symmetric = right.clone()

@@ -60,7 +60,7 @@ def render_streaming_cache(ax, kept_per_step: list, num_sinks: int) -> dict:
     ax.set_xlabel(tr("text position of the token", "token 在文本中的位置"), fontsize=8)
     ax.set_ylabel(tr("after step", "第几步之后"), fontsize=8)
     ax.tick_params(labelsize=8)
-    ax.set_title(tr("kept in the cache: sinks (red) + window (blue)", "缓存中保留的：sink（红）+ 窗口（蓝）"),
+    ax.set_title(tr("kept in the cache: sinks (red) + window (blue)", "缓存中保留的：注意力汇聚点（红）+ 窗口（蓝）"),
                  fontsize=9)
     return {"grid": grid}
 

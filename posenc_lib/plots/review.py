@@ -114,14 +114,15 @@ def variant_table_markdown(variants: dict, where: dict) -> str:
 
 #: the variant names of configs.ModelPositions.variants() as a learner reads them (Chinese: with a gloss)
 VARIANT_LABELS = {
-    "learned absolute": Text("learned absolute", "learned absolute（可学习的绝对位置嵌入）"),
+    "learned absolute": Text("learned absolute", "learned absolute（可学习位置嵌入）"),
     "base > 10k": Text("base > 10k", "base > 10k（底数大于 10,000）"),
     "partial rotary": Text("partial rotary", "partial rotary（部分旋转）"),
     "llama3": Text("llama3", "llama3（Llama 3.1 的缩放）"), "yarn": Text("yarn", "yarn（YaRN 缩放）"),
     "linear": Text("linear", "linear（线性位置插值 PI）"), "longrope": Text("longrope", "longrope（LongRoPE 逐对因子）"),
     "local/global bases": Text("local/global bases", "local/global bases（局部层/全局层各用一个底数）"),
     "sliding-window layers": Text("sliding-window layers", "sliding-window layers（滑动窗口层）"),
-    "NoPE layers": Text("NoPE layers", "NoPE layers（不用位置编码的层）"),
+    "NoPE layers": Text("NoPE layers", "NoPE layers（不用位置编码的注意力层）"),
+    "linear attention layers": Text("linear attention layers", "linear attention layers（线性注意力层，不是 NoPE）"),
     "chunked layers": Text("chunked layers", "chunked layers（分块注意力层）"),
     "decoupled RoPE": Text("decoupled RoPE", "decoupled RoPE（解耦 RoPE）"),
     "M-RoPE": Text("M-RoPE", "M-RoPE（多模态 RoPE）")}
@@ -149,6 +150,11 @@ SCALING_METHODS = {
 }
 
 
+#: where a config states L0 for a rope_type whose library dict calls it original_max_position_embeddings:
+#: transformers' dynamic NTK reads max_position_embeddings and ignores original_max_position_embeddings
+CONFIG_KEY_OF_L0 = {"dynamic": "max_position_embeddings"}
+
+
 def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, original_max: int = 4096,
                         examples: dict | None = None) -> list:
     """One row per rope_type of `posenc_lib.scaling.ROPE_SCALINGS`: name, formula, the config keys (the
@@ -167,8 +173,10 @@ def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, or
     rows = []
     for rope_type, record in ROPE_SCALINGS.items():
         name, formula = SCALING_METHODS[rope_type]
-        row = {"rope_type": rope_type, "method": str(name), "formula": str(formula),
-               "keys": ["rope_theta"] if rope_type == "default" else ["rope_type", *record.required, *record.optional],
+        keys = ["rope_theta"] if rope_type == "default" else ["rope_type", *record.required, *record.optional]
+        if rope_type in CONFIG_KEY_OF_L0:  # transformers' L0 for dynamic NTK is the config's max_position_embeddings
+            keys = [CONFIG_KEY_OF_L0[rope_type] if k == "original_max_position_embeddings" else k for k in keys]
+        row = {"rope_type": rope_type, "method": str(name), "formula": str(formula), "keys": keys,
                "models": [model for model, types in models.items() if rope_type in types]}
         if rope_type in examples:
             scaling, head = examples[rope_type]
@@ -188,6 +196,14 @@ def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, or
     return rows
 
 
+#: what the config-keys column adds for a rope_type (a Text: shown in the language in force)
+KEY_NOTES = {"ntk": Text(" (posenc_lib only: transformers has no static NTK type)",
+                         "（仅 posenc_lib 有：transformers 没有静态 NTK 类型）"),
+             "dynamic": Text(" (L0, at the config's top level; transformers ignores `original_max_position_embeddings` "
+                             "for dynamic NTK)",
+                             "（即 L0，在配置顶层；对动态 NTK，transformers 不读 `original_max_position_embeddings`）")}
+
+
 def scaling_cheat_sheet_markdown(rows: list) -> str:
     """A Markdown table of `scaling_cheat_sheet` rows."""
     lines = [tr("| method | `rope_type` | θ′_i | θ′/θ, first → last pair | factor on cos, sin | config keys | models |",
@@ -202,9 +218,7 @@ def scaling_cheat_sheet_markdown(rows: list) -> str:
             factor = "" if s is None else tr(f", s {s:g}", f"，因子 s {s:g}")
             where = tr(f" (d {head}{factor}{at})", f"（头维度 d {head}{factor}{at}）")
             numbers, attention = f"{r['first']:.3g} → {r['last']:.3g}{where}", f"{r['attention_factor']:.4g}"
-        keys = ", ".join(f"`{k}`" for k in r["keys"]) + ("" if r["rope_type"] != "ntk" else
-                                                          tr(" (posenc_lib only: transformers has no static NTK type)",
-                                                             "（仅 posenc_lib 有：transformers 没有静态 NTK 类型）"))
+        keys = ", ".join(f"`{k}`" for k in r["keys"]) + str(KEY_NOTES.get(r["rope_type"], ""))
         lines.append(f"| {r['method']} | `{r['rope_type']}` | {r['formula']} | {numbers} | {attention} | {keys} | "
                      f"{', '.join(r['models']) if r['models'] else '-'} |")
     return "\n".join(lines)

@@ -270,7 +270,7 @@ def render_score_maps(axes, maps: dict):
         ax.imshow(scores.numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
         shown = _SCORE_MAP_NAMES.get(name, name)
         ax.set_title(tr(f"{shown}\nspread along diagonals {spreads[name]:.1e}",
-                        f"{shown}\n沿对角线的离散度 {spreads[name]:.1e}"),
+                        f"{shown}\n对角线极差 {spreads[name]:.1e}"),
                      fontsize=8)
         ax.set_xlabel(tr("key n", "键 n"), fontsize=8)
         ax.set_ylabel(tr("query m", "查询 m"), fontsize=8)
