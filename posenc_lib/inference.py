@@ -570,8 +570,8 @@ def usable_context_length(config: dict) -> ContextLength:
 
     YaRN: usable = original_max_position_embeddings x factor (the length the frequencies were set for;
     Qwen's documentation adds {"factor": 4, "original_max_position_embeddings": 32768} to a 32768 config).
-    Llama 3 and LongRoPE: usable = max_position_embeddings (their factor is not a ratio of lengths: Llama
-    3.1 states 131072 with factor 8 over 8192). Linear and dynamic NTK without an original length: None,
+    Llama 3, LongRoPE and types whose factor is no length ratio (or absent): usable = max_position_embeddings
+    (Llama 3.1 states 131072 with factor 8 over 8192). Linear and dynamic NTK without an original length: None,
     since the config does not say whether max_position_embeddings is before or after the scaling (Gemma
     3's 131072 is after it). No scaling: max_position_embeddings. A warning names a double scaling:
     max_position_embeddings x factor beyond the usable length."""
@@ -602,7 +602,7 @@ def usable_context_length(config: dict) -> ContextLength:
         if stated is not None and stated != usable:
             warnings.append(f"max_position_embeddings = {stated} differs from original_max_position_embeddings x "
                             f"factor = {original} x {factor:g} = {usable}, the length YaRN was set for")
-    else:                                               # llama3, longrope: the config states the extended length
+    else:                    # llama3, longrope, and types without a length factor: the config states the length
         trained, usable = original, stated
     if usable is not None and times_factor is not None and times_factor > usable:
         warnings.append(f"double scaling: max_position_embeddings x factor = {stated} x {factor:g} = {times_factor} "
