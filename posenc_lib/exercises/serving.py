@@ -23,7 +23,6 @@ from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
 
-_YOUR_FUNCTION = ("your function", "你的函数")
 
 
 def _same_ints(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -47,7 +46,7 @@ def check_context_shift(fn) -> None:
     keys = apply_rope(raw, torch.arange(n), base=base)                          # cached rotated at 0 .. n-1
     for n_keep, n_discard in ((2, 3), (0, 4)):
         before = keys.clone()
-        got = as_tensor(call(fn, keys, n_keep, n_discard, base, what=tr(*_YOUR_FUNCTION)), tr("your keys", "你的键"))
+        got = as_tensor(call(fn, keys, n_keep, n_discard, base, what=tr("your function", "你的函数")), tr("your keys", "你的键"))
         if not torch.equal(keys, before):
             raise ExerciseError(tr("your function changed the cached keys in place: return new tensors",
                                    "你的函数原地改动了缓存的键：请返回新的张量"))
@@ -93,7 +92,7 @@ def check_tree_positions(fn) -> None:
     root); the root sits at `start`, the position after the verified prefix."""
     for parents in _TREES:
         for start in (0, 5):
-            got = as_tensor(call(fn, list(parents), start, what=tr(*_YOUR_FUNCTION)), tr("your positions", "你的位置"))
+            got = as_tensor(call(fn, list(parents), start, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
             want = tree_positions(list(parents), start=start)
             got = got.reshape(-1).long()
             if _same_ints(got, want):
@@ -118,7 +117,7 @@ def check_tree_positions(fn) -> None:
 def check_tree_mask(fn) -> None:
     """fn(parents) -> (N, N) bool, True where node i (row) may attend node j (column) within the tree."""
     for parents in _TREES:
-        got = as_tensor(call(fn, list(parents), what=tr(*_YOUR_FUNCTION)), tr("your mask", "你的掩码"))
+        got = as_tensor(call(fn, list(parents), what=tr("your function", "你的函数")), tr("your mask", "你的掩码"))
         want = tree_mask(list(parents))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.bool(), want):
             continue
@@ -195,7 +194,7 @@ def check_packed_offsets(fn) -> None:
     """fn(lengths, padding_idx) -> (sum(lengths),) the RoBERTa position ids of documents of these lengths
     packed in one row, each document numbered as if it were alone: from padding_idx + 1."""
     for lengths, padding_idx in _PACKED_CASES:
-        got = as_tensor(call(fn, list(lengths), padding_idx, what=tr(*_YOUR_FUNCTION)), tr("your positions", "你的位置"))
+        got = as_tensor(call(fn, list(lengths), padding_idx, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
         got = got.reshape(-1).long()
         want = packed_position_ids(list(lengths)) + padding_idx + 1
         if _same_ints(got, want):
