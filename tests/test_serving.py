@@ -138,7 +138,8 @@ def test_ring_buffer_returns_the_keys_transformers_sliding_window_cache_returns(
         model(ids[:, :prompt], cache=hf_cache, use_cache=True)
         for t in range(prompt, prompt + 5):
             model(ids[:, t:t + 1], cache=hf_cache, use_cache=True)
-    assert len(recorded) == 2 * 6 and all(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in hf_cache.layers)
+    assert len(recorded) == 2 * 6
+    assert all(type(layer).__name__ == "DynamicSlidingWindowLayer" for layer in hf_cache.layers)
     ring, start, allowed = RingBufferCache(2, window=W), 0, sliding_window_causal_mask_function(W)
     for i, (k, v, their_keys, their_values, kept) in enumerate(recorded):
         layer, T = i % 2, k.shape[-2]
@@ -261,7 +262,8 @@ def test_usable_length_of_every_real_config(name):
 
 
 def test_the_double_scaled_and_the_ambiguous_configs():
-    deepseek, gemma3 = usable_context_length(CONFIGS["DeepSeek-V3"]), usable_context_length(CONFIGS["Gemma 3 4B (instruction-tuned)"])
+    deepseek = usable_context_length(CONFIGS["DeepSeek-V3"])
+    gemma3 = usable_context_length(CONFIGS["Gemma 3 4B (instruction-tuned)"])
     assert (deepseek.trained, deepseek.factor, deepseek.usable) == (4096, 40.0, 163840)
     assert deepseek.times_factor == 163840 * 40 and "double scaling" in deepseek.warnings[-1]
     assert gemma3.rope_type == "linear" and gemma3.usable is None and "may be the trained length" in gemma3.warnings[0]
@@ -296,7 +298,8 @@ def test_the_trained_length_is_the_one_transformers_scaling_starts_from():
     rope = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(config)
     x = torch.zeros(1, 1, 16)
     at_l0, past_l0 = rope(x, torch.arange(64)[None])[0][0, 1], rope(x, torch.arange(65)[None])[0][0, 1]
-    plain = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(llama_config(64, None))(x, torch.arange(2)[None])[0][0, 1]
+    plain_rope = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(llama_config(64, None))
+    plain = plain_rope(x, torch.arange(2)[None])[0][0, 1]
     assert torch.equal(at_l0, plain) and not torch.equal(past_l0, plain)
 
 
@@ -386,6 +389,7 @@ def test_a_mistral_decoded_token_by_token_through_a_ring_of_w_slots_gives_its_ow
         gaps = {}
         for slots in (3, 4, 5):
             ring = RingBufferCache(2, window=slots)
-            steps = torch.cat([llama_decode_step(model, ids[:, t:t + 1], ring, torch.tensor([t]))[0] for t in range(12)])
+            steps = torch.cat([llama_decode_step(model, ids[:, t:t + 1], ring, torch.tensor([t]))[0]
+                               for t in range(12)])
             gaps[slots] = _gap(steps, full)
     assert gaps[4] < 1e-5 and gaps[3] > 1e-2 and gaps[5] > 1e-2

@@ -46,7 +46,8 @@ def check_context_shift(fn) -> None:
     keys = apply_rope(raw, torch.arange(n), base=base)                          # cached rotated at 0 .. n-1
     for n_keep, n_discard in ((2, 3), (0, 4)):
         before = keys.clone()
-        got = as_tensor(call(fn, keys, n_keep, n_discard, base, what=tr("your function", "你的函数")), tr("your keys", "你的键"))
+        got = as_tensor(call(fn, keys, n_keep, n_discard, base, what=tr("your function", "你的函数")),
+                        tr("your keys", "你的键"))
         if not torch.equal(keys, before):
             raise ExerciseError(tr("your function changed the cached keys in place: return new tensors",
                                    "你的函数原地改动了缓存的键：请返回新的张量"))
@@ -79,7 +80,8 @@ def check_context_shift(fn) -> None:
                                f"rotated at 0 .. {len(kept) - 1} (largest gap {float((got - want).abs().max()):.3g})",
                                f"n_keep={n_keep}、n_discard={n_discard} 时，你的键和保留的 token 在 0 .. {len(kept) - 1} "
                                f"处旋转的结果不同（最大差 {float((got - want).abs().max()):.3g}）"))
-    ok(tr("kept keys stay, the moved ones turn by R(-n_discard): the cache of the kept text, without recomputing a key.",
+    ok(tr("kept keys stay, the moved ones turn by R(-n_discard): the cache of the kept text, without recomputing a "
+          "key.",
           "保留的键不动，移动的键转 R(-n_discard)：得到保留文本的缓存，一个键也不用重算。"))
 
 
@@ -92,7 +94,8 @@ def check_tree_positions(fn) -> None:
     root); the root sits at `start`, the position after the verified prefix."""
     for parents in _TREES:
         for start in (0, 5):
-            got = as_tensor(call(fn, list(parents), start, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
+            got = as_tensor(call(fn, list(parents), start, what=tr("your function", "你的函数")),
+                            tr("your positions", "你的位置"))
             want = tree_positions(list(parents), start=start)
             got = got.reshape(-1).long()
             if _same_ints(got, want):
@@ -155,7 +158,8 @@ def check_ring_window(fn) -> None:
     `position` (a stream starting at 0) is written to, and the text positions of the keys its query sees
     under the sliding window (itself included), oldest first."""
     for position, window in _RING_CASES:
-        answer = call(fn, position, window, what=tr(f"your function({position}, {window})", f"你的函数({position}, {window})"))
+        answer = call(fn, position, window, what=tr(f"your function({position}, {window})",
+                                                    f"你的函数({position}, {window})"))
         if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
             raise ExerciseError(tr("return two things: (slot, visible)", "请返回两个值：(slot, visible)"))
         slot = int(as_tensor(answer[0], tr("your slot", "你的槽位")).reshape(-1)[0])
@@ -194,7 +198,8 @@ def check_packed_offsets(fn) -> None:
     """fn(lengths, padding_idx) -> (sum(lengths),) the RoBERTa position ids of documents of these lengths
     packed in one row, each document numbered as if it were alone: from padding_idx + 1."""
     for lengths, padding_idx in _PACKED_CASES:
-        got = as_tensor(call(fn, list(lengths), padding_idx, what=tr("your function", "你的函数")), tr("your positions", "你的位置"))
+        got = as_tensor(call(fn, list(lengths), padding_idx, what=tr("your function", "你的函数")),
+                        tr("your positions", "你的位置"))
         got = got.reshape(-1).long()
         want = packed_position_ids(list(lengths)) + padding_idx + 1
         if _same_ints(got, want):
