@@ -393,3 +393,25 @@ def test_a_mistral_decoded_token_by_token_through_a_ring_of_w_slots_gives_its_ow
                                for t in range(12)])
             gaps[slots] = _gap(steps, full)
     assert gaps[4] < 1e-5 and gaps[3] > 1e-2 and gaps[5] > 1e-2
+
+
+def test_the_serving_functions_on_each_device(device):
+    """CPU, meta (no tensor made on the CPU behind the caller's back) and CUDA when present: results on the
+    inputs' device, and on a real device the same numbers as on the CPU."""
+    raw = torch.randn(1, 2, 6, 8, generator=torch.Generator().manual_seed(5))
+    keys = apply_rope(raw, torch.arange(6)).to(device)
+    moved = rerotate_keys(keys, -2)
+    cache = KVCache(1)
+    cache.update(0, keys, keys, torch.arange(6, device=device))
+    shifted = context_shift(cache, 2, n_keep=1)
+    ring = RingBufferCache(1, window=3)
+    for t in range(5):
+        got = ring.update(0, keys[..., t:t + 1, :], keys[..., t:t + 1, :], torch.tensor([t], device=device))
+    bias = window_mask_bias(got.query_positions, got.key_positions, 3)
+    made = (moved, shifted.layers[0][0], shifted.layers[0][2], got.keys, got.key_positions, bias,
+            tree_positions([-1, 0, 0], device=device), tree_mask([-1, 0, 0], prefix_len=2, device=device))
+    assert all(t.device.type == device.type for t in made)
+    if device.type != "meta":
+        assert _gap(moved.cpu(), apply_rope(raw, torch.arange(6) - 2)) < 1e-5
+        assert shifted.layers[0][2].tolist() == [[0, 1, 2, 3]] and got.key_positions.tolist() == [[2, 3, 4]]
+        assert (bias == 0).all()
