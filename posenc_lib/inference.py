@@ -630,3 +630,282 @@ def _check_llama_step(model, input_ids, positions) -> tuple:
     positions = _checks.positions("positions", positions, seq_len=input_ids.shape[1], device=input_ids.device,
                                   batch=input_ids.shape[0])
     return input_ids, positions
+
+
+# ============================================================================== Serving (notebook 13)
+# Positions one level above a generate() loop: what serving systems do to a cache. Every function here
+# returns new tensors (nothing given is modified) made on the input's device.
+#   rerotate_keys         keys cached rotated at p, turned to p + offset: R(a) R(b) = R(a + b)
+#   context_shift         llama.cpp's shift of a full cache: keep n_keep, drop n_discard, move the rest left
+#   RingBufferCache       Mistral's rolling buffer: W slots, the token counted n in slot n % W, text positions
+#   window_mask_bias      the sliding-window mask from positions (a ring holds its keys out of order)
+#   tree_positions/_mask  a speculative-decoding token tree: position = depth, each node sees its ancestors
+#   usable_context_length what a config's lengths and scaling say, and what max_position_embeddings x factor says
+from .rope import apply_rope as _apply_rope  # noqa: E402  (kept inside this block: see its heading)
+
+
+def _an_int(name: str, value) -> int:
+    """A Python int (a shift or an offset may be negative), within +-MAX_POSITION."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if abs(value) > _checks.MAX_POSITION:
+        raise ValueError(f"{name} must lie within +-2**53 (angles are computed in float64), got {value}")
+    return value
+
+
+def rerotate_keys(keys: torch.Tensor, offset: int, *, base: float = 10000.0, inv_freq: torch.Tensor | None = None,
+                  layout: str = "half") -> torch.Tensor:
+    """Keys cached rotated at their positions p, turned to p + offset without recomputing them.
+
+    RoPE's rotations compose, R(a) R(b) = R(a + b), so turning a key rotated at p by R(offset) gives the
+    key rotated at p + offset: a context shift uses offset = -n_discard, a cached chunk moved from
+    offset a to b uses b - a. keys: (..., seq, head_dim) float; the rotation's settings as in
+    `apply_rope` (base or inv_freq, layout), which must be those the keys were rotated with. No
+    attention_factor: YaRN's and LongRoPE's scale multiplied the key once, when it was made; a shift
+    turns it and must not scale it again. Returns a new tensor of keys' shape, dtype and device (half
+    precision is turned in float32 and rounded once: float rounding, about one unit in the last place)."""
+    _checks.float_tensor("keys", keys)
+    if keys.dim() < 2:
+        raise ValueError(f"keys must have shape (..., seq, head_dim), got {tuple(keys.shape)}")
+    offset = _an_int("offset", offset)
+    turn = torch.full((keys.shape[-2],), offset, dtype=torch.long, device=keys.device)   # (seq,) every key by offset
+    return _apply_rope(keys, turn, base=base, inv_freq=inv_freq, layout=layout)
+
+
+def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: float = 10000.0,
+                  inv_freq: torch.Tensor | None = None, layout: str = "half") -> KVCache:
+    """llama.cpp's context shift on a cache of rotated keys (`KVCache(rotated=True)`, no padding).
+
+    Keep the first `n_keep` cached tokens, drop the next `n_discard`, and move every later one left by
+    n_discard: its key turned by R(-n_discard) (`rerotate_keys`), its position lowered by n_discard, its
+    value as it was. The next token then gets the position after the last kept one. Exact for the
+    scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
+    were computed with the dropped tokens in their context, which no rotation undoes (notebook 13).
+    One rotation for every layer (base or inv_freq, layout: those the keys were rotated with).
+    Returns a new KVCache; the given one is left as it was."""
+    if type(cache) is not KVCache or not cache.rotated:
+        raise TypeError(f"cache must be a KVCache(rotated=True) (keys cached rotated at their text positions), "
+                        f"got {type(cache).__name__}" + ("" if type(cache) is not KVCache else " with rotated=False"))
+    n_discard = _checks.positive_int("n_discard", n_discard)
+    n_keep = _checks.positive_int("n_keep", n_keep, allow_zero=True)
+    if n_keep + n_discard > len(cache):
+        raise ValueError(f"n_keep + n_discard must be at most the {len(cache)} cached tokens, got "
+                         f"{n_keep} + {n_discard} = {n_keep + n_discard}")
+    valid = cache.layers[0][3]
+    if _checks.values_are_cheap(valid) and not bool(valid.all()):
+        raise ValueError("cache: context_shift takes a cache without padding (rows shift by the same slots); "
+                         "shift a padded batch one row at a time")
+    start = n_keep + n_discard
+    shifted = KVCache(cache.num_layers, rotated=True)
+    for layer, (keys, values, positions, valid) in enumerate(cache.layers):
+        moved = rerotate_keys(keys[..., start:, :], -n_discard, base=base, inv_freq=inv_freq, layout=layout)
+        shifted.layers[layer] = (torch.cat((keys[..., :n_keep, :], moved), -2),
+                                 torch.cat((values[..., :n_keep, :], values[..., start:, :]), -2),
+                                 torch.cat((positions[:, :n_keep], positions[:, start:] - n_discard), -1),
+                                 torch.cat((valid[:, :n_keep], valid[:, start:]), -1))
+    return shifted
+
+
+def _token_dim(t: torch.Tensor) -> int:
+    """The token axis of what a cache holds: k, v (batch, heads, T, head_dim) -> 2; positions, valid (batch, T) -> 1."""
+    return 2 if t.dim() == 4 else 1
+
+
+class RingBufferCache(KVCache):
+    """Mistral's rolling buffer for a sliding window of `window` tokens: W = window slots per layer.
+
+    The n-th token written (counting from 0) goes to slot n % W, over the token n - W, which no later
+    query may see: a query at position p sees the keys at p - W < position <= p (transformers'
+    sliding-window mask), itself and W - 1 past ones. Keys are cached ROTATED at their TEXT positions
+    (RoPE needs the distance in the text; the slot only says where a key is stored). For a stream that
+    starts at position 0, slot = position % W.
+
+    update(layer, k, v, positions) returns the keys the new tokens may need, in text order: the held
+    ones still inside the first new token's window, then the new ones (a decoding step: W - 1 past keys
+    plus the new one, as transformers' DynamicSlidingWindowLayer returns them). Build the mask from the
+    returned positions with `window_mask_bias` (causal by slot is wrong once a prefill is longer than W).
+    Between steps a layer holds min(tokens so far, W) keys in slot order; `slot_positions(layer)` gives
+    the text position in each slot. Positions are given as (seq,) (one stream, shared by every row of
+    the batch) and continue by one from step to step; no padding.
+    """
+
+    def __init__(self, num_layers: int, *, window: int):
+        super().__init__(num_layers, rotated=True)
+        self.window = _checks.positive_int("window", window)
+        self.written = [0] * self.num_layers          # tokens written so far, per layer (a Python int: no sync)
+
+    def update(self, layer, k, v, positions, valid=None) -> CachedKeys:
+        if valid is not None:
+            raise ValueError("valid: RingBufferCache takes no padding (one stream per row)")
+        if isinstance(positions, torch.Tensor) and positions.dim() != 1:
+            raise ValueError(f"positions must have shape (seq,): one stream, the same positions in every row, "
+                             f"got {tuple(positions.shape)}")
+        positions, valid = self._check(layer, k, v, positions, None)                 # (B, T) each
+        if self.layers[layer] is not None and _checks.values_are_cheap(positions):
+            expected = int(self.layers[layer][2][0].max()) + 1
+            if int(positions[0, 0]) != expected:
+                raise ValueError(f"positions must continue by one: the cache's last position is {expected - 1}, "
+                                 f"got {int(positions[0, 0])} (a ring buffer drops the token n - W by counting)")
+        W, n, T = self.window, self.written[layer], k.shape[-2]
+        new = (k, v, positions, valid)
+        held = self.layers[layer] or tuple(t.narrow(_token_dim(t), 0, 0) for t in new)
+        if n >= W:                                      # slot order -> text order: the oldest, n - W, is in slot n % W
+            held = tuple(t.roll(-(n % W), _token_dim(t)) for t in held)
+        drop = 1 if n >= W else 0                       # the token n - W: outside the first new token's window
+        seen = tuple(torch.cat((h.narrow(_token_dim(h), drop, h.shape[_token_dim(h)] - drop), t), _token_dim(t))
+                     for h, t in zip(held, new))
+        everything = (torch.cat((h, t), _token_dim(t)) for h, t in zip(held, new))
+        kept = min(n + T, W)
+        first = n + T - kept                            # the count of the oldest token kept: it goes to slot first % W
+        self.layers[layer] = tuple(t.narrow(_token_dim(t), t.shape[_token_dim(t)] - kept, kept)
+                                   .roll(first % W, _token_dim(t)) for t in everything)
+        self.written[layer] = n + T
+        return CachedKeys(seen[0], seen[1], seen[2], positions, seen[3])
+
+    def slot_positions(self, layer: int = 0) -> torch.Tensor | None:
+        """(batch, slots): the text position of the key in each slot of `layer` (None if empty)."""
+        return None if self.layers[layer] is None else self.layers[layer][2]
+
+
+def window_mask_bias(query_positions: torch.Tensor, key_positions: torch.Tensor, window: int,
+                     dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(batch, 1, Tq, Tk) bias: 0 where the query at position q may see the key at position k under a
+    sliding window of `window` tokens, q - window < k <= q (transformers' causal mask with its
+    sliding_window_overlay), -inf elsewhere. Read from the positions, so the keys may come in any order
+    (a ring buffer's slots). query_positions (batch, Tq), key_positions (batch, Tk): ints on one device."""
+    window = _checks.positive_int("window", window)
+    _checks.float_dtype("dtype", dtype)
+    query_positions = _checks.position_values("query_positions", query_positions)
+    key_positions = _checks.position_values("key_positions", key_positions)
+    if query_positions.dim() != 2 or key_positions.dim() != 2 or query_positions.shape[0] != key_positions.shape[0]:
+        raise ValueError(f"query_positions and key_positions must have shapes (batch, Tq) and (batch, Tk), got "
+                         f"{tuple(query_positions.shape)} and {tuple(key_positions.shape)}")
+    _checks.same_device("query_positions", query_positions, key_positions=key_positions)
+    q, k = query_positions[:, :, None], key_positions[:, None, :]                # (B, Tq, 1), (B, 1, Tk)
+    allowed = (k <= q) & (k > q - window)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return bias.masked_fill(~allowed, float("-inf"))[:, None]
+
+
+def _parents(parents) -> list:
+    """A token tree as parent indices: parents[i] is the node i's parent (an earlier node) or -1 for a root."""
+    if isinstance(parents, torch.Tensor):
+        parents = _checks.int_tensor("parents", parents).tolist()
+    if not isinstance(parents, (list, tuple)) or not parents:
+        raise TypeError(f"parents must be a non-empty list of ints (the parent of each node, -1 for a root), "
+                        f"got {parents!r:.60}")
+    for i, p in enumerate(parents):
+        if isinstance(p, bool) or not isinstance(p, int):
+            raise TypeError(f"parents[{i}] must be an int, got {type(p).__name__} ({p!r})")
+        if not -1 <= p < i:
+            raise ValueError(f"parents[{i}] must be -1 (a root) or an earlier node in [0, {i}), got {p}: list a "
+                             f"node after its parent")
+    return list(parents)
+
+
+def token_tree(branching: int, levels: int) -> list:
+    """The parents list of a full token tree: one root, then `levels` - 1 levels below it, each node with
+    `branching` children, in breadth-first order. token_tree(2, 3) -> [-1, 0, 0, 1, 1, 2, 2]."""
+    branching = _checks.positive_int("branching", branching)
+    levels = _checks.positive_int("levels", levels)
+    if branching ** (levels - 1) > 4096:
+        raise ValueError(f"branching ** (levels - 1) must be at most 4096 leaves, got {branching} ** {levels - 1}")
+    parents, previous = [-1], [0]                       # previous: the nodes of the level above
+    for _ in range(levels - 1):
+        first = len(parents)
+        parents += [p for p in previous for _ in range(branching)]
+        previous = list(range(first, len(parents)))
+    return parents
+
+
+def tree_positions(parents, *, start: int = 0, device=None) -> torch.Tensor:
+    """(N,) int64: the position of each node of a token tree verified in one forward pass (speculative
+    decoding): start + its depth (a root at `start`, the position after the verified prefix). Siblings,
+    the alternatives for one next token, share a position; numbering the nodes in their flattened
+    order instead puts a child as many positions away from its parent as there are nodes between them."""
+    parents = _parents(parents)
+    start = _checks.positive_int("start", start, allow_zero=True)
+    depth = []
+    for p in parents:
+        depth.append(0 if p < 0 else depth[p] + 1)
+    return torch.tensor(depth, dtype=torch.long, device=device) + start
+
+
+def tree_mask(parents, *, prefix_len: int = 0, device=None) -> torch.Tensor:
+    """(P + N, P + N) bool, True where query i may attend key j, for a verified prefix of P = prefix_len
+    tokens followed by the N tree nodes: the prefix is causal, every node sees the whole prefix and, in
+    the tree, only itself and its ancestors (a node must not see its siblings nor their subtrees: they are
+    other continuations). With positions `tree_positions(parents, start=P)`, each root-to-leaf path then
+    scores as if it were decoded alone."""
+    parents = _parents(parents)
+    prefix_len = _checks.positive_int("prefix_len", prefix_len, allow_zero=True)
+    seen = []                                                                     # seen[i]: i and its ancestors
+    for i, p in enumerate(parents):
+        seen.append((seen[p] if p >= 0 else set()) | {i})
+    rows = [[j in s for j in range(len(parents))] for s in seen]                 # (N, N) ancestors-or-self
+    total = prefix_len + len(parents)
+    mask = torch.ones(total, total, dtype=torch.bool, device=device).tril()      # the prefix: causal
+    mask[prefix_len:, prefix_len:] = torch.tensor(rows, dtype=torch.bool, device=device)
+    return mask
+
+
+class ContextLength(NamedTuple):
+    """What a config.json says about lengths (`usable_context_length`). stated: max_position_embeddings.
+    trained: the length transformers' code starts the scaling from (original_max_position_embeddings for
+    YaRN, Llama 3 and LongRoPE; max_position_embeddings for dynamic NTK; stated without scaling; None where
+    no code reads one: linear). rope_type and factor: the scaled layers' (\"default\", 1.0 without scaling).
+    usable: the length the config supports, or None where the config cannot say. times_factor: stated x
+    factor, what a server that multiplies the two derives. warnings: why usable is what it is, and any
+    double scaling (times_factor past usable)."""
+    stated: int | None
+    trained: int | None
+    rope_type: str
+    factor: float
+    usable: int | None
+    times_factor: int | None
+    warnings: tuple
+
+
+def usable_context_length(config: dict) -> ContextLength:
+    """Read a config.json (a dict) with `posenc_lib.configs.from_hf_config` and state its lengths.
+
+    YaRN: usable = original_max_position_embeddings x factor (the length the frequencies were set for;
+    Qwen's documentation adds {"factor": 4, "original_max_position_embeddings": 32768} to a 32768 config).
+    Llama 3, LongRoPE and types whose factor is no length ratio (or absent): usable = max_position_embeddings
+    (Llama 3.1 states 131072 with factor 8 over 8192). Linear and dynamic NTK without an original length: None,
+    since the config does not say whether max_position_embeddings is before or after the scaling (Gemma
+    3's 131072 is after it). No scaling: max_position_embeddings. A warning names a double scaling:
+    max_position_embeddings x factor beyond the usable length."""
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
+    read = from_hf_config(config)
+    stated, warnings = read.max_position_embeddings, []
+    scaled = [layer for layer in read.layers if layer.rope and layer.scaling]
+    if not scaled:                                      # plain RoPE, or no rotation at all (a learned table: "none")
+        kind = "default" if read.position_encoding == "rope" else "none"
+        return ContextLength(stated, stated, kind, 1.0, stated, stated, ())
+    scaling = scaled[0].scaling
+    rope_type, factor = scaled[0].rope_type, float(scaling.get("factor") or 1.0)
+    original = scaling.get("original_max_position_embeddings") or read.original_max_position_embeddings
+    times_factor = None if stated is None else int(stated * factor)
+    if rope_type == "dynamic":                          # transformers 5 starts dynamic NTK from max_position_embeddings
+        trained, usable = stated, None
+        warnings.append(f"dynamic NTK raises the base past max_position_embeddings = {stated} at every new length: "
+                        f"no fixed bound is stated")
+    elif rope_type == "linear":
+        trained = original
+        usable = None if original is None else int(original * factor)
+        if usable is None:
+            warnings.append(f"linear scaling reads no original length: max_position_embeddings = {stated} may be the "
+                            f"trained length (then {times_factor} with factor {factor:g}) or already the scaled one")
+    elif rope_type == "yarn":
+        trained, usable = original, int(original * factor)
+        if stated is not None and stated != usable:
+            warnings.append(f"max_position_embeddings = {stated} differs from original_max_position_embeddings x "
+                            f"factor = {original} x {factor:g} = {usable}, the length YaRN was set for")
+    else:                    # llama3, longrope, and types without a length factor: the config states the length
+        trained, usable = original, stated
+    if usable is not None and times_factor is not None and times_factor > usable:
+        warnings.append(f"double scaling: max_position_embeddings x factor = {stated} x {factor:g} = {times_factor} "
+                        f"is past the usable {usable}; max_position_embeddings already includes the scaling")
+    return ContextLength(stated, trained, rope_type, factor, usable, times_factor, tuple(warnings))

@@ -86,6 +86,9 @@ NAMED_MISTAKES = {
                               "Reading `no_rope_layers` as", "YaRN's factor once, or twice"],
     "11_rope_2d_3d": ["Flattening patches and using 1-D positions", "Rows and columns swapped",
                       "Counting M-RoPE ids by tokens", "Reading `mrope_section` as dims"],
+    "13_serving": ["The wrong sign of the shift", "W keys vs W − 1", "The ring slot as the position",
+                   "Numbering tree nodes in flattened order", "A tree mask that lets siblings see each other",
+                   "Packed RoBERTa documents without restarting positions"],
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "posenc_lib"
 TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "production",
-          "multidim", "inference")
+          "multidim", "inference", "serving")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
 LAYERS = ("core", "experiments", "plots", "widgets", "exercises")
 MAY_IMPORT = {

@@ -14,8 +14,10 @@ import math
 import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
+from ..experiments.results import load_model_configs
 from ..model import ENCODING_LABELS, encoding_label
 from ..i18n import Text, tr
+from ..inference import usable_context_length
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok
@@ -28,6 +30,12 @@ _DIM, _L0 = 16, 64
 
 
 # ------------------------------------------------------------------ what the computed questions compute
+def _deepseek_length():
+    """usable_context_length of DeepSeek-V3's config as data/model_configs.json holds it (notebook 13)."""
+    config = next(m["config"] for m in load_model_configs() if m["name"] == "DeepSeek-V3")
+    return usable_context_length(config)
+
+
 def _turns_in_l0(dim: int = _DIM, l0: int = _L0) -> torch.Tensor:
     """Turns each RoPE pair makes over the trained length: L0 * theta_i / 2 pi (float64)."""
     return l0 * rope_inv_freq(dim)[0] / (2 * math.pi)
@@ -635,6 +643,57 @@ QUIZ: dict = {
                 "d": Text("a running index puts the patch below W positions away: both use 2-D coordinates "
                           "(notebook 11, section 1)",
                           "递增下标会让正下方的图像块相距 W 个位置：两者用的都是二维坐标（notebook 11 第 1 节）")},
+    },
+    "shift_sign": {
+        "question": Text("A full cache is shifted as llama.cpp does: n tokens dropped, the later ones moved n places "
+                         "earlier. A moved key was cached rotated at its old position p. To make it the key at p - n, "
+                         "you ...",
+                         "像 llama.cpp 那样平移一个满了的缓存：丢掉 n 个 token，后面的往前挪 n 位。被移动的键是在旧位置 p "
+                         "处旋转后缓存的。要让它成为 p - n 处的键，你应当……"),
+        "options": {"a": Text("recompute it from the token's hidden state", "由该 token 的隐藏状态重新计算它"),
+                    "b": Text("turn it by R(+n)", "把它转 R(+n)"),
+                    "c": Text("leave it as it is: RoPE is relative", "保持不动：RoPE 是相对的"),
+                    "d": Text("turn it by R(-n)", "把它转 R(-n)")},
+        "answer": "d",
+        "why": {"a": Text("not needed: R(a) R(b) = R(a + b), so one more turn gives the key at p - n exactly "
+                          "(notebook 13, section 1); in a stack neither undoes that the kept tokens saw the dropped ones",
+                          "不需要：R(a) R(b) = R(a + b)，再转一次就精确地得到 p - n 处的键（notebook 13 第 1 节）；"
+                          "多层时两种做法都去不掉保留的 token 曾看到被丢弃 token 这一点"),
+                "b": Text("wrong sign: that puts the key at p + n, 2n positions from where it belongs",
+                          "符号反了：那样键会到 p + n，离该在的位置差 2n"),
+                "c": Text("the next query is numbered after the kept tokens, n lower than before, so a key left at p "
+                          "looks n positions farther away than it is",
+                          "下一个查询接在保留的 token 之后编号，比原来小 n，留在 p 的键看起来就比实际远 n 个位置")},
+    },
+    "tree_positions": {
+        "question": Text("Speculative decoding verifies a token tree after a prefix of P tokens: the root r, its "
+                         "children x and y, and z, a child of x, listed in the order r, x, y, z. Their position ids "
+                         "are ...",
+                         "投机解码在 P 个 token 的前缀之后验证一棵 token 树：根 r，它的子节点 x 和 y，以及 x 的子节点 z，"
+                         "按 r、x、y、z 的顺序排列。它们的位置 id 是……"),
+        "options": {"a": "P, P+1, P+2, P+3", "b": "P, P+1, P+1, P+2", "c": "0, 1, 1, 2", "d": "P+1, P+2, P+2, P+3"},
+        "answer": "b",
+        "why": {"a": Text("that is the flattened order: y would sit one position after its sibling x, and z two after "
+                          "its parent (notebook 13, section 3)",
+                          "这是展平后的顺序：y 会比它的兄弟 x 多一个位置，z 比它的父节点多两个（notebook 13 第 3 节）"),
+                "c": Text("the tree follows the prefix: add P", "树接在前缀之后：要加上 P"),
+                "d": Text("off by one: the root is the first new token, at position P", "差了一：根就是第一个新 token，在位置 P")},
+    },
+    "double_scaling": {
+        "question": Text("DeepSeek-V3's config.json (data/model_configs.json) has YaRN with factor 40 over "
+                         "original_max_position_embeddings 4096. A server that takes max_position_embeddings x "
+                         "factor as the maximum length claims ... tokens (compute it)",
+                         "DeepSeek-V3 的 config.json（data/model_configs.json）用 YaRN，factor 为 40，"
+                         "original_max_position_embeddings 为 4096。把 max_position_embeddings x factor 当作最大长度的服务端，"
+                         "会声称支持多少个 token？（请算出来）"),
+        "options": {"a": "6,553,600", "b": "163,840", "c": "4,096", "d": "1,638,400"},
+        "values": {"a": 6_553_600, "b": 163_840, "c": 4_096, "d": 1_638_400},
+        "solve": lambda _r: _deepseek_length().times_factor,
+        "explain": lambda _r: tr(f"its max_position_embeddings is already 4096 x 40 = {_deepseek_length().usable:,}, "
+                                 f"so x 40 again gives {_deepseek_length().times_factor:,}: double scaling "
+                                 "(notebook 13, section 6)",
+                                 f"它的 max_position_embeddings 已经是 4096 x 40 = {_deepseek_length().usable:,}，"
+                                 f"再乘 40 就得到 {_deepseek_length().times_factor:,}：双重缩放（notebook 13 第 6 节）"),
     },
 }
 

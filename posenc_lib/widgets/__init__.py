@@ -2,10 +2,10 @@
 redraw through the matching render_* of posenc_lib.plots.
 
 One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
-extension, production, multidim. BUILDERS maps a name to a zero-argument builder; tests and `make bench`
-walk it, so every builder a notebook uses is registered in its topic module's BUILDERS.
+extension, production, multidim, serving. BUILDERS maps a name to a zero-argument builder; tests and
+`make bench` walk it, so every builder a notebook uses is registered in its topic module's BUILDERS.
 """
-from . import extension, learned, multidim, permutation, production, relative, rope, sinusoidal
+from . import extension, learned, multidim, permutation, production, relative, rope, serving, sinusoidal
 from ._base import InteractiveFigure
 from .extension import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
@@ -14,7 +14,8 @@ from .permutation import *  # noqa: F401,F403
 from .production import *  # noqa: F401,F403
 from .relative import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
+from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
-TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, production, multidim)
+TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, production, multidim, serving)
 BUILDERS: dict = {name: builder for topic in TOPICS for name, builder in topic.BUILDERS.items()}
