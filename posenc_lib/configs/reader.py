@@ -250,7 +250,7 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos, trunca
         r.notes.append(tr(f"{where}['truncate'] = {ignored!r} is not read: transformers 5 reads YaRN's "
                           f"truncate from the top of rope_parameters only, and this dict is one layer type's "
                           f"(truncate stays true)",
-                          f"{where}['truncate'] 不被读取：transformers 5 只从 rope_parameters 的顶层读取 YaRN 的 "
+                          f"{where}['truncate'] = {ignored!r} 不被读取：transformers 5 只从 rope_parameters 的顶层读取 YaRN 的 "
                           f"truncate，而这个字典属于某一种层（truncate 仍为 true）"))
     scaling = None if rope_type == "default" and set(given) <= {"rope_type"} else given
     if scaling is not None:
