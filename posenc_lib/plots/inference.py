@@ -9,7 +9,8 @@ from matplotlib.colors import ListedColormap
 
 from ..i18n import tr
 
-__all__ = ["render_query_scores", "render_position_ids", "render_streaming_cache", "render_cache_drift"]
+__all__ = ["render_query_scores", "render_position_ids", "render_padding", "render_streaming_cache",
+           "render_sink_window", "sink_window_kept", "render_cache_drift"]
 
 
 def render_query_scores(ax, key_positions, curves: dict, query_position: int) -> dict:
@@ -47,6 +48,28 @@ def render_position_ids(ax, attention_mask: torch.Tensor, position_ids: torch.Te
     return {"mask": mask, "position_ids": ids}
 
 
+def render_padding(axes, pads_1: int = 0, pads_2: int = 3, pads_3: int = 5, slots: int = 7) -> dict:
+    """Three prompts padded to `slots` slots, row r with `pads_r` pads: left padding (generation) on the
+    left axes, right padding on the right, each slot showing the position id that
+    `position_ids_from_mask` gives it. Returns dict(left/right: (mask, position_ids) numpy, next: the
+    position of each left-padded row's next token)."""
+    from ..inference import position_ids_from_mask
+    pads = [int(pads_1), int(pads_2), int(pads_3)]
+    if min(pads) < 0 or max(pads) >= slots:
+        raise ValueError(f"pad counts must lie in [0, slots={slots}), got {pads}")
+    left = torch.tensor([[0] * p + [1] * (slots - p) for p in pads])
+    right = left.flip(-1)
+    drawn = {}
+    for ax, name, mask, title in ((axes[0], "left", left, tr("left padding (generation)", "左填充（生成时）")),
+                                  (axes[1], "right", right, tr("right padding", "右填充"))):
+        ids = position_ids_from_mask(mask)
+        shown = render_position_ids(ax, mask, ids, title)
+        drawn[name] = (shown["mask"], shown["position_ids"])
+    drawn["next"] = (position_ids_from_mask(left).amax(-1) + 1).tolist()
+    axes[0].figure.subplots_adjust(wspace=0.3, bottom=0.25)
+    return drawn
+
+
 def render_streaming_cache(ax, kept_per_step: list, num_sinks: int) -> dict:
     """Step t (row) against text position (column): which tokens the cache holds after step t; sinks in
     red, the window in blue, evicted tokens empty. kept_per_step[t] is the list of kept text positions."""
@@ -63,6 +86,32 @@ def render_streaming_cache(ax, kept_per_step: list, num_sinks: int) -> dict:
     ax.set_title(tr("kept in the cache: sinks (red) + window (blue)", "缓存中保留的：注意力汇聚点（红）+ 窗口（蓝）"),
                  fontsize=9)
     return {"grid": grid}
+
+
+def sink_window_kept(num_sinks: int, window: int, tokens: int) -> list:
+    """The text positions a `SinkWindowCache(num_sinks=..., window=...)` holds after each of `tokens` steps
+    of one token, read from the library's cache itself (fed placeholder keys of one number)."""
+    from ..inference import SinkWindowCache
+    cache, kept = SinkWindowCache(num_layers=1, num_sinks=num_sinks, window=window), []
+    one = torch.zeros(1, 1, 1, 1)
+    for t in range(tokens):
+        cache.update(0, one, one, torch.tensor([[t]]))
+        kept.append(cache.text_positions()[0].tolist())
+    return kept
+
+
+def render_sink_window(ax, num_sinks: int = 4, window: int = 8, tokens: int = 32) -> dict:
+    """The sink + window cache of StreamingLLM step by step (as render_streaming_cache) for `tokens`
+    tokens fed one at a time, with the positions RoPE uses for the last step's kept tokens in the title.
+    Returns dict(grid, kept_per_step, positions: the kept tokens' positions in the cache, 0 .. len - 1)."""
+    kept_per_step = sink_window_kept(num_sinks, window, tokens)
+    drawn = render_streaming_cache(ax, kept_per_step, num_sinks)
+    last = kept_per_step[-1]
+    ax.set_title(tr(f"{num_sinks} sinks (red) + window {window} (blue): {len(last)} kept, "
+                    f"numbered 0..{len(last) - 1}",
+                    f"{num_sinks} 个注意力汇聚点（红）+ 窗口 {window}（蓝）：保留 {len(last)} 个，"
+                    f"编号 0..{len(last) - 1}"), fontsize=9)
+    return {**drawn, "kept_per_step": kept_per_step, "positions": list(range(len(last)))}
 
 
 def render_cache_drift(ax, steps, curves: dict, switch: int | None = None) -> dict:
