@@ -9,6 +9,8 @@ that the sliders run in JupyterLab, under the static figure that the notebook ke
 Usage: python site/build.py [--out build/site] [--repo-url https://github.com/OWNER/posenc]
 """
 import argparse
+import base64
+import html
 import json
 import re
 import shutil
@@ -16,6 +18,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # anchors, beside this file (also when loaded by a test)
+from anchors import HEADING, jupyterlab_anchor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
@@ -45,11 +50,44 @@ def is_live_figure(output: dict) -> bool:
     return set(data) == {"text/plain"} and LIVE_FIGURE.fullmatch("".join(data["text/plain"]).strip()) is not None
 
 
+FENCED = re.compile(r"```.*?```", re.S)
+
+
+def with_jupyterlab_anchors(markdown: str) -> str:
+    """Each heading preceded by an empty element with the id JupyterLab gives it, so that the notebooks'
+    links to headings (`06_rope.ipynb#7.-Common-mistakes`) land on the page too (Sphinx makes its own ids).
+    The blank line ends the HTML block before the heading; headings inside fenced code are left alone."""
+    fenced = [m.span() for m in FENCED.finditer(markdown)]
+
+    def anchored(match):
+        if any(start <= match.start() < end for start, end in fenced):
+            return match.group(0)
+        return f'<a id="{html.escape(jupyterlab_anchor(match.group(2)))}"></a>\n\n{match.group(0)}'
+    return HEADING.sub(anchored, markdown)
+
+
+def save_attachments(cell: dict, folder: Path, stem: str) -> str:
+    """A markdown cell's attachments (`![...](attachment:name.png)`) written beside the copied notebook as
+    files, and its source pointing at them (MyST-NB does not read attachments)."""
+    text = "".join(cell["source"])
+    for name, data in cell.pop("attachments", {}).items():
+        mime, encoded = next(iter(data.items()))
+        if not mime.startswith("image/"):
+            continue
+        file_name = f"{stem}-{name}"
+        (folder / file_name).write_bytes(base64.b64decode(encoded))
+        text = text.replace(f"attachment:{name}", file_name)
+    return text
+
+
 def copy_notebook(source: Path, dest: Path, lang: str) -> int:
-    """Copy one notebook, each live figure's output replaced by the slider note; returns how many."""
+    """Copy one notebook, each live figure's output replaced by the slider note, each heading given its
+    JupyterLab anchor and each attachment saved as a file; returns how many slider notes."""
     nb = json.loads(source.read_text(encoding="utf-8"))
     notes = 0
     for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell["source"] = with_jupyterlab_anchors(save_attachments(cell, dest.parent, source.stem))
         if cell["cell_type"] == "code" and cell.get("outputs") and all(map(is_live_figure, cell["outputs"])):
             note = f'<div class="posenc-sliders">{SLIDER_NOTE[lang]}</div>'
             cell["outputs"] = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": note}}]

@@ -3,32 +3,28 @@ exists, and a link with an anchor (`09_review.ipynb#The-interview-sheet`, `#é€Ÿç
 notebook. Links point at headings, not cell numbers, so they survive cells moving; this test is what tells
 when a heading they point at was renamed.
 
-A heading's anchor is the one JupyterLab gives it (`createHeaderId` in @jupyterlab/rendermime): the
-heading's text as rendered, its spaces replaced by "-". Rendered text: markdown emphasis and code markers
-gone, a link's text kept, HTML tags gone, math left as its TeX source (typeset after the anchor is made).
+A heading's anchor is the one JupyterLab gives it (site/anchors.py, which the web edition gives its
+headings too).
 Anchors into a .md file are GitHub's (lower case, punctuation dropped, spaces to "-").
 """
 import re
 from pathlib import Path
 from urllib.parse import unquote
 
+import importlib.util
+
 import pytest
 
 from notebook_sync import ROOT, read_cells, source
 
+_spec = importlib.util.spec_from_file_location("site_anchors", ROOT / "site" / "anchors.py")
+_anchors = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_anchors)
+HEADING, jupyterlab_anchor = _anchors.HEADING, _anchors.jupyterlab_anchor
+
 LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)\)")
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 FENCED = re.compile(r"```.*?```", re.S)
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
-
-
-def jupyterlab_anchor(heading: str) -> str:
-    text = re.sub(r"`([^`]*)`", r"\1", heading)                      # code spans: their text
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)             # links: their text
-    text = re.sub(r"<[^>]+>", "", text)                              # HTML tags
-    text = re.sub(r"(\*\*|__)(.+?)\1", r"\2", text)                 # bold
-    text = re.sub(r"(?<![\w$])([*_])(?!\s)(.+?)(?<!\s)\1(?![\w$])", r"\2", text)   # emphasis
-    return text.strip().replace(" ", "-")
 
 
 def github_anchor(heading: str) -> str:
