@@ -212,6 +212,16 @@ REGISTRY = (
             defaults={"head_dim": 256, "sliding_window": 1024, "max_position_embeddings": 262144},
             source="modeling_gemma4_unified.py: the same rotary embedding, apply_rotary_pos_emb and attention as "
                    "modeling_gemma4.py (the 12B's text model); other config defaults"),
+    # EmbeddingGemma 2: Gemma 4's heads and rotation in an encoder; every layer bidirectional, its sliding layers
+    # masking |q - k| > sliding_window (a radius: the layer hands sliding_window + 1 to a bidirectional mask)
+    replace(GEMMA4, name="embedding_gemma2", model_types=("embedding_gemma2", "embedding_gemma2_text"), causal=False,
+            refused=(("model_type", ("embedding_gemma2", "embedding_gemma2_text"),
+                      "an encoder whose sliding layers see sliding_window positions on each side (bidirectional; "
+                      "the layer hands sliding_window + 1 to a bidirectional mask), which this reader does not "
+                      "model"),),
+            defaults={"sliding_window": 512},
+            source="modeling_embedding_gemma2.py: is_causal = False on every layer; sliding_window = "
+                   "config.sliding_window + 1 on the sliding layers, create_bidirectional_sliding_window_mask"),
     Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
                                       "partial_rotary_factor": 0.5},
            source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),
