@@ -135,3 +135,19 @@ def test_windows_read_as_each_layer_hands_them_to_attention(model_type, one_thre
     assert outcome == "matched", detail
     read = from_hf_config(config)
     assert any(layer.window == 64 for layer in read.layers)
+
+
+@pytest.mark.parametrize("model_type, key, half", [("modernbert", "local_attention", True),
+                                                   ("embedding_gemma2_text", "sliding_window", False)])
+def test_bidirectional_windows_are_refused_by_name(model_type, key, half, one_thread):
+    """Encoders whose sliding layers see a radius each side: the layer hands radius + 1 to a bidirectional mask
+    (ModernBERT's radius is local_attention // 2). The reader refuses them by model_type rather than state a causal
+    window (read as generic or rotate_half they were stated as no window, or the radius, where the code hands
+    radius + 1)."""
+    from posenc_lib.configs.measure import capture
+    config = tiny_default(model_type)
+    with pytest.raises(ValueError, match=r"config\['model_type'\].*bidirectional"):
+        from_hf_config(config)
+    told = capture(config)[4]
+    radius = config[key] // 2 if half else config[key]
+    assert {t.get("sliding_window") for t in told.values()} - {None} == {radius + 1}

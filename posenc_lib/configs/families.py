@@ -212,6 +212,26 @@ REGISTRY = (
             defaults={"head_dim": 256, "sliding_window": 1024, "max_position_embeddings": 262144},
             source="modeling_gemma4_unified.py: the same rotary embedding, apply_rotary_pos_emb and attention as "
                    "modeling_gemma4.py (the 12B's text model); other config defaults"),
+    # EmbeddingGemma 2: Gemma 4's heads and rotation in an encoder; every layer bidirectional, its sliding layers
+    # masking |q - k| > sliding_window (a radius: the layer hands sliding_window + 1 to a bidirectional mask)
+    replace(GEMMA4, name="embedding_gemma2", model_types=("embedding_gemma2", "embedding_gemma2_text"), causal=False,
+            refused=(("model_type", ("embedding_gemma2", "embedding_gemma2_text"),
+                      "an encoder whose sliding layers see sliding_window positions on each side (bidirectional; "
+                      "the layer hands sliding_window + 1 to a bidirectional mask), which this reader does not "
+                      "model"),),
+            defaults={"sliding_window": 512},
+            source="modeling_embedding_gemma2.py: is_causal = False on every layer; sliding_window = "
+                   "config.sliding_window + 1 on the sliding layers, create_bidirectional_sliding_window_mask"),
+    # ModernBERT: an encoder; its sliding layers (every layer but each global_attn_every_n_layers-th, from 0) attend
+    # local_attention // 2 positions each side, the layer handing local_attention // 2 + 1 to a bidirectional mask
+    Family("modernbert", ("modernbert",), causal=False,
+           refused=(("model_type", ("modernbert",),
+                     "an encoder whose sliding layers see local_attention // 2 positions on each side "
+                     "(bidirectional; the layer hands local_attention // 2 + 1 to a bidirectional mask), which this "
+                     "reader does not model"),),
+           source="modeling_modernbert.py: rotate_half; is_causal = False; sliding layers get "
+                  "config.sliding_window + 1 (sliding_window = local_attention // 2, configuration_modernbert.py); "
+                  "global and local bases from global_rope_theta / local_rope_theta (160000 / 10000 by default)"),
     Family("phi", ("phi",), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048,
                                       "partial_rotary_factor": 0.5},
            source="modeling_phi.py: PhiAttention turns the first rotary dims, half-split"),
@@ -365,7 +385,7 @@ REGISTRY = (
         "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
         "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
         "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
-        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl", "minimax_m3_vl_text", "modernbert",
+        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl", "minimax_m3_vl_text",
         "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
         "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
