@@ -106,7 +106,7 @@ def test_decay_reference_is_the_7b_llama_setting():
     config = LlamaConfig()
     assert plots.DECAY_REFERENCE["dim"] == config.head_dim == config.hidden_size // config.num_attention_heads == 128
     assert plots.DECAY_REFERENCE["base"] == config.rope_parameters["rope_theta"] == 10000.0
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(8, 3.2))  # as notebook 06 and its widget draw it
     out = plots.render_rope_decay_bound(ax, 500000.0, 64)
     np.testing.assert_allclose(out["reference"], rope_decay_bound(out["distance"], 128, 10000.0).numpy())
 
