@@ -157,6 +157,8 @@ def test_render_extension_reads_the_cached_table(extension):
 
 def test_extrapolation_explorer_redraws_on_each_control(results):
     fig = W.extrapolation_explorer()
+    assert fig.values["multiple"] == 8  # where 07's static copy is drawn
+    fig.controls["multiple"].value = 4
     count = fig.redraw_count
     fig.controls["multiple"].value = 8
     assert fig.redraw_count == count + 1 and fig.last_result["multiple"] == 8

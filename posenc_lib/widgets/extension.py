@@ -22,7 +22,7 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
         "encoding": widgets.Dropdown(options=[(tr("all", "全部"), "all")] + [(e, e) for e in results["summary"]],
                                      value="all", description=tr("focus", "突出显示")),
         "multiple": widgets.SelectionSlider(options=[(f"{m}L = {m * L}", m) for m in multiples],
-                                            value=4 if 4 in multiples else multiples[-1],
+                                            value=multiples[-1],  # 8L: as 07's static copy
                                             description=tr("length", "长度")),
     }
     return InteractiveFigure(render_extrapolation, controls, figsize=(9.5, 3.4), ncols=2,
