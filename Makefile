@@ -42,11 +42,14 @@ install: $(STAMP)
 # torch first (the CPU build, without its CUDA dependencies), then every other package at the lock's
 # version and the course itself, each with --no-deps: nothing outside the lock comes in. pip check then
 # fails if the lock misses something a package needs.
+# The first run says what it does before the minutes of quiet; pip's own messages go to $(INSTALL_LOG).
+INSTALL_LOG := $(VENV)/install.log
 $(STAMP): pyproject.toml $(LOCK)
+	@echo "installing torch and the course's packages into $(VENV): a few minutes (log: $(INSTALL_LOG))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --no-deps "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
-	$(PIP) install --quiet --no-deps -r $(LOCK)
-	$(PIP) install --quiet --no-deps -e .
+	$(PIP) install --quiet --no-deps "$(TORCH)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) --log $(INSTALL_LOG)
+	$(PIP) install --quiet --no-deps -r $(LOCK) --log $(INSTALL_LOG)
+	$(PIP) install --quiet --no-deps -e . --log $(INSTALL_LOG)
 	$(PIP) check
 	touch $(STAMP)
 

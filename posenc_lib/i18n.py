@@ -83,6 +83,43 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
+_WIDE = "WF"
+
+
+def wrap(text: str, width: int = 100) -> str:
+    """`text` broken into lines of at most `width` display columns, between words (at a space) or between two
+    Chinese characters, never inside a Latin word or a number: JupyterLab's output area breaks a long line
+    anywhere (CSS word-break: break-all), "+90 degree / s." included. Existing line breaks stay; a word
+    longer than the width keeps its own line."""
+    out = []
+    for paragraph in text.split("\n"):
+        lines, line = [], ""
+        for token in _tokens(paragraph):
+            if line and display_width(line + token.rstrip()) > width:
+                lines.append(line.rstrip())
+                line = token.lstrip() if token.isspace() is False else ""
+            else:
+                line += token
+        lines.append(line.rstrip())
+        out.append("\n".join(lines))
+    return "\n".join(out)
+
+
+def _tokens(text: str) -> list[str]:
+    """Breakable pieces: a Latin word with the spaces after it, or one wide (Chinese) character with what
+    punctuation closes it."""
+    pieces, current = [], ""
+    for ch in text:
+        wide = unicodedata.east_asian_width(ch) in _WIDE
+        closing = unicodedata.category(ch) in ("Pe", "Pf", "Po") and wide
+        if current and not closing and (wide or (current[-1].isspace() and not ch.isspace())
+                                       or unicodedata.east_asian_width(current[-1]) in _WIDE):
+            pieces.append(current)
+            current = ""
+        current += ch
+    return pieces + ([current] if current else [])
+
+
 def ljust(text: str, width: int) -> str:
     """`text` padded with spaces to `width` display columns (str.ljust counts a CJK character as one)."""
     return text + " " * (width - display_width(text))

@@ -39,13 +39,13 @@ def _close_figures():
 
 @pytest.fixture(autouse=True)
 def _readable_figures(request, monkeypatch):
-    """Every figure a plot or widget test draws has no text under MIN_TEXT_PX pixels (8 pt at 100 dpi):
-    the figures notebooks show are these figures."""
+    """Every figure a plot or widget test draws has no text under MIN_TEXT_PX pixels (8 pt at 100 dpi), and
+    none that reaches past the figure's edge (cut in the PNG): the figures notebooks show are these figures."""
     if not request.module.__name__.startswith(("test_plots_", "test_widgets_")):
         yield
         return
     from matplotlib.figure import Figure
-    from posenc_lib.plots._style import MIN_TEXT_PX, smallest_text
+    from posenc_lib.plots._style import MIN_TEXT_PX, clipped_texts, smallest_text
     made, original_init = [], Figure.__init__
 
     def recording_init(self, *args, **kwargs):
@@ -59,6 +59,9 @@ def _readable_figures(request, monkeypatch):
         if fig.axes:
             px, text = smallest_text(fig)
             assert px >= MIN_TEXT_PX, f"text {text!r} is {px:.1f} px high (< {MIN_TEXT_PX} px) at dpi {fig.dpi:g}"
+            cut = clipped_texts(fig)
+            size = tuple(round(v) for v in (fig.bbox.width, fig.bbox.height))
+            assert not cut, f"text past the edge of a {size[0]} x {size[1]} px figure (x0, y0, x1, y1): {cut}"
 
 
 DEVICE_NAMES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])

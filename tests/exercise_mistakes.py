@@ -6,9 +6,16 @@
     def test_mistake_is_named(check, answer, fragments):
         assert_named(check, answer, fragments)
 """
+import contextlib
+import io
+
 import pytest
 
 from posenc_lib.exercises import ExerciseError
+from posenc_lib.exercises._common import not_yet_right
+from posenc_lib.i18n import display_width
+
+MESSAGE_WIDTH = 100  # what attempt() prints is broken between words into lines of at most this many columns
 
 
 def each_mistake(table):
@@ -23,3 +30,13 @@ def assert_named(check, answer, fragments) -> None:
         check(answer)
     missing = [f for f in fragments if f not in str(info.value)]
     assert not missing, f"{missing} not in {str(info.value)!r}"
+    assert_wrapped_between_words(info.value)
+
+
+def assert_wrapped_between_words(error) -> None:
+    """What attempt() prints for it: lines of at most MESSAGE_WIDTH columns (JupyterLab would break a longer
+    one inside a word), each break between two words or two Chinese characters, nothing lost or added."""
+    printed = not_yet_right(error)
+    too_long = [line for line in printed.split("\n") if display_width(line) > MESSAGE_WIDTH and " " in line]
+    assert not too_long, too_long
+    assert "".join(str(error).split()) in "".join(printed.split())

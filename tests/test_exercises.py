@@ -47,7 +47,7 @@ def test_attempt_names_a_reference_solution_that_exists(topic, name, capsys):
     assert X.attempt(module.CHECKS[name], _unsolved) is False
     out = capsys.readouterr().out
     assert out.startswith("Not attempted yet")
-    where = re.search(r"A reference solution: ([\w.]+)\.SOLUTIONS\['(\w+)'\]", out)
+    where = re.search(r"A\s+reference\s+solution:\s+([\w.]+)\.SOLUTIONS\['(\w+)'\]", out)
     assert where, out
     assert importlib.import_module(where.group(1)).SOLUTIONS[where.group(2)] is module.SOLUTIONS[name]
     assert X.attempt(module.CHECKS[name], module.SOLUTIONS[name]) is True

@@ -37,6 +37,21 @@ def _keys_in_place(q, m, keys, base=10000.0):
     return out
 
 
+def _query_ignoring_base(q, m, keys, base=10000.0):
+    return keys @ apply_rope(q[None], torch.tensor([m]), base=10000.0)[0]
+
+
+def _query_half_width_tables(q, m, keys, base=10000.0):  # cos/sin of d/2 entries against a (d,) query
+    d = q.shape[-1]
+    angles = m * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    turned = q * angles.cos() + torch.cat((-q[d // 2:], q[:d // 2])) * angles.sin()
+    return keys @ turned
+
+
+def _query_float32_scores(q, m, keys, base=10000.0):
+    return S["query_against_cache"](q, m, keys, base).float()
+
+
 def _window_with(kept_rule, positions_rule=lambda kept: list(range(len(kept)))):
     def fn(seen, sinks, window):
         kept = kept_rule(seen, sinks, window)
@@ -67,6 +82,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("query: interleaved", ex.check_query_against_cache, _query_with(lambda m: m, layout="interleaved"),
      ["half layout"]),
     ("query: in place", ex.check_query_against_cache, _keys_in_place, ["in place"]),
+    ("query: ignores base", ex.check_query_against_cache, _query_ignoring_base, ["ignored the argument `base`"]),
+    ("query: half-width tables", ex.check_query_against_cache, _query_half_width_tables,
+     ["use full-width tables", "torch.cat((c, c))"]),
+    ("query: float32 scores", ex.check_query_against_cache, _query_float32_scores, ["torch.float32"]),
     ("window: text positions", ex.check_window_positions, _window_with(_right_kept, lambda kept: kept),
      ["text positions", "slot"]),
     ("window: sinks evicted", ex.check_window_positions,
@@ -109,7 +128,8 @@ def test_mistake_is_named(check, answer, fragments):
 def test_other_valid_forms_pass(capsys):
     ex.check_left_pad_positions(lambda mask: S["left_pad_positions"](mask).int())           # int32 is fine
     ex.check_left_pad_positions(lambda mask: S["left_pad_positions"](mask).masked_fill(mask == 0, 1))  # pads unread
-    ex.check_query_against_cache(lambda q, m, k, base=1e4: S["query_against_cache"](q.float(), m, k.float(), base))
+    ex.check_query_against_cache(  # computed in float32, returned in the inputs' dtype (issue 37)
+        lambda q, m, k, base=1e4: S["query_against_cache"](q.float(), m, k.float(), base).to(q.dtype))
     ex.check_window_positions(lambda seen, s, w: tuple(torch.tensor(v) for v in S["window_positions"](seen, s, w)))
     assert capsys.readouterr().out.count("✓ ") == 4
 

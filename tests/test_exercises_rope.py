@@ -213,6 +213,22 @@ def _rope_float32(x, positions, base):  # right: float32 angles, as transformers
     return (x.float() * cos + S["rotate_half"](x.float()) * sin).to(x.dtype)
 
 
+def _rope_angles_in(dtype, tables_in_low_precision=False):
+    """Positions and theta cast to `dtype` first, so the angles are computed in it (the issue's 0.972 miss)."""
+    def rope(x, positions, base):
+        d = x.shape[-1]
+        angles = positions.to(dtype)[:, None] * _theta(d, base).to(dtype)
+        cos, sin = (angles.cos(), angles.sin()) if tables_in_low_precision else (angles.double().cos(),
+                                                                                 angles.double().sin())
+        cos, sin = torch.cat((cos.double(),) * 2, -1), torch.cat((sin.double(),) * 2, -1)
+        return x * cos + S["rotate_half"](x) * sin
+    return rope
+
+
+def _rope_float32_result(x, positions, base):  # right values, returned in float32 for a float64 x
+    return apply_rope(x, positions, base=base).float()
+
+
 def _rope_fixed_d8(x, positions, base):  # only right for the first input's d = 8 and base = 500
     return apply_rope(x, positions, inv_freq=1.0 / 500.0 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
 
@@ -222,6 +238,11 @@ NOTEBOOK_06_MISTAKES = [
     ("rope bf16 positions", ex.check_rope_half, _rope_bf16_positions, ["right up to position 256", "bf16"]),
     ("rope bf16 angles", ex.check_rope_half, _rope_low_precision_angles(torch.bfloat16), ["rounded to bf16"]),
     ("rope fp16 angles", ex.check_rope_half, _rope_low_precision_angles(torch.float16), ["fp16"]),
+    ("rope angles in bf16", ex.check_rope_half, _rope_angles_in(torch.bfloat16), ["computed in bf16", "float64"]),
+    ("rope angles and tables in bf16", ex.check_rope_half, _rope_angles_in(torch.bfloat16, True),
+     ["computed in bf16"]),
+    ("rope angles in fp16", ex.check_rope_half, _rope_angles_in(torch.float16), ["computed in fp16"]),
+    ("rope float32 result", ex.check_rope_half, _rope_float32_result, ["torch.float32", "x's dtype"]),
     ("rope ignores base", ex.check_rope_half, lambda x, p, b: apply_rope(x, p), ["ignored the `base`"]),
     ("rope ignores positions", ex.check_rope_half, lambda x, p, b: apply_rope(x, torch.arange(x.shape[0]), base=b),
      ["ignored the `positions`"]),
@@ -243,8 +264,11 @@ def test_float32_angles_pass_rope_half(capsys):
     """float32 is the course's minimum for angles: its error grows with the position but stays far below
     the bf16/fp16 one the checker names."""
     ex.check_rope_half(_rope_float32)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out  # the note
     ex.check_rope_half(S["rope_half"])
-    assert capsys.readouterr().out.count("✓ ") == 2
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out  # float64 angles: no note
 
 
 def test_notebook_06_lists_the_mistakes_the_checker_names():

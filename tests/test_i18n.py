@@ -255,3 +255,18 @@ def test_the_plots_one_matplotlib_setting_is_a_fallback_font_that_can_be_removed
         assert matplotlib.rcParams["font.family"] == families[:-1]
     finally:
         matplotlib.rcParams["font.family"] = families
+
+
+def test_wrap_breaks_between_words_and_chinese_characters_only():
+    from posenc_lib.i18n import display_width, wrap
+    text = "your rotation turns by +90 degree / s. " * 6 + "posenc_lib.exercises.rope.SOLUTIONS['rope']"
+    lines = wrap(text, 40).split("\n")
+    assert len(lines) > 1 and all(display_width(line) <= 40 or " " not in line for line in lines)
+    assert " ".join(lines).split() == text.split()  # every break at a space: no word cut in two
+    zh = "还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行一次这个单元格。" * 2
+    zh_lines = wrap(zh, 30).split("\n")
+    assert all(display_width(line) <= 30 for line in zh_lines)
+    assert "".join(zh_lines).replace(" ", "") == zh.replace(" ", "")
+    assert not any(line.startswith(("，", "。", "）")) for line in zh_lines)  # closing marks stay with their text
+    assert "NotImplementedError`" in "\n".join(zh_lines).split()  # the code span's word is never cut
+    assert wrap("a\n\nb") == "a\n\nb" and wrap("short") == "short"

@@ -32,7 +32,7 @@ def _runs_mean(results, enc, m):
 
 
 def test_render_extrapolation_draws_the_seed_means_and_rises(results):
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4))  # as notebook 07 draws it
     out = P.render_extrapolation(axes, results, encoding="rope", multiple=8)
     assert out["focus"] == "rope" and out["multiple"] == 8
     np.testing.assert_array_equal(out["lengths"], [64, 128, 256, 512])
@@ -54,7 +54,7 @@ def test_render_extrapolation_draws_the_seed_means_and_rises(results):
 
 @pytest.mark.parametrize("kw, match", [({"encoding": "xpos"}, "encoding"), ({"multiple": 3}, "multiple")])
 def test_render_extrapolation_rejects_bad_controls(results, kw, match):
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4))  # as notebook 07 draws it
     with pytest.raises(ValueError, match=match):
         P.render_extrapolation(axes, results, **kw)
 
@@ -139,7 +139,7 @@ def test_render_overshoot_marks_each_setting():
 
 
 def test_render_extension_reads_the_cached_table(extension):
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))  # as notebook 08 draws it
     out = P.render_extension(ax, extension, highlight="yarn", show_finetuned=True)
     for method in EXTENSION_METHODS:
         expected = np.mean([[e["loss"][method][m] for m in ("1", "2", "4", "8")] for e in extension["no_finetune"]], 0)
@@ -149,7 +149,7 @@ def test_render_extension_reads_the_cached_table(extension):
     for arm in arms:
         runs = [f["loss"] for f in extension["finetuned"] if f["method"] == arm]
         np.testing.assert_allclose(out["finetuned"][arm], [np.mean([r[m] for r in runs]) for m in ("1", "2", "4", "8")])
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))  # as notebook 08 draws it
     assert P.render_extension(ax, extension, show_finetuned=False)["finetuned"] == {}
     with pytest.raises(ValueError, match="highlight"):
         P.render_extension(ax, extension, highlight="xpos")
@@ -157,6 +157,8 @@ def test_render_extension_reads_the_cached_table(extension):
 
 def test_extrapolation_explorer_redraws_on_each_control(results):
     fig = W.extrapolation_explorer()
+    assert fig.values["multiple"] == 8  # where 07's static copy is drawn
+    fig.controls["multiple"].value = 4
     count = fig.redraw_count
     fig.controls["multiple"].value = 8
     assert fig.redraw_count == count + 1 and fig.last_result["multiple"] == 8
@@ -196,7 +198,7 @@ def test_extension_explorer_redraws_on_each_control(extension):
 
 def test_renders_do_not_touch_the_results(results):
     before = repr(results)
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4))  # as notebook 07 draws it
     P.render_extrapolation(axes, results)
     fig, ax = plt.subplots()
     P.render_position_loss(ax, results)
@@ -222,13 +224,13 @@ def test_retrieval_data_sorts_the_cells_by_distance_and_by_window(results):
 
 
 def test_render_retrieval_draws_every_group_and_keeps_zero_in_view(results, extension):
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4))  # as notebook 07 draws it
     out = P.render_retrieval(axes, results, groups=("alibi", "rope"))
     assert out["ylim"][0] < 0 < out["ylim"][1] and len(axes[0].lines) >= 2
     controls = [c["control_loss"]["mean"] for e in ("alibi", "rope") for c in results["probe_summary"][e]]
     assert out["copier_gain"] == pytest.approx((min(controls), max(controls)))
     assert [t.get_text() for t in axes[1].get_legend().get_texts()] == ["alibi", "rope"]
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4))  # as notebook 07 draws it
     ft = P.render_retrieval(axes, extension, key="finetuned_probe_summary")
     assert set(ft["groups"]) == set(extension["provenance"]["config"]["finetune_methods"])
     assert "ABF (base raised)" in [t.get_text() for t in axes[1].get_legend().get_texts()]

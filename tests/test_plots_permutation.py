@@ -111,8 +111,10 @@ def test_render_permutation_labels_the_permuted_order_in_pinyin():
 
 
 def test_permutation_explorer_follows_its_controls():
-    fig = widgets.permutation_explorer()
-    assert fig.last_result["equivariance_error"] < 1e-12 and fig.last_result["tokens_perm"] == ("爱", "北京", "我")
+    fig = widgets.permutation_explorer()  # starts as 01's static copy above it: sinusoidal, no mask
+    assert fig.last_result["equivariance_error"] > 1e-2 and fig.last_result["tokens_perm"] == ("爱", "北京", "我")
+    fig.controls["encoding"].value = "none"
+    assert fig.last_result["equivariance_error"] < 1e-12
     fig.controls["causal"].value = True
     assert fig.last_result["equivariance_error"] > 1e-2
     fig.controls["causal"].value = False

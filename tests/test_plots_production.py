@@ -169,7 +169,7 @@ def test_spectrum_rows_report_what_each_layer_sees():
     what, lengths = table.split("\n\n")                                      # two tables, a row per entry each
     assert len(what.splitlines()) == len(lengths.splitlines()) == len(rows) + 1 and "learned absolute" in what
     assert max(len(line) for line in table.splitlines()) <= 130                  # each fits a notebook column
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(9.0, 8.8))  # as notebook 10 draws it
     assert plots.render_checkpoint_spectra(ax, rows) is rows
 
 
@@ -179,7 +179,7 @@ def test_layers_without_positions_are_named_by_kind_and_stopped_pairs_counted():
     rows = plots.spectrum_rows({name: REPORTS[name] for name in ("Qwen3-Next 80B-A3B Instruct", "Gemma 4 31B")})
     assert [r["kind"] for r in rows] == ["linear attention", "RoPE, full", "RoPE, sliding", "RoPE, full"]
     assert "linear attention" in plots.checkpoint_table(rows) and "NoPE" not in plots.checkpoint_table(rows)
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(9.0, 1.0 + 0.35 * len(rows)))  # as 10 draws a few rows
     plots.render_checkpoint_spectra(ax, rows)
     texts = [t.get_text() for t in ax.texts]
     assert texts == ["linear attention: no positions", "+ 192 pairs at theta = 0"]
@@ -187,7 +187,7 @@ def test_layers_without_positions_are_named_by_kind_and_stopped_pairs_counted():
 
 
 def test_layer_figure_for_gemma_and_llama4():
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.0))  # as notebook 10 draws it
     gemma = plots.render_layer_positions(axes, "Gemma 3 4B (instruction-tuned)", 5, reports=REPORTS)
     assert gemma["kinds"][:6] == ["RoPE, sliding"] * 5 + ["RoPE, full"]
     np.testing.assert_allclose(gemma["wavelengths"], _by_prefix("Gemma 3").layer(5).wavelengths.numpy())

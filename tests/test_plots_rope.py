@@ -5,6 +5,8 @@ against angles computed in the input's dtype), and that no line hides another or
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+
+import posenc_lib
 import torch
 
 from posenc_lib.plots import rope as plots
@@ -69,9 +71,16 @@ def test_render_rope_precision_draws_every_computation():
 def test_render_rope_rotation_turns_by_position_and_keeps_the_angle_between():
     """Each arrow is the pair turned counter-clockwise by position * theta (checked against a 2x2 rotation
     matrix written here); the angle from R_n k to R_m q is arg q - arg k + (m - n) theta in both panels."""
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))  # as notebook 06 §1 draws it
     q, k, theta, m, n, shift = (1.0, 0.2), (0.9, -0.3), 0.35, 3, 1, 3
     out = plots.render_rope_rotation(axes, m, n, shift=shift, q=q, k=k, theta=theta)
+    fig.subplots_adjust(bottom=0.15)
+    for language in ("en", "zh"):  # the two captions neither overlap nor leave the figure (conftest: the edge)
+        with posenc_lib.language(language):
+            plots.render_rope_rotation(axes, m, n, shift=shift, q=q, k=k, theta=theta)
+            fig.draw_without_rendering()
+            left, right = (ax.xaxis.label.get_window_extent() for ax in axes)
+            assert left.x1 < right.x0 and left.x0 >= 0 and right.x1 <= fig.bbox.width, language
 
     def turn(v, angle):
         c, s = np.cos(angle), np.sin(angle)
@@ -97,7 +106,7 @@ def test_decay_reference_is_the_7b_llama_setting():
     config = LlamaConfig()
     assert plots.DECAY_REFERENCE["dim"] == config.head_dim == config.hidden_size // config.num_attention_heads == 128
     assert plots.DECAY_REFERENCE["base"] == config.rope_parameters["rope_theta"] == 10000.0
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(8, 3.2))  # as notebook 06 and its widget draw it
     out = plots.render_rope_decay_bound(ax, 500000.0, 64)
     np.testing.assert_allclose(out["reference"], rope_decay_bound(out["distance"], 128, 10000.0).numpy())
 

@@ -134,6 +134,15 @@ def test_makefile_installs_the_lock_and_torch_at_its_version():
     assert f"torch=={_torch_pin()}" in pins.splitlines()  # held there on purpose, with the reason beside it
 
 
+def test_first_install_says_what_it_does_before_it_starts():
+    """The first `make lab` is minutes of quiet pip: the Makefile says so first, and where pip's log goes."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("$(STAMP): pyproject.toml $(LOCK)\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert recipe[0].startswith("\t@echo") and "installing torch and the course's packages into" in recipe[0]
+    assert "a few minutes" in recipe[0] and "log: $(INSTALL_LOG)" in recipe[0]
+    assert all("--log $(INSTALL_LOG)" in line for line in recipe if "$(PIP) install" in line)
+
+
 def test_declared_floors_are_the_tested_versions():
     """Each direct dependency's lower bound is the locked version's major.minor: what the tests ran on."""
     locked = {_norm(r.name): Version(str(r.specifier)[2:]) for r in _locked(UI_LOCK) + _locked(SITE_LOCK)

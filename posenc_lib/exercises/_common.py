@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from ..i18n import tr, your_line
+from ..i18n import tr, wrap, your_line
 
 
 class ExerciseError(AssertionError):
@@ -25,13 +25,18 @@ def attempt(check, answer) -> bool:
         check(answer)
         return True
     except NotImplementedError:
-        print(tr(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
+        print(wrap(tr(f"Not attempted yet: replace `raise NotImplementedError` with your code and run the cell again. "
                  f"(A reference solution: {check.__module__}.SOLUTIONS[{name!r}].)",
                  f"还没有作答：把 `raise NotImplementedError` 换成你的代码，再运行一次这个单元格。"
-                 f"（参考解答见 {check.__module__}.SOLUTIONS[{name!r}]。）"))
+                 f"（参考解答见 {check.__module__}.SOLUTIONS[{name!r}]。）")))
     except ExerciseError as err:
-        print(tr(f"Not yet right: {err}", f"还不对：{err}"))
+        print(not_yet_right(err))
     return False
+
+
+def not_yet_right(err: ExerciseError) -> str:
+    """What attempt() prints for a wrong answer: the checker's message, broken between words (`wrap`)."""
+    return wrap(tr(f"Not yet right: {err}", f"还不对：{err}"))
 
 
 def spaced(what: str) -> str:
@@ -41,8 +46,8 @@ def spaced(what: str) -> str:
 
 
 def ok(message: str) -> None:
-    """The one success line of every checker."""
-    print(f"✓ {message}")
+    """The one success line of every checker (wrapped between words: see `wrap`)."""
+    print(wrap(f"✓ {message}"))
 
 
 def call(fn, *args, what: str, **kwargs):

@@ -17,7 +17,7 @@ import torch
 from ..i18n import tr
 from ..inference import position_ids_from_mask
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, integers, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, integers, ignored, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_left_pad_positions", "check_query_against_cache", "check_window_positions"]
 
@@ -81,7 +81,13 @@ def check_query_against_cache(fn) -> None:
     keys = apply_rope(raw, torch.arange(n), base=base)                     # (n, d), rotated at 0 .. n-1
     for m in (n, n + 4):                                                   # the next token, and one later
         q_before, keys_before = q.clone(), keys.clone()
-        got = as_tensor(call(fn, q, m, keys, base, what=tr("your function", "你的函数")), tr("your scores", "你的分数"))
+        answer = _half_width_named(lambda: call(fn, q, m, keys, base, what=tr("your function", "你的函数")), d)
+        got = as_tensor(answer, tr("your scores", "你的分数"))
+        if isinstance(answer, torch.Tensor) and answer.dtype != q.dtype:
+            raise ExerciseError(tr(f"your scores are {answer.dtype}, q and the keys are {q.dtype}: keep their dtype "
+                                   "(a cast to a lower precision loses digits the cache kept)",
+                                   f"你的分数是 {answer.dtype}，而 q 和键是 {q.dtype}：保持它们的 dtype"
+                                   "（转成更低的精度会丢掉缓存保留的位数）"))
         if not (torch.equal(q, q_before) and torch.equal(keys, keys_before)):
             raise ExerciseError(tr("your function changed q or the cached keys in place: a cache must stay as it is",
                                    "你的函数原地改动了 q 或缓存的键：缓存必须保持原样"))
@@ -98,6 +104,23 @@ def check_query_against_cache(fn) -> None:
                                f"{[round(float(v), 4) for v in got.reshape(-1)][:n]}"))
     ok(tr("the new query turned by its own position, the cached keys left as they were: the scores of one full forward.",
           "新的查询按自己的位置旋转，缓存的键原样不动：和一次完整前向的分数相同。"))
+
+
+def _half_width_named(run, d):
+    """run(); a crash from multiplying a (d,) vector by a (d/2,) cos/sin table is named: full-width tables."""
+    try:
+        return run()
+    except ExerciseError as error:
+        cause = str(error.__cause__ or "")
+        if isinstance(error.__cause__, RuntimeError) and f"({d})" in cause and f"({d // 2})" in cause:
+            raise ExerciseError(tr(f"use full-width tables: your cos/sin have d/2 = {d // 2} entries, q has d = {d}. "
+                                   "For the half layout, cos = torch.cat((c, c)) and sin = torch.cat((s, s)), so "
+                                   f"that q * cos + rotate_half(q) * sin pairs q[i] with q[i + d/2] ({error})",
+                                   f"要用全宽的表：你的 cos/sin 只有 d/2 = {d // 2} 个元素，而 q 有 d = {d} 个。"
+                                   "half 布局下 cos = torch.cat((c, c))、sin = torch.cat((s, s))，"
+                                   f"这样 q * cos + rotate_half(q) * sin 才把 q[i] 和 q[i + d/2] 配成对（{error}）")
+                                ) from error
+        raise
 
 
 def _query_mistakes(q, keys, m, base):
@@ -120,6 +143,8 @@ def _query_mistakes(q, keys, m, base):
         "the cached keys were rotated again: they are stored already rotated by their positions, a second turn "
         "counts each position twice",
         "缓存的键又被旋转了一次：它们存进去时已经按位置旋转过，再转一次会把位置算两遍")
+    ignored_base = keys @ apply_rope(q[None], torch.tensor([m]), base=10000.0)[0]
+    yield ignored_base, ignored("base", base, 10000.0)
     yield scored(m, "interleaved"), tr("layout: the keys use the half layout, pairs (i, i + d/2), not (2i, 2i+1)",
                                        "布局不对：键用的是 half 布局，即 (i, i + d/2) 成对，不是 (2i, 2i+1)")
 

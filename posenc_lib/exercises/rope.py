@@ -13,6 +13,8 @@ layout "half" pairs dims (i, i + d/2), "interleaved" pairs (2i, 2i+1).
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..absolute import layout_permutation
@@ -163,11 +165,17 @@ def check_rope_half(fn) -> None:
     if got.shape != want.shape:
         raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
+    if got.dtype != x.dtype:
+        raise ExerciseError(tr(f"your result is {got.dtype}, x is {x.dtype}: RoPE returns x's dtype (compute the "
+                               "angles in float64 and the rotation in x's dtype, or .to(x.dtype) at the end)",
+                               f"你的结果是 {got.dtype}，而 x 是 {x.dtype}：RoPE 应返回 x 的 dtype（角度用 float64 "
+                               "计算，旋转用 x 的 dtype，或者最后 .to(x.dtype)）"))
     rows_right = _rope_close(got, want, positions)
     if bool(rows_right.all()):
         _rope_half_other_inputs(fn, what)
         ok(tr("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).",
-              "对半拆分（half-split）的 RoPE：每对 (x[i], x[i + d/2]) 转过的角度是 position * base^(-2i/d)。"))
+              "对半拆分（half-split）的 RoPE：每对 (x[i], x[i + d/2]) 转过的角度是 position * base^(-2i/d)。")
+           + _float32_note(float((got.double() - want).abs().max())))
         return
     if not same(got[0], x[0], atol=1e-5):
         raise ExerciseError(tr("position 0 must not move (angle 0: cos 1, sin 0); yours changes it",
@@ -188,6 +196,19 @@ def check_rope_half(fn) -> None:
                                "只在最后对结果做舍入"))
     raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                            f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
+
+
+def _float32_note(gap: float) -> str:
+    """A right answer whose angles were float32, not the float64 the task asks for: what that costs."""
+    if gap <= 1e-9:  # float64 angles: equal to the reference to about 1e-13
+        return ""
+    far = 100_000
+    half_ulp = torch.finfo(torch.float32).eps * 2.0 ** math.floor(math.log2(far)) / 2
+    return tr(f" Note: your angles look float32 (off by up to {gap:.1g} here, at positions up to 1001). Right "
+              f"at these positions; at position {far:,} a float32 angle is off by up to {half_ulp:.1g} rad, and "
+              "the error grows with the position: the task asks for float64 angles.",
+              f"注意：你的角度看来是 float32（在这些位置上（最大 1001）最多偏 {gap:.1g}）。在这些位置上没问题；"
+              f"但在位置 {far:,} 处，float32 的角度最多偏 {half_ulp:.1g} 弧度，而且误差随位置增大：题目要求角度用 float64。")
 
 
 def _rope_half_mistakes(x, positions, base):
@@ -236,6 +257,18 @@ def _rope_half_mistakes(x, positions, base):
                   f"{float((rounded - ang).abs().max()):.2g} 弧度，精度太低，每一对都转错了角度。"
                   "用 float32 或更高精度计算角度，只在最后对结果做舍入"),
                x * torch.cat((rounded.cos(),) * 2, -1) + _solution_rotate_half(x) * torch.cat((rounded.sin(),) * 2, -1))
+    for dtype, name in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
+        low_pos, low_theta = positions.to(dtype), (base ** (-pairs / dim)).to(dtype)
+        low = (low_pos[:, None] * low_theta)  # the product in the low precision too
+        for cos, sin in ((low.double().cos(), low.double().sin()), (low.cos().double(), low.sin().double())):
+            yield (tr(f"your angles were computed in {name} (positions and theta in {name}, so their product "
+                      f"too): {name} keeps {8 if name == 'bf16' else 11} significant bits, so position * theta is "
+                      "wrong by whole fractions of a radian at these positions (the bf16 trap of notebook 06). "
+                      "Compute positions * theta in float64 and round only the result",
+                      f"你的角度是用 {name} 算的（positions 和 theta 都是 {name}，乘积也是）：{name} 只有 "
+                      f"{8 if name == 'bf16' else 11} 位有效二进制位，在这些位置上 position * theta 会错上零点几弧度"
+                      "（notebook 06 讲的 bf16 陷阱）。positions * theta 要用 float64 计算，只在最后对结果做舍入"),
+                   x * torch.cat((cos,) * 2, -1) + _solution_rotate_half(x) * torch.cat((sin,) * 2, -1))
     yield (tr("your cos/sin are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables) "
               "but rotate_half pairs halves: for the half-split layout use torch.cat((c, c), -1)",
               "你的 cos/sin 是用 repeat_interleave 展开的（c0 c0 c1 c1 ...，交错布局的表），"

@@ -105,6 +105,32 @@ def smallest_text(fig) -> tuple[float, str]:
     return min(sizes, default=(float("inf"), ""))
 
 
+def clipped_texts(fig, tolerance_px: float = 1.0) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """(text, its box in pixels) for every visible, non-empty text that reaches past the figure's edge
+    (the saved PNG and the notebook show the canvas only, so such a text is cut): titles, labels, legends,
+    annotations, and the tick labels of the ticks matplotlib draws (ticks outside the view keep stale ones)."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    ticks, drawn = set(), []
+    for ax in fig.axes:
+        for axis in ax._axis_map.values():
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update((tick.label1, tick.label2))
+            if ax.get_visible():
+                drawn += [label for tick in axis._update_ticks() for label in (tick.label1, tick.label2)]
+    texts = drawn + [t for t in fig.findobj(matplotlib.text.Text) if t not in ticks and _shown(t)]
+    out = []
+    for text in texts:
+        if not (text.get_visible() and text.get_text().strip()):
+            continue
+        box = text.get_window_extent(renderer)
+        if (box.x0 < -tolerance_px or box.y0 < -tolerance_px or box.x1 > width + tolerance_px
+                or box.y1 > height + tolerance_px):
+            out.append((text.get_text(), tuple(round(v) for v in (box.x0, box.y0, box.x1, box.y1))))
+    return out
+
+
 def _shown(text) -> bool:
     """A text inside the figure (matplotlib keeps tick labels of ticks outside the view, invisible or not)."""
     axes = text.axes

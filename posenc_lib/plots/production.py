@@ -597,5 +597,8 @@ def render_checkpoint_spectra(ax, rows: list):
     ax.set_title(tr("every checkpoint's RoPE spectrum against its context (red: < 1 turn)",
                     "各检查点的 RoPE 波长谱与其上下文（红：转不满 1 圈）"), fontsize=9)
     ax.tick_params(axis="x", labelsize=8)
-    ax.figure.subplots_adjust(left=0.36, right=0.98, bottom=0.08, top=0.95)
+    # margins in inches (tick labels, the two-line x label; the title), so a figure of a few rows fits too
+    height = ax.figure.get_figheight()
+    ax.figure.subplots_adjust(left=0.36, right=0.98, bottom=min(0.45, max(0.08, 0.7 / height)),
+                              top=1 - min(0.3, max(0.05, 0.4 / height)))
     return rows

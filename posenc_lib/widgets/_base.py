@@ -66,8 +66,12 @@ class InteractiveFigure(widgets.VBox):
     """controls: name -> widget whose .value is passed to render(axes, **values)."""
 
     def __init__(self, render, controls: dict, *, figsize=(6.4, 3.6), ncols: int = 1, dpi: int = 100,
-                 title: str | None = None, extra: dict | None = None, layout: str | None = None):
+                 title: str | None = None, extra: dict | None = None, layout: str | None = None,
+                 differs: str = ""):
         self.render = render
+        # "" when the figure starts at its static copy's settings (tests/test_widget_start.py), else what differs
+        # ("base: 10,000 here, 500,000 in the static figure"), which the placeholder line then says
+        self.differs = differs
         self.controls = dict(controls)
         self.extra = dict(extra or {})
         self._figure_args = dict(figsize=figsize, dpi=dpi, layout=layout, ncols=ncols)
@@ -91,6 +95,12 @@ class InteractiveFigure(widgets.VBox):
         views are not kept), GitHub, nbconvert's HTML. That line replaces ipywidgets' `VBox(children=...)`
         repr, which lists every control's current value and is no help to a reader."""
         bundle = super()._repr_mimebundle_(**kwargs)
+        if self.differs:
+            bundle["text/plain"] = tr(f"[live figure with sliders: run this cell in JupyterLab; it starts where the "
+                                      f"static figure above differs: {self.differs}]",
+                                      f"[带滑块的交互图：在 JupyterLab 中运行这个单元格即可使用；它的起始设置与上方的"
+                                      f"静态图不同：{self.differs}]")
+            return bundle
         bundle["text/plain"] = tr("[live figure with sliders: run this cell in JupyterLab; the static figure above "
                                   "shows the same]",
                                   "[带滑块的交互图：在 JupyterLab 中运行这个单元格即可使用；上方的静态图内容相同]")

@@ -22,10 +22,10 @@ def extrapolation_explorer(results: dict | None = None) -> InteractiveFigure:
         "encoding": widgets.Dropdown(options=[(tr("all", "全部"), "all")] + [(e, e) for e in results["summary"]],
                                      value="all", description=tr("focus", "突出显示")),
         "multiple": widgets.SelectionSlider(options=[(f"{m}L = {m * L}", m) for m in multiples],
-                                            value=4 if 4 in multiples else multiples[-1],
+                                            value=multiples[-1],  # 8L: as 07's static copy
                                             description=tr("length", "长度")),
     }
-    return InteractiveFigure(render_extrapolation, controls, figsize=(8.4, 3.1), ncols=2,
+    return InteractiveFigure(render_extrapolation, controls, figsize=(9.5, 3.4), ncols=2,
                              extra={"results": results},
                              title=tr("train short, test long (cached results in data/)",
                                       "短训练、长测试（data/ 中缓存的结果）"))
@@ -42,7 +42,7 @@ def rope_scaling_explorer() -> InteractiveFigure:
         "dim": widgets.Dropdown(options=[16, 64, 128], value=16, description=tr("head dim", "头维度")),
         "original_max": widgets.Dropdown(options=[64, 512, 4096, 8192], value=64, description="L0"),
     }
-    return InteractiveFigure(render_rope_scaling, controls, figsize=(8.4, 3.0), ncols=2,
+    return InteractiveFigure(render_rope_scaling, controls, figsize=(9.5, 3.2), ncols=2,
                              title=tr("RoPE frequencies under each context-extension method",
                                       "各上下文扩展方法下的 RoPE 频率"))
 
@@ -57,7 +57,7 @@ def extension_explorer(extension: dict | None = None) -> InteractiveFigure:
                                       value="all", description=tr("method", "方法")),
         "show_finetuned": widgets.Checkbox(value=True, description=tr("fine-tuned runs", "微调结果")),
     }
-    return InteractiveFigure(render_extension, controls, figsize=(6.2, 3.2),
+    return InteractiveFigure(render_extension, controls, figsize=(7.0, 3.8),
                              extra={"extension": extension},
                              title=tr("context extension of the RoPE model (cached)", "RoPE 模型的上下文扩展（缓存结果）"))
 

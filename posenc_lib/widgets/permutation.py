@@ -13,7 +13,8 @@ __all__ = ["permutation_explorer"]
 
 def permutation_explorer() -> InteractiveFigure:
     """01: choose an ordering of "我 爱 北京", toggle the sinusoidal encoding and the causal mask, and stack
-    a second one-head attention layer (under the mask, two layers see the order inside a prefix; one does not)."""
+    a second one-head attention layer (under the mask, two layers see the order inside a prefix; one does not).
+    It starts where 01's static copy above it is drawn: order 爱 北京 我, the sinusoidal encoding, no mask."""
     setup = toy_sentence()
     orders = sentence_permutations()
     controls = {
@@ -21,7 +22,7 @@ def permutation_explorer() -> InteractiveFigure:
                                  description=tr("order", "语序")),
         "encoding": widgets.Dropdown(options=[(tr("none (NoPE)", "无（NoPE）"), "none"),
                                               (tr("sinusoidal, added", "正弦，加到输入上"), "sinusoidal")],
-                                     value="none", description=tr("encoding", "位置编码")),
+                                     value="sinusoidal", description=tr("encoding", "位置编码")),
         "causal": widgets.Checkbox(value=False, description=tr("causal mask", "因果掩码")),
         "layers": widgets.Dropdown(options=[(tr("1 layer (1 head)", "1 层（1 个头）"), 1),
                                             (tr("2 stacked layers", "堆叠 2 层"), 2)], value=1,
