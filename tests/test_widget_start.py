@@ -86,7 +86,7 @@ def _equal(a, b):
 
 
 def test_a_widget_starting_elsewhere_is_found(tmp_path):
-    nb = {"cells": [{"cell_type": "code", "source": "fig, ax = plt.subplots()\nrender_rope_decay_bound(ax, 500000.0, 128)"},
+    nb = {"cells": [{"cell_type": "code", "source": "fig, ax = plt.subplots()\nrender_rope_decay_bound(ax, 10000.0, 128)"},
                     {"cell_type": "code", "source": "rope_decay_widget()"}]}
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")

@@ -28,7 +28,7 @@ def rope_score_widget() -> InteractiveFigure:
 
 def rope_decay_widget() -> InteractiveFigure:
     """Sliders for RoPE's base and head dim: the RoFormer long-term-decay bound (notebook 06)."""
-    base = widgets.FloatLogSlider(value=10000.0, base=10, min=2, max=6, step=0.25, description=tr("base", "底数"))
+    base = widgets.FloatLogSlider(value=500000.0, base=10, min=2, max=6, step=0.25, description=tr("base", "底数"))
     dim = widgets.IntSlider(value=128, min=16, max=256, step=16, description=tr("dim", "维度"))
     return InteractiveFigure(render_rope_decay_bound, {"base": base, "dim": dim}, figsize=(8, 3.2))
 
