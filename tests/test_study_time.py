@@ -66,3 +66,29 @@ def test_the_readme_states_the_computed_study_times(lang):
 def test_both_editions_count_the_same_exercises():
     for en, zh in zip(study_time.notebooks("en"), study_time.notebooks("zh"), strict=True):
         assert study_time.study_time(en)["exercises"] == study_time.study_time(zh)["exercises"], en.name
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_00_states_the_tracks_computed_times(lang):
+    """00's "three ways through the course" table gives the same minutes as the READMEs' computed table (the
+    full course's core and total, each track's core), and its hours are those minutes to the nearest 5."""
+    import json
+    import re
+
+    computed = {line.split("|")[1].strip(): [int(x) for x in line.split("|")[2:4]]
+                for line in study_time.table(lang).splitlines()[2:]}
+    labels = study_time.LABELS[lang]
+    full = computed[f"**{labels['full']}**"]
+    interview, engineer = computed[labels["interview"]][0], computed[labels["engineer"]][0]
+    path = study_time.notebooks(lang)[0]
+    cell = next("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                if "".join(c["source"]).startswith("## 7."))
+    unit, hours = ("min", r"(\d+) h (\d+) min") if lang == "en" else ("分钟", r"(\d+) 小时 (\d+) 分钟")
+    rows = [line for line in cell.splitlines() if line.startswith("|") and re.search(hours, line)]
+    # each row: the minutes of "X h Y min" first, then the minutes in brackets
+    minutes = [[int(m) for m in re.findall(rf"(?<![\d.])(\d+) {unit}(?!\w)", line.split("|")[3])] for line in rows]
+    assert [m[1:] for m in minutes] == [[full[0], full[1]], [interview], [engineer]], (minutes, full, interview,
+                                                                                      engineer)
+    for line, stated in zip(rows, (full[0], interview, engineer)):
+        h, m = map(int, re.search(hours, line).groups())
+        assert h * 60 + m == 5 * round(stated / 5), line
