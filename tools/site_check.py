@@ -15,6 +15,7 @@ Usage: python tools/site_check.py [build/site] [--chromium PATH] [--screenshots 
 from __future__ import annotations
 
 import argparse
+import html
 import re
 import sys
 from pathlib import Path
@@ -80,7 +81,8 @@ class Ids:
 
     def __call__(self, path: Path) -> set[str]:
         if path not in self.cache:
-            self.cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(encoding="utf-8")))
+            text = path.read_text(encoding="utf-8")  # an id as the browser reads it: entities (&#x27;) decoded
+            self.cache[path] = {html.unescape(i) for i in re.findall(r'\bid="([^"]+)"', text)}
         return self.cache[path]
 
 
