@@ -157,6 +157,9 @@ _TABLE_HINTS = {
 }
 
 
+_LOW_PRECISION = {torch.bfloat16: 8, torch.float16: 11}  # dtype -> its significant bits
+
+
 def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
     """Name a table whose filled columns are right and whose other columns were never written (all zero):
     the seed note's labels read literally ("i even: column 2i = sin, i odd: column 2i+1 = cos", notebook 02)."""
@@ -180,12 +183,26 @@ def check_sinusoidal_table(make_table) -> None:
         if tuple(got.shape) == (d, n) and n != d:
             raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions",
                                    f"形状 {tuple(got.shape)} 转置了：行是位置，列是维度"))
+        if tuple(got.shape) in ((n - 1, d), (n + 1, d)):
+            raise ExerciseError(tr(f"make_table({n}, {d}, {base}) has {got.shape[0]} rows: off by one -- one row per "
+                                   f"position 0 .. {n - 1}, so {n} rows (torch.arange({n}))",
+                                   f"make_table({n}, {d}, {base}) 有 {got.shape[0]} 行，差了一个：每个位置 0 .. {n - 1} "
+                                   f"一行，所以是 {n} 行（torch.arange({n})）"))
         if tuple(got.shape) != (n, d):
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) should have shape ({n}, {d}), got {tuple(got.shape)}",
                                    f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
             continue
+        if got.dtype in _LOW_PRECISION:
+            raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
+                                   f"{_LOW_PRECISION[got.dtype]} significant bits: the angles pos / base**(2i/dim) and "
+                                   f"their sin and cos are off by up to {float((got.double() - right).abs().max()):.2g} "
+                                   f"here, more at later positions. Build the table in float32 or float64",
+                                   f"make_table({n}, {d}, {base}) 是 {got.dtype}，只有 {_LOW_PRECISION[got.dtype]} "
+                                   f"位有效二进制位：角度 pos / base**(2i/dim) 及其 sin、cos 在这里最多偏了 "
+                                   f"{float((got.double() - right).abs().max()):.2g}，位置越靠后偏得越多。"
+                                   f"表要用 float32 或 float64 来算"))
         close = lambda a, b: same(a, b, 1e-4)  # noqa: E731
         name_the_mistake(got, ((mistaken_table(kind, n, d, base), hint) for kind, hint in _TABLE_HINTS.items()), close)
         if base != 10000.0:
@@ -296,7 +313,16 @@ def check_pe_dot(pe_dot) -> None:
                  tr(f"pe_dot({k}, {d}, {base}): you multiplied k by base**(2i/dim); the formula divides, "
                     "k / base**(2i/dim)",
                     f"pe_dot({k}, {d}, {base})：你用 k 乘了 base**(2i/dim)；公式里是除，k / base**(2i/dim)")),
-                (float(torch.cos(k * 10000.0 ** (-2 * pairs / d)).sum()), ignored("base", base, 10000.0))], close)
+                (float(torch.cos(k * 10000.0 ** (-2 * pairs / d)).sum()), ignored("base", base, 10000.0)),
+                (2 * right, tr(f"pe_dot({k}, {d}, {base}) is twice the dot product: each pair i contributes "
+                               f"sin a sin b + cos a cos b = cos(k*omega_i) once, so pe_dot(0) = dim/2 = {d // 2}",
+                               f"pe_dot({k}, {d}, {base}) 是点积的两倍：每对 i 只贡献一次 "
+                               f"sin a sin b + cos a cos b = cos(k*omega_i)，所以 pe_dot(0) = dim/2 = {d // 2}")),
+                (float(torch.cos(k * base ** (-2 * torch.arange(d, dtype=torch.float64) / d)).sum()),
+                 tr(f"pe_dot({k}, {d}, {base}) sums {d} frequencies, one per column: there are dim/2 = {d // 2} "
+                    f"pairs, i = 0 .. dim/2 - 1 (torch.arange(0, dim, 2) is 2i)",
+                    f"pe_dot({k}, {d}, {base}) 对 {d} 个频率求和，每列一个：实际只有 dim/2 = {d // 2} 对，"
+                    f"i = 0 .. dim/2 - 1（torch.arange(0, dim, 2) 就是 2i）"))], close)
             raise ExerciseError(tr(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}",
                                    f"pe_dot({k}, {d}, {base}) = {got:.6f}，应为 PE(p).PE(p+k) = {right:.6f}"))
     ok(tr("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only",
