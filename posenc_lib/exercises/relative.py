@@ -79,6 +79,8 @@ def check_t5_bucket(fn) -> None:
                                        f"got {tuple(got.shape)}",
                                        f"（{setting}）每个相对位置应对应一个桶，形状应为 {tuple(want.shape)}，"
                                        f"实际是 {tuple(got.shape)}"))
+            if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+                raise ExerciseError(_bucket_dtype(got, want, setting))
             if torch.equal(got.long(), want):
                 continue
             sizes = (num_buckets, max_distance)
@@ -129,6 +131,23 @@ def check_t5_bucket(fn) -> None:
                                    f"log(d / exact) / log(max_distance / exact) * (n - exact)，再截断取整）"))
     ok(tr("T5 buckets match for the bidirectional and the causal form.",
           "双向和因果两种形式的 T5 分桶都对上了。"))
+
+
+def _bucket_dtype(got: torch.Tensor, want: torch.Tensor, setting: str) -> str:
+    """The message for buckets that are not integers: they index an embedding table (one bias per bucket)."""
+    rounded = tr("; truncated to integers they would be right", "；截断取整后就对了") \
+        if not got.is_complex() and torch.equal(got.trunc().long(), want) else ""
+    if not got.is_complex() and got.dtype != torch.bool and not torch.equal(got, got.trunc()):
+        return tr(f"({setting}) your buckets have fractions (e.g. {float(got[(got != got.trunc())][0]):.3f}): the "
+                  f"log-spaced part is truncated to an integer, exact + (log(d / exact) / log(max_distance / exact) "
+                  f"* (n - exact)).long(), as T5 does{rounded}",
+                  f"（{setting}）你的桶号带小数（例如 {float(got[(got != got.trunc())][0]):.3f}）：对数间隔部分要截断"
+                  f"取整，exact + (log(d / exact) / log(max_distance / exact) * (n - exact)).long()，T5 就是这样做的"
+                  f"{rounded}")
+    return tr(f"({setting}) your buckets are {got.dtype}: a bucket indexes the table of learned biases "
+              f"(nn.Embedding wants integers), so return an integer tensor (int64, as .long() gives){rounded}",
+              f"（{setting}）你的桶号是 {got.dtype}：桶号是可学习偏置表的下标（nn.Embedding 要整数），"
+              f"所以应返回整数张量（int64，即 .long() 的结果）{rounded}")
 
 
 def _bidirectional_ignored(bidirectional: bool) -> str:
