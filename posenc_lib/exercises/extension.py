@@ -181,8 +181,18 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
     with base 10000 and with Llama 3's 500000, so an ignored `base` is named."""
     for dim, factor, base in ((16, 4.0, 10000.0), (64, 2.0, 10000.0), (8, 8.0, 10000.0), (16, 4.0, 500000.0)):
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
-        got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what).double()
+        got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
         right = _theta(dim, base) / factor
+        if got.dtype in (torch.bfloat16, torch.float16) and tuple(got.shape) == tuple(right.shape):
+            gap = float(((got.double() - right) / right).abs().max())
+            raise ExerciseError(tr(f"{what} is {got.dtype}: its frequencies are off by up to {gap:.1%} of their "
+                                   f"value, and at position 32,768 the angle of the slowest pair by "
+                                   f"{gap * 32768 * float(right[-1]):.2g} rad. Compute theta in float32 or float64 "
+                                   f"(RoPE's inv_freq is a float32 buffer even in a bf16 model)",
+                                   f"{what} 是 {got.dtype}：频率最多偏了自身的 {gap:.1%}，到位置 32,768 时，"
+                                   f"最慢那一对的角度要偏 {gap * 32768 * float(right[-1]):.2g} 弧度。theta 要用 float32 "
+                                   f"或 float64 计算（即使在 bf16 模型里，RoPE 的 inv_freq 也是 float32 的缓冲区）"))
+        got = got.double()
         if same(got, right, 1e-6):
             continue
         if tuple(got.shape) == (dim,):
@@ -208,6 +218,11 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
             (base ** (-torch.arange(dim // 2, dtype=torch.float64) / dim) / factor,
              tr("wrong exponent: theta_i = base ** (-2i/dim) for pair i, not base ** (-i/dim)",
                 "指数错了：第 i 对的 theta_i = base ** (-2i/dim)，不是 base ** (-i/dim)")),
+            (1 / _theta(dim, base) / factor,
+             tr("the exponent's sign: theta_i = base ** (-2i/dim), at most 1 radian per position; you used "
+                "base ** (+2i/dim), the wavelengths' growth without the 2*pi",
+                "指数的符号错了：theta_i = base ** (-2i/dim)，每个位置最多转 1 弧度；你用的是 base ** (+2i/dim)，"
+                "那是波长的增长方式（还少了 2*pi）")),
         ]
         for wrong, hint in hints:
             if same(got, wrong, 1e-6):
@@ -241,6 +256,10 @@ def check_ntk_base(ntk_base) -> None:
             (base * factor ** ((dim - 2) / dim), tr("exponent upside down: (d-2)/d should be d/(d-2)",
                                                     "指数上下颠倒了：(d-2)/d 应为 d/(d-2)")),
             (10000.0 * factor ** (dim / (dim - 2)), ignored("base", f"{base:g}", 10000)),
+            ((base * factor) ** (dim / (dim - 2)), tr("the exponent d/(d-2) applies to the factor only: "
+                                                      "base * factor ** (d/(d-2)); you raised base * factor to it",
+                                                      "指数 d/(d-2) 只作用在因子上：base * factor ** (d/(d-2))；"
+                                                      "你把 base * factor 整个取了这个幂")),
             (base * factor ** 2, tr("factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for "
                                     "base'",
                                     "不是因子的平方：应从 base'^(-(d-2)/d) = base^(-(d-2)/d) / factor 解出 base'")),
