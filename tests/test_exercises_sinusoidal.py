@@ -190,7 +190,11 @@ NOTEBOOK_00_02_03_MISTAKES = [
     ("pe_dot over dim frequencies", ex.check_pe_dot,
      lambda k, d, base: float(torch.cos(k / base ** (2 * torch.arange(d, dtype=torch.float64) / d)).sum()),
      ["frequencies, one per column", "dim/2"]),
-    # 03: the offset matrix with the default base
+    ("wavelengths in bf16", ex.check_wavelengths, lambda d, base: S["wavelengths"](d, base).bfloat16(),
+     ["torch.bfloat16", "8 significant bits"]),
+    # 03: the offset matrix with the default base; M_k for k + 1 (k - 1 at k = 1 is the identity, named as such)
+    ("M_(k+1)", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k + 1, d, base),
+     ["off by one", "shifts by 2 positions"]),
     ("M_k ignores base", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d), ["`base`"]),
 ]
 

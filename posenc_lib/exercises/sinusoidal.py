@@ -246,9 +246,19 @@ def check_wavelengths(wavelengths) -> None:
     """wavelengths(dim, base) -> (dim/2,) tensor, lambda_i = 2*pi * base**(2i/dim) for pair i."""
     for d, base in ((16, 10000.0), (8, 100.0)):
         what = f"wavelengths({d}, {base})"
-        got = as_tensor(call(wavelengths, d, base, what=what), what).double()
+        got = as_tensor(call(wavelengths, d, base, what=what), what)
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
+        if got.dtype in _LOW_PRECISION and got.shape == right.shape:
+            gap = float(((got.double() - right) / right).abs().max())
+            raise ExerciseError(tr(f"{what} is {got.dtype}, which keeps {_LOW_PRECISION[got.dtype]} significant "
+                                   f"bits: your wavelengths are off by up to {gap:.2%} (the longest by "
+                                   f"{float((got.double() - right).abs().max()):.3g} positions). Compute them in "
+                                   f"float32 or float64",
+                                   f"{what} 是 {got.dtype}，只有 {_LOW_PRECISION[got.dtype]} 位有效二进制位："
+                                   f"你的波长最多偏了 {gap:.2%}（最长的那个偏了 "
+                                   f"{float((got.double() - right).abs().max()):.3g} 个位置）。要用 float32 或 float64 来算"))
+        got = got.double()
         if got.shape == right.shape and torch.allclose(got, right, rtol=1e-6):
             continue
         if got.numel() == d:
@@ -369,6 +379,11 @@ def check_offset_matrix(make_offset_matrix) -> None:
                                    f"k={k}：指数错了，你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
         if base != 10000.0:
             name_the_mistake(got, [(offset_matrix(k, d), ignored("base", base, 10000.0))])
+        name_the_mistake(got, [(offset_matrix(k + 1, d, base=base),
+                                tr(f"k={k}: off by one, your matrix shifts by {k + 1} positions: the block of pair i "
+                                   f"turns by k*omega_i, with k = {k}",
+                                   f"k={k}：差了一，你的矩阵平移了 {k + 1} 个位置：第 i 对的块要转 k*omega_i，"
+                                   f"其中 k = {k}"))])
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
