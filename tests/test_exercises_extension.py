@@ -76,6 +76,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("first L", ex.check_last_positions_loss, lambda nll, L: nll[:, :L].mean(), ["FIRST L"]),
     ("all positions", ex.check_last_positions_loss, lambda nll, L: nll.mean(), ["all n positions"]),
     ("skips the last", ex.check_last_positions_loss, lambda nll, L: nll[:, -L - 1:-1].mean(), ["off by one"]),
+    ("last L + 1", ex.check_last_positions_loss, lambda nll, L: nll[:, -(L + 1):].mean(), ["off by one", "last 9"]),
+    ("last L - 1", ex.check_last_positions_loss, lambda nll, L: nll[:, -(L - 1):].mean(), ["off by one", "last 7"]),
     ("first window", ex.check_last_positions_loss, lambda nll, L: nll[0, -L:].mean(), ["first window"]),
     ("sum", ex.check_last_positions_loss, lambda nll, L: nll[:, -L:].sum(), ["sum"]),
     ("nll in place", ex.check_last_positions_loss, _loss_in_place, ["in place"]),

@@ -81,6 +81,10 @@ def _last_positions_loss_on(last_positions_loss, nll: torch.Tensor, L: int) -> N
         (float(nll[:, -L - 1:-1].mean()), tr("off by one: nll[:, -L:] is the last L positions, you skipped the very "
                                              "last",
                                              "差了一位：nll[:, -L:] 才是最后 L 个位置，你漏掉了最后那一个")),
+        *[(float(nll[:, -(L + off):].mean()), tr(f"off by one: you averaged the last {L + off} positions; "
+                                                 f"nll[:, -L:] is the last L = {L}",
+                                                 f"差了一位：你平均的是最后 {L + off} 个位置；nll[:, -L:] 才是最后 "
+                                                 f"L = {L} 个")) for off in (1, -1)],
         (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
                                        "你只用了第一个窗口；要对所有窗口取平均")),
     ]
