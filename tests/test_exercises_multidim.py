@@ -52,6 +52,8 @@ def _axial_in_place(x, rows, cols, base):
 
 
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("patch: float coordinates", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).float(),
+     ["torch.float32", "integers"]),
     ("patch (N, 2)", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).T, ["axis first"]),
     ("patch flattened", ex.check_patch_positions, lambda h, w: torch.arange(h * w), ["flattened index"]),
     ("patch swapped", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).flip(0), ["swapped"]),

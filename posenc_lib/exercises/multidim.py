@@ -36,6 +36,12 @@ def check_patch_positions(fn) -> None:
                                                         f"你的函数({height}, {width})")),
                         tr("your function", "你的函数"))
         want = _solution_patch_positions(height, width)
+        if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+            raise ExerciseError(tr(f"your coordinates are {got.dtype}: a patch's row and column count patches, so "
+                                   f"return integers (torch.arange and meshgrid give int64); RoPE turns them into "
+                                   f"float64 angles itself",
+                                   f"你的坐标是 {got.dtype}：patch 的行号和列号是在数 patch，应返回整数（torch.arange "
+                                   f"和 meshgrid 给出的就是 int64）；RoPE 会自己把它们变成 float64 的角度"))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
         if tuple(got.shape) == (height * width, 2):
