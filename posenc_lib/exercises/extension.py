@@ -21,7 +21,7 @@ from ..encoding_rules import rule_report
 from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import ExerciseError, attempt, call, ignored, number, ok, same, tensor
+from ._common import ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -187,15 +187,12 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
         got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
         right = _theta(dim, base) / factor
-        if got.dtype in (torch.bfloat16, torch.float16) and tuple(got.shape) == tuple(right.shape):
-            gap = float(((got.double() - right) / right).abs().max())
-            raise ExerciseError(tr(f"{what} is {got.dtype}: its frequencies are off by up to {gap:.1%} of their "
-                                   f"value, and at position 32,768 the angle of the slowest pair by "
-                                   f"{gap * 32768 * float(right[-1]):.2g} rad. Compute theta in float32 or float64 "
-                                   f"(RoPE's inv_freq is a float32 buffer even in a bf16 model)",
-                                   f"{what} 是 {got.dtype}：频率最多偏了自身的 {gap:.1%}，到位置 32,768 时，"
-                                   f"最慢那一对的角度要偏 {gap * 32768 * float(right[-1]):.2g} 弧度。theta 要用 float32 "
-                                   f"或 float64 计算（即使在 bf16 模型里，RoPE 的 inv_freq 也是 float32 的缓冲区）"))
+        refuse_low_precision(got, right, what, lambda gap: tr(
+            f"At position 32,768 that turns the slowest pair by {gap * 32768 * float(right[-1]):.2g} rad too much "
+            f"or too little. Compute theta in float32 or float64 (RoPE's inv_freq is a float32 buffer even in a "
+            f"bf16 model)",
+            f"到位置 32,768 时，最慢那一对的角度要偏 {gap * 32768 * float(right[-1]):.2g} 弧度。theta 要用 float32 "
+            f"或 float64 计算（即使在 bf16 模型里，RoPE 的 inv_freq 也是 float32 的缓冲区）"))
         got = got.double()
         if same(got, right, 1e-6):
             continue

@@ -20,8 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same, tensor,
-                      your_line)
+from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number,
+                      ok, refuse_low_precision, same, tensor, your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -157,9 +157,6 @@ _TABLE_HINTS = {
 }
 
 
-_LOW_PRECISION = {torch.bfloat16: 8, torch.float16: 11}  # dtype -> its significant bits
-
-
 def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
     """Name a table whose filled columns are right and whose other columns were never written (all zero):
     the seed note's labels read literally ("i even: column 2i = sin, i odd: column 2i+1 = cos", notebook 02)."""
@@ -194,12 +191,12 @@ def check_sinusoidal_table(make_table) -> None:
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
             continue
-        if got.dtype in _LOW_PRECISION:
+        if got.dtype in SIGNIFICANT_BITS:
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
-                                   f"{_LOW_PRECISION[got.dtype]} significant bits: the angles pos / base**(2i/dim) and "
+                                   f"{SIGNIFICANT_BITS[got.dtype]} significant bits: the angles pos / base**(2i/dim) and "
                                    f"their sin and cos are off by up to {float((got.double() - right).abs().max()):.2g} "
                                    f"here, more at later positions. Build the table in float32 or float64",
-                                   f"make_table({n}, {d}, {base}) 是 {got.dtype}，只有 {_LOW_PRECISION[got.dtype]} "
+                                   f"make_table({n}, {d}, {base}) 是 {got.dtype}，只有 {SIGNIFICANT_BITS[got.dtype]} "
                                    f"位有效二进制位：角度 pos / base**(2i/dim) 及其 sin、cos 在这里最多偏了 "
                                    f"{float((got.double() - right).abs().max()):.2g}，位置越靠后偏得越多。"
                                    f"表要用 float32 或 float64 来算"))
@@ -249,15 +246,10 @@ def check_wavelengths(wavelengths) -> None:
         got = as_tensor(call(wavelengths, d, base, what=what), what)
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
-        if got.dtype in _LOW_PRECISION and got.shape == right.shape:
-            gap = float(((got.double() - right) / right).abs().max())
-            raise ExerciseError(tr(f"{what} is {got.dtype}, which keeps {_LOW_PRECISION[got.dtype]} significant "
-                                   f"bits: your wavelengths are off by up to {gap:.2%} (the longest by "
-                                   f"{float((got.double() - right).abs().max()):.3g} positions). Compute them in "
-                                   f"float32 or float64",
-                                   f"{what} 是 {got.dtype}，只有 {_LOW_PRECISION[got.dtype]} 位有效二进制位："
-                                   f"你的波长最多偏了 {gap:.2%}（最长的那个偏了 "
-                                   f"{float((got.double() - right).abs().max()):.3g} 个位置）。要用 float32 或 float64 来算"))
+        refuse_low_precision(got, right, what, lambda gap: tr(
+            f"The longest wavelength is off by {float((got.double() - right).abs().max()):.3g} positions. Compute "
+            f"them in float32 or float64",
+            f"最长的波长偏了 {float((got.double() - right).abs().max()):.3g} 个位置。要用 float32 或 float64 来算"))
         got = got.double()
         if got.shape == right.shape and torch.allclose(got, right, rtol=1e-6):
             continue
