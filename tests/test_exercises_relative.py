@@ -59,6 +59,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("t5 log part not truncated", ex.check_t5_bucket, _t5_float_log_part, ["fractions", "truncated", ".long()"]),
     ("t5 float buckets", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, b, n, m).float(),
      ["torch.float32", "integer tensor", "nn.Embedding"]),
+    ("slopes in fp16", ex.check_alibi_slopes, lambda n: S["alibi_slopes"](n).half(),
+     ["torch.float16", "11 significant bits", "distance 4096"]),
     ("t5 sign", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](-r, b, n, m), ["wrong sign", "key - query"]),
     ("t5 unclamped", ex.check_t5_bucket, _t5_unclamped, ["Clamp"]),
     ("t5 causal |r|", ex.check_t5_bucket, _t5_causal_abs, ["future key", "bucket 0"]),

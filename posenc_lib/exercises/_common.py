@@ -158,10 +158,13 @@ SIGNIFICANT_BITS = {torch.bfloat16: 8, torch.float16: 11}  # the low-precision f
 
 def refuse_low_precision(got: torch.Tensor, right: torch.Tensor, what: str, cost) -> None:
     """An answer of the right shape in bf16 or fp16 is named, with its largest error relative to the right
-    value and cost(gap) (a sentence: what that error does, what to compute in instead); any other returns."""
+    value and cost(gap) (a sentence: what that error does, what to compute in instead); any other returns, as
+    does one whose values happen to be exact in that dtype (powers of two: a later input shows the error)."""
     if got.dtype not in SIGNIFICANT_BITS or tuple(got.shape) != tuple(right.shape):
         return
     gap = float(((got.double() - right) / right).abs().max())
+    if gap == 0:
+        return
     bits = SIGNIFICANT_BITS[got.dtype]
     raise ExerciseError(tr(f"{what} is {got.dtype}, which keeps {bits} significant bits: off by up to {gap:.2%} of "
                            f"the right values. {cost(gap)}",

@@ -18,7 +18,8 @@ import torch
 from ..alibi import alibi_slopes
 from ..relative import t5_relative_bucket
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision,
+                      same)
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
 
@@ -170,8 +171,16 @@ def check_alibi_slopes(fn) -> None:
     the paper's 2^(-8h/n); other head counts: the authors' code (get_slopes), as BLOOM and posenc_lib.alibi."""
     for n in (1, 4, 8, 6, 12):
         got = as_tensor(call(fn, n, what=tr(f"your function ({n} heads)", f"你的函数（{n} 个头）")),
-                        tr("your function", "你的函数")).double().reshape(-1)
+                        tr("your function", "你的函数")).reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
+        def cost(gap):
+            far = float((got.double() - want).abs().max()) * 4096  # the bias error at distance 4096
+            return tr(f"The bias -slope * distance is then off by {gap:.2%} of itself, up to {far:.2g} at distance "
+                      f"4096. Compute the slopes in float32 or float64",
+                      f"偏置 -slope * distance 也就偏了自身的 {gap:.2%}，在距离 4096 处最多偏 {far:.2g}。"
+                      f"斜率要用 float32 或 float64 计算")
+        refuse_low_precision(got, want, tr(f"your answer for {n} heads", f"你对 {n} 个头的答案"), cost)
+        got = got.double()
         if got.numel() != n:
             raise ExerciseError(tr(f"{n} heads need {n} slopes, got {got.numel()}",
                                    f"{n} 个头需要 {n} 个斜率，实际是 {got.numel()} 个"))
