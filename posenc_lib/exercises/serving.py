@@ -18,7 +18,7 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
@@ -107,10 +107,10 @@ def check_tree_positions(fn) -> None:
     root); the root sits at `start`, the position after the verified prefix."""
     for parents in _TREES:
         for start in (0, 5):
-            got = as_tensor(call(fn, list(parents), start, what=tr("your function", "你的函数")),
-                            tr("your positions", "你的位置"))
+            got = integers(call(fn, list(parents), start, what=tr("your function", "你的函数")),
+                           tr("your positions", "你的位置"))
             want = tree_positions(list(parents), start=start)
-            got = got.reshape(-1).long()
+            got = got.reshape(-1)
             if _same_ints(got, want):
                 continue
             name_the_mistake(got, [
@@ -135,6 +135,13 @@ def check_tree_mask(fn) -> None:
     for parents in _TREES:
         got = as_tensor(call(fn, list(parents), what=tr("your function", "你的函数")), tr("your mask", "你的掩码"))
         want = tree_mask(list(parents))
+        if (tuple(got.shape) == tuple(want.shape) and got.is_floating_point() and torch.equal(got == 0, want)
+                and bool(torch.isinf(got[~want]).all())):
+            raise ExerciseError(tr("you returned an additive mask (0 where a node may attend, -inf elsewhere): the "
+                                   "exercise asks for a bool tensor, True where node i may attend node j (attention "
+                                   "makes the additive form itself; read as a bool, your 0 says 'not allowed')",
+                                   "你返回的是加性掩码（可以关注处为 0，其余为 -inf）：题目要的是 bool 张量，节点 i "
+                                   "可以关注节点 j 处为 True（注意力会自己做出加性形式；按 bool 读，你的 0 意思是“不允许”）"))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.bool(), want):
             continue
         if tuple(got.shape) != tuple(want.shape):
