@@ -70,6 +70,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("pad: negative at pads", ex.check_left_pad_positions, _pads_negative, ["negative position", "0"]),
     ("pad: from the end", ex.check_left_pad_positions,
      lambda mask: mask.long().flip(-1).cumsum(-1).flip(-1) - 1, ["from the end"]),
+    ("pad: cumsum over the batch", ex.check_left_pad_positions, lambda mask: (mask.cumsum(0) - 1).clamp(min=0),
+     ["dim 0", "cumsum(-1)"]),
     ("pad: shape", ex.check_left_pad_positions, lambda mask: mask[0], ["one position per token"]),
     ("pad: in place", ex.check_left_pad_positions, _mask_in_place, ["in place"]),
     ("pad: crash", ex.check_left_pad_positions, lambda mask: mask.nonexistent, ["AttributeError"]),

@@ -1,5 +1,7 @@
 """Checkers of notebook 04 (posenc_lib.exercises.learned): typical wrong answers get the message that
 names the mistake."""
+import warnings
+
 import torch
 from torch.nn import functional as F
 
@@ -35,6 +37,13 @@ def _lookup_checking(*, upper, negative=True, message="past max_len={max_len}", 
     return lookup
 
 
+def _cosine_with_1d_norms(table):
+    norms = table.norm(dim=-1)                       # (T,): .T leaves it as it is (with a deprecation warning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return table @ table.T / (norms * norms.T)
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("dot products", ex.check_cosine_similarity, lambda P: P @ P.T, ["raw dot products"]),
     ("columns", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0) @ F.normalize(P, dim=0).T,
@@ -42,6 +51,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("dims compared", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0).T @ F.normalize(P, dim=0),
      ["(dim, dim)", "rows"]),
     ("in place", ex.check_cosine_similarity, _normalised_in_place, ["in place"]),
+    ("norms * norms.T on 1-D norms", ex.check_cosine_similarity, _cosine_with_1d_norms, ["not symmetric", ".T does nothing"]),
+    ("one norm", ex.check_cosine_similarity, lambda P: (P @ P.T) / P.norm(dim=-1, keepdim=True), ["BOTH norms"]),
+    ("F.cosine_similarity(P, P)", ex.check_cosine_similarity, lambda P: F.cosine_similarity(P, P),
+     ["6 ones", "P[:, None]"]),
     ("halved", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=-1) @ F.normalize(P, dim=-1).T * 0.5,
      ["diagonal must be all 1"]),
     ("future", ex.check_lag_targets, lambda tokens, lag: _targets(tokens, lag, shift=-lag), ["AHEAD"]),

@@ -33,6 +33,18 @@ def _axes_hw_swapped(section, interleaved):
     return [{1: 2, 2: 1}.get(a, a) for a in S["mrope_axes"](section, interleaved)]
 
 
+def _axial_tables(full_width, dtype=torch.float64):
+    """A learner's axial RoPE: angles rows * phi, cols * phi in `dtype` (positions and phi cast to it), the
+    cos/sin tables built by full_width(rows_table, cols_table)."""
+    def axial(x, rows, cols, base):
+        phi = (base ** (-torch.arange(0, x.shape[-1] // 2, 2, dtype=torch.float64) / (x.shape[-1] // 2))).to(dtype)
+        r, c = rows[:, None].to(dtype) * phi, cols[:, None].to(dtype) * phi
+        cos, sin = full_width(r.cos(), c.cos()).double(), full_width(r.sin(), c.sin()).double()
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+    return axial
+
+
 def _axial_in_place(x, rows, cols, base):
     out = S["axial_rope"](x, rows, cols, base)
     x.mul_(2)
@@ -40,6 +52,8 @@ def _axial_in_place(x, rows, cols, base):
 
 
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("patch: float coordinates", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).float(),
+     ["torch.float32", "integers"]),
     ("patch (N, 2)", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).T, ["axis first"]),
     ("patch flattened", ex.check_patch_positions, lambda h, w: torch.arange(h * w), ["flattened index"]),
     ("patch swapped", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).flip(0), ["swapped"]),
@@ -62,6 +76,13 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["columns do nothing"]),
     ("axial moves origin", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x, r + 1, c, b),
      ["must not move"]),
+    ("axial tables repeat_interleave'd", ex.check_axial_rope, _axial_tables(lambda r, c: torch.cat((r, c), -1)
+                                                                              .repeat_interleave(2, -1)),
+     ["repeat_interleave", "[cos, cos]"]),
+    ("axial tables per axis", ex.check_axial_rope, _axial_tables(lambda r, c: torch.cat((r, r, c, c), -1)),
+     ["[rows, rows, cols, cols]", "[rows, cols, rows, cols]"]),
+    ("axial bf16 angles", ex.check_axial_rope, _axial_tables(lambda r, c: torch.cat((r, c, r, c), -1), torch.bfloat16),
+     ["bf16", "float64"]),
     ("axial in place", ex.check_axial_rope, _axial_in_place, ["in place"]),
     ("axial crash", ex.check_axial_rope, lambda x, r, c, b: x.nonexistent(), ["AttributeError"]),
     ("ids count tokens", ex.check_text_image_positions,

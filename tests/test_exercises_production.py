@@ -58,6 +58,15 @@ def _nope_with(rule):
     return nope_layers
 
 
+def _partial_low_precision_angles(x, positions, fraction, base, dtype):
+    """The learner's partial RoPE with the angles, their cos and sin in bf16 or fp16 (the rest in x's dtype)."""
+    rot = int(x.shape[-1] * fraction)
+    angles = positions[:, None].to(dtype) * (base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)).to(dtype)
+    cos, sin = torch.cat((angles.cos(),) * 2, -1).to(x.dtype), torch.cat((angles.sin(),) * 2, -1).to(x.dtype)
+    head = x[..., :rot]
+    return torch.cat((head * cos + torch.cat((-head[..., rot // 2:], head[..., :rot // 2]), -1) * sin, x[..., rot:]), -1)
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("slow: the fast pairs", ex.check_slow_pairs, lambda b, d, L: d // 2 - _slow(b, d, L), ["DO complete a turn"]),
     ("slow: exponent i/d", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, exponent=1.0), ["-2i / head_dim"]),
@@ -74,6 +83,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("partial: pairs across the head", ex.check_partial_rope, _partial_across_the_head, ["(i, i + rot/2)"]),
     ("partial: interleaved", ex.check_partial_rope,
      lambda x, p, f, b=1e4: apply_rope(x, p, base=b, layout="interleaved", partial_rotary_factor=f), ["GPT-J"]),
+    ("partial: bf16 angles", ex.check_partial_rope,
+     lambda x, p, f, b=1e4: _partial_low_precision_angles(x, p, f, b, torch.bfloat16), ["rounded to bf16", "float64"]),
+    ("partial: fp16 angles", ex.check_partial_rope,
+     lambda x, p, f, b=1e4: _partial_low_precision_angles(x, p, f, b, torch.float16), ["rounded to fp16"]),
     ("partial: in place", ex.check_partial_rope, _partial_in_place, ["in place"]),
     ("partial: rest changed", ex.check_partial_rope, _partial_touches_the_rest, ["copied unchanged"]),
     ("partial: dropped the rest", ex.check_partial_rope,

@@ -21,6 +21,16 @@ def _t5_unclamped(r, bidirectional, num_buckets, max_distance):
     return bucket + torch.where(d < exact, d, large)
 
 
+def _t5_float_log_part(r, bidirectional, num_buckets, max_distance):
+    """The reference without T5's truncation of the log-spaced part: float buckets with fractions."""
+    n = num_buckets // 2 if bidirectional else num_buckets
+    bucket = (r > 0).long() * n if bidirectional else torch.zeros_like(r)
+    d = r.abs() if bidirectional else -torch.clamp(r, max=0)
+    exact = n // 2
+    large = torch.clamp(exact + torch.log(d.float() / exact) / math.log(max_distance / exact) * (n - exact), max=n - 1)
+    return bucket + torch.where(d < exact, d.float(), large)
+
+
 def _t5_causal_abs(r, bidirectional, num_buckets, max_distance):
     if bidirectional:
         return S["t5_bucket"](r, True, num_buckets, max_distance)
@@ -46,6 +56,11 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("query - key", ex.check_relative_positions, lambda n: -S["relative_positions"](n), ["wrong sign", "key - query"]),
     ("|j - i|", ex.check_relative_positions, lambda n: S["relative_positions"](n).abs(), ["|j - i|"]),
     ("float", ex.check_relative_positions, lambda n: S["relative_positions"](n).float(), ["integer tensor"]),
+    ("t5 log part not truncated", ex.check_t5_bucket, _t5_float_log_part, ["fractions", "truncated", ".long()"]),
+    ("t5 float buckets", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](r, b, n, m).float(),
+     ["torch.float32", "integer tensor", "nn.Embedding"]),
+    ("slopes in fp16", ex.check_alibi_slopes, lambda n: S["alibi_slopes"](n).half(),
+     ["torch.float16", "11 significant bits", "distance 4096"]),
     ("t5 sign", ex.check_t5_bucket, lambda r, b, n, m: S["t5_bucket"](-r, b, n, m), ["wrong sign", "key - query"]),
     ("t5 unclamped", ex.check_t5_bucket, _t5_unclamped, ["Clamp"]),
     ("t5 causal |r|", ex.check_t5_bucket, _t5_causal_abs, ["future key", "bucket 0"]),

@@ -43,6 +43,16 @@ def _complex_half_split(x, m, base=10000.0):
     return torch.cat((z.real, z.imag), -1)
 
 
+def _complex_turned(x, angles):
+    """The pairs (x[2i], x[2i+1]) as complex numbers times e^{i angles}: the complex tensor (..., d/2)."""
+    z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+    return z * torch.polar(torch.ones_like(angles), angles)
+
+
+def _real(z):
+    return torch.view_as_real(z).flatten(-2)
+
+
 def _complex_in_place(x, m, base=10000.0):
     out = S["rope_complex"](x, m, base)
     x.zero_()
@@ -86,6 +96,20 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["e^{-i m theta}", "negated positions", "n - m"]),
     ("complex unrotated", ex.check_rope_complex, lambda x, m, base=10000.0: x.clone(), ["differs"]),
     ("complex in place", ex.check_rope_complex, _complex_in_place, ["in place"]),
+    ("complex result", ex.check_rope_complex, lambda x, m, base=10000.0: _complex_turned(x, m * _theta(8, base)),
+     ["complex numbers", "view_as_real(z).flatten(-2)"]),
+    ("complex unflattened", ex.check_rope_complex,
+     lambda x, m, base=10000.0: torch.view_as_real(_complex_turned(x, m * _theta(8, base))), ["flatten", "(3, 8)"]),
+    ("complex ignores base", ex.check_rope_complex, lambda x, m, base=10000.0: S["rope_complex"](x, m),
+     ["ignored the `base` argument", "base=500"]),
+    ("complex doubled exponent", ex.check_rope_complex,
+     lambda x, m, base=10000.0: _real(_complex_turned(x, m * _theta(8, base) ** 2)), ["doubled exponent"]),
+    ("complex bf16 angles", ex.check_rope_complex,
+     lambda x, m, base=10000.0: _real(_complex_turned(x, (m * _theta(8, base)).bfloat16().double())),
+     ["rounded to bf16"]),
+    ("complex fp16 theta", ex.check_rope_complex,
+     lambda x, m, base=10000.0: _real(_complex_turned(x, m * _theta(8, base).half().double())),
+     ["rounded to fp16"]),
 ]
 
 

@@ -24,6 +24,23 @@ def _shift_turning_by(sign, keep_first=True, turn_all=False):
     return fn
 
 
+def _shift_by(extra):
+    """The moved keys turned by R(-(n_discard + extra))."""
+    def fn(keys, n_keep, n_discard, base=10000.0):
+        rest = keys[n_keep + n_discard:]
+        return torch.cat((keys[:n_keep], apply_rope(rest, torch.full((len(rest),), -(n_discard + extra)), base=base)))
+    return fn
+
+
+def _shift_interleaved(keys, n_keep, n_discard, base=10000.0):
+    """R(-n_discard) by the pairs (2i, 2i+1), written out: a complex multiplication of neighbours."""
+    rest = keys[n_keep + n_discard:]
+    theta = base ** (-torch.arange(0, keys.shape[-1], 2, dtype=torch.float64) / keys.shape[-1])
+    z = torch.view_as_complex(rest.reshape(len(rest), -1, 2).contiguous()) * torch.polar(torch.ones_like(theta),
+                                                                                          -n_discard * theta)
+    return torch.cat((keys[:n_keep], torch.view_as_real(z).flatten(-2)))
+
+
 def _shift_in_place(keys, n_keep, n_discard, base=10000.0):
     out = S["context_shift"](keys, n_keep, n_discard, base)
     keys.mul_(2)
@@ -41,6 +58,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["keeps the first n_keep"]),
     ("shift: turned the kept ones too", ex.check_context_shift, _shift_turning_by(-1, turn_all=True),
      ["first n_keep keys too"]),
+    ("shift: base ignored", ex.check_context_shift, lambda keys, k, d, base=1e4: S["context_shift"](keys, k, d),
+     ["`base`", "100"]),
+    ("shift: interleaved pairs", ex.check_context_shift, _shift_interleaved, ["interleaved", "(x[i], x[i + d/2])"]),
+    ("shift: by n + 1", ex.check_context_shift, _shift_by(1), ["off by one", "R(-4)"]),
     ("shift: shape", ex.check_context_shift, lambda keys, k, d, base=1e4: keys, ["shape"]),
     ("shift: in place", ex.check_context_shift, _shift_in_place, ["in place"]),
     ("tree: flattened index", ex.check_tree_positions, lambda parents, start=0: torch.arange(len(parents)) + start,
@@ -53,6 +74,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      lambda parents: torch.ones(len(parents), len(parents), dtype=torch.bool).tril(), ["causal mask", "siblings"]),
     ("mask: no diagonal", ex.check_tree_mask,
      lambda parents: S["tree_mask"](parents) & ~torch.eye(len(parents), dtype=torch.bool), ["diagonal"]),
+    ("mask: additive", ex.check_tree_mask,
+     lambda parents: torch.where(S["tree_mask"](parents), 0.0, float("-inf")), ["additive mask", "bool tensor", "-inf"]),
+    ("tree: float positions", ex.check_tree_positions,
+     lambda parents, start=0: S["tree_positions"](parents, start).float(), ["integers", "torch.float32"]),
     ("mask: transposed", ex.check_tree_mask, lambda parents: S["tree_mask"](parents).T, ["transposed"]),
     ("mask: shape", ex.check_tree_mask, lambda parents: S["tree_mask"](parents)[0], ["(N, N)"]),
     ("ring: W + 1 keys", ex.check_ring_window, _ring(lambda p, w: list(range(max(p - w, 0), p + 1))),

@@ -146,6 +146,15 @@ def _seed_labels_read_literally(n, d, base):
     return pe
 
 
+def _bf16_table(n, d, base):
+    """The table built in bfloat16 from the start (positions, exponent, angles, sin and cos)."""
+    pos = torch.arange(n, dtype=torch.bfloat16)[:, None]
+    angles = pos / base ** (torch.arange(0, d, 2, dtype=torch.bfloat16) / d)
+    table = torch.empty(n, d, dtype=torch.bfloat16)
+    table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
+    return table
+
+
 def _pairs(d):
     return torch.arange(d // 2, dtype=torch.float64)
 
@@ -169,7 +178,23 @@ NOTEBOOK_00_02_03_MISTAKES = [
     ("pe_dot multiplies", ex.check_pe_dot, lambda k, d, base: float(torch.cos(k * base ** (2 * _pairs(d) / d)).sum()),
      ["multiplied"]),
     ("pe_dot ignores base", ex.check_pe_dot, lambda k, d, base: S["pe_dot"](k, d), ["`base`"]),
-    # 03: the offset matrix with the default base
+    # 02: a table one row short or long, in a low-precision dtype; pe_dot doubled or over dim frequencies
+    ("table n + 1 rows", ex.check_sinusoidal_table, lambda n, d, base: S["sinusoidal_table"](n + 1, d, base),
+     ["off by one", "41 rows"]),
+    ("table n - 1 rows", ex.check_sinusoidal_table, lambda n, d, base: S["sinusoidal_table"](n - 1, d, base),
+     ["off by one", "39 rows"]),
+    ("table in bf16", ex.check_sinusoidal_table, _bf16_table, ["torch.bfloat16", "8 significant bits", "float64"]),
+    ("table rounded to fp16", ex.check_sinusoidal_table, lambda n, d, base: S["sinusoidal_table"](n, d, base).half(),
+     ["torch.float16", "11 significant bits"]),
+    ("pe_dot doubled", ex.check_pe_dot, lambda k, d, base: 2 * S["pe_dot"](k, d, base), ["twice", "dim/2"]),
+    ("pe_dot over dim frequencies", ex.check_pe_dot,
+     lambda k, d, base: float(torch.cos(k / base ** (2 * torch.arange(d, dtype=torch.float64) / d)).sum()),
+     ["frequencies, one per column", "dim/2"]),
+    ("wavelengths in bf16", ex.check_wavelengths, lambda d, base: S["wavelengths"](d, base).bfloat16(),
+     ["torch.bfloat16", "8 significant bits"]),
+    # 03: the offset matrix with the default base; M_k for k + 1 (k - 1 at k = 1 is the identity, named as such)
+    ("M_(k+1)", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k + 1, d, base),
+     ["off by one", "shifts by 2 positions"]),
     ("M_k ignores base", ex.check_offset_matrix, lambda k, d, base: S["offset_matrix"](k, d), ["`base`"]),
 ]
 

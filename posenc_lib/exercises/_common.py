@@ -153,6 +153,24 @@ def number(value, what: str) -> float:
                             f"{spaced(what)}应当是一个数（或只含一个元素的张量），实际是 {type(value).__name__}"))
 
 
+SIGNIFICANT_BITS = {torch.bfloat16: 8, torch.float16: 11}  # the low-precision float dtypes -> their significant bits
+
+
+def refuse_low_precision(got: torch.Tensor, right: torch.Tensor, what: str, cost) -> None:
+    """An answer of the right shape in bf16 or fp16 is named, with its largest error relative to the right
+    value and cost(gap) (a sentence: what that error does, what to compute in instead); any other returns, as
+    does one whose values happen to be exact in that dtype (powers of two: a later input shows the error)."""
+    if got.dtype not in SIGNIFICANT_BITS or tuple(got.shape) != tuple(right.shape):
+        return
+    gap = float(((got.double() - right) / right).abs().max())
+    if gap == 0:
+        return
+    bits = SIGNIFICANT_BITS[got.dtype]
+    raise ExerciseError(tr(f"{what} is {got.dtype}, which keeps {bits} significant bits: off by up to {gap:.2%} of "
+                           f"the right values. {cost(gap)}",
+                           f"{what} 是 {got.dtype}，只有 {bits} 位有效二进制位：与正确值最多相差 {gap:.2%}。{cost(gap)}"))
+
+
 def same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
     """Same shape and equal within atol + rtol * |b|, compared in float64 (float32 answers pass too)."""
     return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol)

@@ -21,7 +21,7 @@ from ..encoding_rules import rule_report
 from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import ExerciseError, attempt, call, ignored, number, ok, same, tensor
+from ._common import ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -81,6 +81,10 @@ def _last_positions_loss_on(last_positions_loss, nll: torch.Tensor, L: int) -> N
         (float(nll[:, -L - 1:-1].mean()), tr("off by one: nll[:, -L:] is the last L positions, you skipped the very "
                                              "last",
                                              "差了一位：nll[:, -L:] 才是最后 L 个位置，你漏掉了最后那一个")),
+        *[(float(nll[:, -(L + off):].mean()), tr(f"off by one: you averaged the last {L + off} positions; "
+                                                 f"nll[:, -L:] is the last L = {L}",
+                                                 f"差了一位：你平均的是最后 {L + off} 个位置；nll[:, -L:] 才是最后 "
+                                                 f"L = {L} 个")) for off in (1, -1)],
         (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
                                        "你只用了第一个窗口；要对所有窗口取平均")),
     ]
@@ -181,8 +185,15 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
     with base 10000 and with Llama 3's 500000, so an ignored `base` is named."""
     for dim, factor, base in ((16, 4.0, 10000.0), (64, 2.0, 10000.0), (8, 8.0, 10000.0), (16, 4.0, 500000.0)):
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
-        got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what).double()
+        got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
         right = _theta(dim, base) / factor
+        refuse_low_precision(got, right, what, lambda gap: tr(
+            f"At position 32,768 that turns the slowest pair by {gap * 32768 * float(right[-1]):.2g} rad too much "
+            f"or too little. Compute theta in float32 or float64 (RoPE's inv_freq is a float32 buffer even in a "
+            f"bf16 model)",
+            f"到位置 32,768 时，最慢那一对的角度要偏 {gap * 32768 * float(right[-1]):.2g} 弧度。theta 要用 float32 "
+            f"或 float64 计算（即使在 bf16 模型里，RoPE 的 inv_freq 也是 float32 的缓冲区）"))
+        got = got.double()
         if same(got, right, 1e-6):
             continue
         if tuple(got.shape) == (dim,):
@@ -208,6 +219,11 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
             (base ** (-torch.arange(dim // 2, dtype=torch.float64) / dim) / factor,
              tr("wrong exponent: theta_i = base ** (-2i/dim) for pair i, not base ** (-i/dim)",
                 "指数错了：第 i 对的 theta_i = base ** (-2i/dim)，不是 base ** (-i/dim)")),
+            (1 / _theta(dim, base) / factor,
+             tr("the exponent's sign: theta_i = base ** (-2i/dim), at most 1 radian per position; you used "
+                "base ** (+2i/dim), the wavelengths' growth without the 2*pi",
+                "指数的符号错了：theta_i = base ** (-2i/dim)，每个位置最多转 1 弧度；你用的是 base ** (+2i/dim)，"
+                "那是波长的增长方式（还少了 2*pi）")),
         ]
         for wrong, hint in hints:
             if same(got, wrong, 1e-6):
@@ -241,6 +257,10 @@ def check_ntk_base(ntk_base) -> None:
             (base * factor ** ((dim - 2) / dim), tr("exponent upside down: (d-2)/d should be d/(d-2)",
                                                     "指数上下颠倒了：(d-2)/d 应为 d/(d-2)")),
             (10000.0 * factor ** (dim / (dim - 2)), ignored("base", f"{base:g}", 10000)),
+            ((base * factor) ** (dim / (dim - 2)), tr("the exponent d/(d-2) applies to the factor only: "
+                                                      "base * factor ** (d/(d-2)); you raised base * factor to it",
+                                                      "指数 d/(d-2) 只作用在因子上：base * factor ** (d/(d-2))；"
+                                                      "你把 base * factor 整个取了这个幂")),
             (base * factor ** 2, tr("factor squared is not it: solve base'^(-(d-2)/d) = base^(-(d-2)/d) / factor for "
                                     "base'",
                                     "不是因子的平方：应从 base'^(-(d-2)/d) = base^(-(d-2)/d) / factor 解出 base'")),

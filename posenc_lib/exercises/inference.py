@@ -61,6 +61,10 @@ def check_left_pad_positions(fn) -> None:
                                 "差了一：位置从 0 开始（cumsum(mask) - 1），你从 1 开始")),
             (from_the_end[real], tr("you counted from the end of the row: the first real token is position 0",
                                     "你是从行尾往前数的：第一个真实 token 的位置是 0")),
+            ((real.long().cumsum(0) - 1)[real], tr("you took the cumsum over dim 0, down the batch: count along "
+                                                   "each row, mask.cumsum(-1) - 1",
+                                                   "你在第 0 维（沿批次方向）上做了 cumsum：应沿每一行计数，"
+                                                   "mask.cumsum(-1) - 1")),
         ], torch.equal)
         raise ExerciseError(tr(f"for the mask {mask.tolist()} the real tokens should get {want[real].tolist()}, "
                                f"got {got[real].tolist()}",

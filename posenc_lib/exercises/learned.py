@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from ..absolute import position_similarity
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same, your_line
+from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, ok, same, your_line
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]
 
@@ -33,9 +33,32 @@ def check_cosine_similarity(fn) -> None:
                                "(positions). Normalise each row and take P @ P.T",
                                "结果是 (dim, dim)：你比较的是列（维度），而不是行（位置）。"
                                "先把每一行归一化，再算 P @ P.T"))
+    if got.shape == (6,) and same(got, torch.ones(6, dtype=torch.float64), atol=1e-5):
+        raise ExerciseError(tr("you returned 6 ones: F.cosine_similarity(P, P) compares row i with row i only. "
+                               "Compare every row with every row: F.cosine_similarity(P[:, None], P[None], dim=-1), or "
+                               "normalise the rows and take P @ P.T",
+                               "你返回的是 6 个 1：F.cosine_similarity(P, P) 只把第 i 行和第 i 行比较。要让每一行和"
+                               "每一行比较：F.cosine_similarity(P[:, None], P[None], dim=-1)，或者先把各行归一化，"
+                               "再算 P @ P.T"))
     if got.shape != want.shape:
         raise ExerciseError(tr(f"expected shape (T, T) = {tuple(want.shape)}, got {tuple(got.shape)}",
                                f"形状应为 (T, T) = {tuple(want.shape)}，实际是 {tuple(got.shape)}"))
+    norms = table.norm(dim=-1)
+    name_the_mistake(got.double(), [
+        ((table @ table.T) / norms[None, :] ** 2,
+         tr("your diagonal is 1 but the matrix is not symmetric: entry [i, j] was divided by |P_j|^2, not by "
+            "|P_i| |P_j|. With norms of shape (T,), norms * norms.T is norms squared (.T does nothing to a 1-D "
+            "tensor); use norms[:, None] * norms[None, :] (or keepdim=True)",
+            "你的对角线是 1，但矩阵不对称：第 [i, j] 个元素除以的是 |P_j|^2，而不是 |P_i| |P_j|。norms 的形状是 "
+            "(T,) 时，norms * norms.T 就是 norms 的平方（.T 对一维张量不起作用）；应写 "
+            "norms[:, None] * norms[None, :]（或用 keepdim=True）")),
+        ((table @ table.T) / norms[:, None],
+         tr("you divided by one norm only (row i's): the cosine divides the dot product by BOTH norms, "
+            "|P_i| |P_j|", "你只除了一个范数（第 i 行的）：余弦要把点积除以两个范数 |P_i| |P_j|")),
+        ((table @ table.T) / norms[None, :],
+         tr("you divided by one norm only (row j's): the cosine divides the dot product by BOTH norms, "
+            "|P_i| |P_j|", "你只除了一个范数（第 j 行的）：余弦要把点积除以两个范数 |P_i| |P_j|")),
+    ])
     if same(got, table @ table.T):
         raise ExerciseError(tr("these are raw dot products: divide by both rows' norms (cosine similarity), "
                                "otherwise long vectors look 'similar' to everything",

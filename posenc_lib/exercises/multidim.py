@@ -36,6 +36,12 @@ def check_patch_positions(fn) -> None:
                                                         f"你的函数({height}, {width})")),
                         tr("your function", "你的函数"))
         want = _solution_patch_positions(height, width)
+        if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+            raise ExerciseError(tr(f"your coordinates are {got.dtype}: a patch's row and column count patches, so "
+                                   f"return integers (torch.arange and meshgrid give int64); RoPE turns them into "
+                                   f"float64 angles itself",
+                                   f"你的坐标是 {got.dtype}：patch 的行号和列号是在数 patch，应返回整数（torch.arange "
+                                   f"和 meshgrid 给出的就是 int64）；RoPE 会自己把它们变成 float64 的角度"))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
         if tuple(got.shape) == (height * width, 2):
@@ -148,19 +154,60 @@ def _axial_rope_on(fn, x, height, width, base, shift) -> None:
             "你的版本里列不起作用：第 d/4 .. d/2-1 对要转过 col * phi")),
         *[(apply_axial_rope(x, grid, base=other, style="qwen2_vl"), ignored("base", f"{base:g}", f"{other:g}"))
           for other in (10000.0, 100.0) if other != base],  # the default, or the first input's base
+        (_axial(x, grid, base, tables="repeat_interleave"),
+         tr("your cos/sin tables are repeat_interleave'd (c0 c0 c1 c1 ..., the interleaved layout's tables), but "
+            "rotate_half pairs x[i] with x[i + d/2]: the full-width tables are [cos, cos] = torch.cat((cos, cos), -1) "
+            "of the (T, d/2) angles",
+            "你的 cos/sin 表是用 repeat_interleave 展开的（c0 c0 c1 c1 ...，交错布局的表），但 rotate_half 把 x[i] "
+            "和 x[i + d/2] 配成一对：全宽的表是 (T, d/2) 角度的 [cos, cos] = torch.cat((cos, cos), -1)")),
+        (_axial(x, grid, base, tables="per_axis"),
+         tr("your tables repeat each axis on its own, [rows, rows, cols, cols]: then x[i] turns with the row and its "
+            "partner x[i + d/2] with the column, so the pair is no rotation at all. Concatenate the d/2 angles "
+            "[rows, cols] first, then repeat that whole half-width table: [rows, cols, rows, cols]",
+            "你的表把每个轴单独重复了一遍，[rows, rows, cols, cols]：于是 x[i] 随行旋转，它的搭档 x[i + d/2] "
+            "却随列旋转，这一对根本不是旋转。应先拼出 d/2 个角度 [rows, cols]，再把这整张半宽的表重复一遍："
+            "[rows, cols, rows, cols]")),
+        *[(_axial(x, grid, base, low=dtype, low_product=product, low_trig=trig),
+           tr(f"your angles are {name} ({bits} significant bits): row * phi and col * phi are off by up to "
+              f"{float(((grid.abs().max() * 2.0 ** -bits))):.2g} rad here, and more on a large image. The task asks "
+              f"for angles in float64",
+              f"你的角度是 {name}（只有 {bits} 位有效二进制位）：这里 row * phi 和 col * phi 最多偏 "
+              f"{float(((grid.abs().max() * 2.0 ** -bits))):.2g} 弧度，图像越大偏得越多。题目要求角度用 float64"))
+          for dtype, name, bits in ((torch.bfloat16, "bf16", 8), (torch.float16, "fp16", 11))
+          for product in (False, True) for trig in (False, True)],
     ]
     name_the_mistake(got, mistakes, lambda a, b: same(a, b, atol=1e-5))
     raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                            f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
 
 
-def _axial(x, grid, base, exponent_over=None):
-    """Qwen2-VL-style axial RoPE with phi_j = base ** (-2j/exponent_over) (default d/2), float64."""
+def _axial(x, grid, base, exponent_over=None, tables="full", low=None, low_product=False, low_trig=False):
+    """Qwen2-VL-style axial RoPE with phi_j = base ** (-2j/exponent_over) (default d/2), float64; or with one of a
+    learner's slips: tables "repeat_interleave" (c0 c0 c1 c1 ..., the interleaved layout's tables) or "per_axis"
+    ([rows, rows, cols, cols]: each axis's angles repeated instead of the whole half-width table), angles in the
+    dtype `low` (rounded from float64, or with low_product positions and phi multiplied in it; low_trig: cos and
+    sin taken in it too)."""
     dim = x.shape[-1]
     over = dim // 2 if exponent_over is None else exponent_over
     phi = base ** (-torch.arange(0, dim // 2, 2, dtype=torch.float64) / over)            # (d/4,)
-    angles = torch.cat((grid[0, :, None] * phi, grid[1, :, None] * phi), -1).double()   # (T, d/2)
-    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    if low is None:
+        rows, cols = grid[0, :, None] * phi, grid[1, :, None] * phi
+    elif low_product:
+        rows, cols = grid[0, :, None].to(low) * phi.to(low), grid[1, :, None].to(low) * phi.to(low)
+    else:
+        rows, cols = (grid[0, :, None] * phi).to(low), (grid[1, :, None] * phi).to(low)
+    if not low_trig:
+        rows, cols = rows.double(), cols.double()
+
+    def cos_sin(parts):
+        return (torch.cat([p.cos() for p in parts], -1).double(), torch.cat([p.sin() for p in parts], -1).double())
+
+    if tables == "repeat_interleave":
+        cos, sin = (t.repeat_interleave(2, -1) for t in cos_sin((rows, cols)))
+    elif tables == "per_axis":
+        cos, sin = cos_sin((rows, rows, cols, cols))
+    else:
+        cos, sin = cos_sin((rows, cols, rows, cols))
     half = dim // 2
     turned = torch.cat((-x[..., half:], x[..., :half]), -1)
     return x.double() * cos + turned.double() * sin

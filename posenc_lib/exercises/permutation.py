@@ -29,7 +29,15 @@ def check_permutation_matrix(permutation_matrix) -> None:
     for perm in _PERMS:
         t = len(perm)
         what = f"permutation_matrix({perm})"
-        p = tensor(call(permutation_matrix, torch.tensor(perm), what=what), what).double()  # perm as in 01
+        p = tensor(call(permutation_matrix, torch.tensor(perm), what=what), what)  # perm as in 01
+        if not p.is_floating_point():
+            raise ExerciseError(tr(f"permutation_matrix({perm}) is {p.dtype}: P @ x with a float x then fails "
+                                   f"(matmul wants one dtype; F.one_hot gives int64). Return a float matrix, e.g. "
+                                   f"torch.eye(T)[perm] or F.one_hot(perm).float()",
+                                   f"permutation_matrix({perm}) 是 {p.dtype}：与浮点的 x 相乘 P @ x 就会出错"
+                                   f"（matmul 要求两边 dtype 相同；F.one_hot 给出的是 int64）。应返回浮点矩阵，"
+                                   f"例如 torch.eye(T)[perm] 或 F.one_hot(perm).float()"))
+        p = p.double()
         if tuple(p.shape) != (t, t):
             raise ExerciseError(tr(f"permutation_matrix({perm}) should be ({t}, {t}), got {tuple(p.shape)}",
                                    f"permutation_matrix({perm}) 的形状应为 ({t}, {t})，实际是 {tuple(p.shape)}"))
@@ -73,6 +81,13 @@ def check_permuted_weights(permuted_weights) -> None:
         got = tensor(call(permuted_weights, weights.clone(), torch.tensor(perm), what=what), what).double()
         if same(got, actual, 1e-7):
             continue
+        if same(got, weights[idx, idx], 1e-7):
+            raise ExerciseError(tr(f"perm={perm}: weights[perm, perm] pairs the two index lists and picks "
+                                   f"{len(perm)} single entries, weights[perm[i], perm[i]]. Reorder the rows, then "
+                                   f"the columns: weights[perm][:, perm]",
+                                   f"perm={perm} 时，weights[perm, perm] 会把两个下标列表逐个配对，只取出 "
+                                   f"{len(perm)} 个元素 weights[perm[i], perm[i]]。应先重排行，再重排列："
+                                   f"weights[perm][:, perm]"))
         inverse = [perm.index(i) for i in range(len(perm))]
         hints = [(weights, tr("you returned the weights unchanged, as if self-attention were permutation-invariant "
                               "and you could compare position by position. It is equivariant: every word takes its "

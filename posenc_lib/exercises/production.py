@@ -96,6 +96,21 @@ def _wrong_pairs_across_the_head(x, positions, fraction, base):
     return out
 
 
+def _partial_rope_low_precision(x, positions, fraction, base):
+    """(dtype name, significant bits, partial RoPE with the angles in that dtype) for bf16 and fp16, each way a
+    learner gets there: the float64 angles rounded, or positions and theta rounded and multiplied in it; cos and
+    sin taken in float64 or in the low dtype."""
+    rot = rotary_dim(x.shape[-1], fraction)
+    theta = base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+    head = x[..., :rot]
+    turned_head = torch.cat((-head[..., rot // 2:], head[..., :rot // 2]), -1)
+    for dtype, name, bits in ((torch.bfloat16, "bf16", 8), (torch.float16, "fp16", 11)):
+        for angles in ((positions.double()[:, None] * theta).to(dtype), positions[:, None].to(dtype) * theta.to(dtype)):
+            for cos, sin in ((angles.double().cos(), angles.double().sin()), (angles.cos().double(), angles.sin().double())):
+                cos, sin = torch.cat((cos,) * 2, -1), torch.cat((sin,) * 2, -1)
+                yield name, bits, torch.cat((head * cos + turned_head * sin, x[..., rot:]), -1)
+
+
 def check_partial_rope(fn) -> None:
     """fn(x (T, d), positions (T,) int64, partial_rotary_factor, base) -> x with RoPE on its first
     rot = int(d * partial_rotary_factor) dims only (half layout within them: pairs (i, i + rot/2), theta_i =
@@ -151,6 +166,13 @@ def check_partial_rope(fn) -> None:
                 "(i, i + rot/2) within the rotated dims",
                 "你把相邻维度 (2i, 2i+1) 配成了对，这是 GPT-J 的交错（interleaved）布局；transformers 里的 GPT-NeoX "
                 "和 Phi 在旋转的维度内按 (i, i + rot/2) 配对")),
+            *((rounded,
+               tr(f"your angles were rounded to {name} ({bits} significant bits): position * theta is off by "
+                  f"fractions of a radian at positions like 100, so every pair turns by a wrong angle. The task asks "
+                  f"for angles in float64; round only the result",
+                  f"你的角度被舍入成了 {name}（只有 {bits} 位有效二进制位）：在 100 这样的位置上，position * theta "
+                  f"会偏零点几弧度，每一对都转错了角度。题目要求角度用 float64；只在最后对结果做舍入"))
+              for name, bits, rounded in _partial_rope_low_precision(x, positions, fraction, base)),
         )
         name_the_mistake(got, known_mistakes, lambda a, b: same(a, b, atol=1e-5))
         if not torch.equal(got[..., rot:].to(x.dtype), x[..., rot:]):

@@ -18,7 +18,8 @@ import torch
 from ..alibi import alibi_slopes
 from ..relative import t5_relative_bucket
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision,
+                      same)
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
 
@@ -79,6 +80,8 @@ def check_t5_bucket(fn) -> None:
                                        f"got {tuple(got.shape)}",
                                        f"（{setting}）每个相对位置应对应一个桶，形状应为 {tuple(want.shape)}，"
                                        f"实际是 {tuple(got.shape)}"))
+            if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
+                raise ExerciseError(_bucket_dtype(got, want, setting))
             if torch.equal(got.long(), want):
                 continue
             sizes = (num_buckets, max_distance)
@@ -131,6 +134,23 @@ def check_t5_bucket(fn) -> None:
           "双向和因果两种形式的 T5 分桶都对上了。"))
 
 
+def _bucket_dtype(got: torch.Tensor, want: torch.Tensor, setting: str) -> str:
+    """The message for buckets that are not integers: they index an embedding table (one bias per bucket)."""
+    rounded = tr("; truncated to integers they would be right", "；截断取整后就对了") \
+        if not got.is_complex() and torch.equal(got.trunc().long(), want) else ""
+    if not got.is_complex() and got.dtype != torch.bool and not torch.equal(got, got.trunc()):
+        return tr(f"({setting}) your buckets have fractions (e.g. {float(got[(got != got.trunc())][0]):.3f}): the "
+                  f"log-spaced part is truncated to an integer, exact + (log(d / exact) / log(max_distance / exact) "
+                  f"* (n - exact)).long(), as T5 does{rounded}",
+                  f"（{setting}）你的桶号带小数（例如 {float(got[(got != got.trunc())][0]):.3f}）：对数间隔部分要截断"
+                  f"取整，exact + (log(d / exact) / log(max_distance / exact) * (n - exact)).long()，T5 就是这样做的"
+                  f"{rounded}")
+    return tr(f"({setting}) your buckets are {got.dtype}: a bucket indexes the table of learned biases "
+              f"(nn.Embedding wants integers), so return an integer tensor (int64, as .long() gives){rounded}",
+              f"（{setting}）你的桶号是 {got.dtype}：桶号是可学习偏置表的下标（nn.Embedding 要整数），"
+              f"所以应返回整数张量（int64，即 .long() 的结果）{rounded}")
+
+
 def _bidirectional_ignored(bidirectional: bool) -> str:
     """The message for T5 buckets computed in the other form than the `bidirectional` argument asked for."""
     if bidirectional:
@@ -151,8 +171,16 @@ def check_alibi_slopes(fn) -> None:
     the paper's 2^(-8h/n); other head counts: the authors' code (get_slopes), as BLOOM and posenc_lib.alibi."""
     for n in (1, 4, 8, 6, 12):
         got = as_tensor(call(fn, n, what=tr(f"your function ({n} heads)", f"你的函数（{n} 个头）")),
-                        tr("your function", "你的函数")).double().reshape(-1)
+                        tr("your function", "你的函数")).reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
+        def cost(gap):
+            far = float((got.double() - want).abs().max()) * 4096  # the bias error at distance 4096
+            return tr(f"The bias -slope * distance is then off by {gap:.2%} of itself, up to {far:.2g} at distance "
+                      f"4096. Compute the slopes in float32 or float64",
+                      f"偏置 -slope * distance 也就偏了自身的 {gap:.2%}，在距离 4096 处最多偏 {far:.2g}。"
+                      f"斜率要用 float32 或 float64 计算")
+        refuse_low_precision(got, want, tr(f"your answer for {n} heads", f"你对 {n} 个头的答案"), cost)
+        got = got.double()
         if got.numel() != n:
             raise ExerciseError(tr(f"{n} heads need {n} slopes, got {got.numel()}",
                                    f"{n} 个头需要 {n} 个斜率，实际是 {got.numel()} 个"))

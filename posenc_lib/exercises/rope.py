@@ -347,50 +347,91 @@ def check_unpermute_qk_rows(fn) -> None:
 
 # ---------------------------------------------------------------------------- 09: the complex form
 
+def _rope_complex_mistakes(x, m, base):
+    """(message, what that mistake returns) for the mistakes check_rope_complex names, in the order it tries them."""
+    d = x.shape[-1]
+    theta, _ = rope_inv_freq(d, base=base)
+    z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+
+    def turned(angles):
+        return torch.view_as_real(z * torch.polar(torch.ones(d // 2, dtype=torch.float64), angles)).flatten(-2)
+
+    z_half = torch.complex(x[..., :d // 2], x[..., d // 2:]) * torch.polar(torch.ones(d // 2, dtype=torch.float64),
+                                                                          m * theta)
+    yield (tr("you paired dim i with dim i + d/2 (the half-split layout of rotate_half): the derivation "
+              "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
+              "permutation of dims and must not be mixed",
+              "你把第 i 维和第 i + d/2 维配成了一对（rotate_half 的对半拆分布局）：推导和 "
+              "view_as_complex 配对的是相邻两维 (2i, 2i+1)；两种都是合法的 RoPE，"
+              "但彼此差一个维度置换，不能混用"),
+           torch.cat((z_half.real, z_half.imag), -1))
+    yield (tr("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}. Used for "
+              "both q and k, e^{-i m theta} is RoPE at negated positions: scores depend on n - m instead "
+              "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
+              "scores as one 3 positions ahead would",
+              "你乘的是 e^{-i m theta}（顺时针旋转）：RoPE 用的是 e^{+i m theta}。q 和 k 都乘 "
+              "e^{-i m theta}，就相当于在取负的位置上做 RoPE：分数取决于 n - m 而不是 m - n，"
+              "于是对照参考实现（或 Meta 的 Llama 权重），往前 3 个位置的键拿到的，"
+              "是往后 3 个位置的键本该有的分数"),
+           turned(-m * theta))
+    yield (tr("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)",
+              "频率错了：第 i 对的 theta_i = base ** (-2i/d)，不是 base ** (-i/d)"),
+           turned(m * base ** (-torch.arange(d // 2, dtype=torch.float64) / d)))
+    yield (tr("a doubled exponent: base ** (-2 * arange(0, d, 2) / d) is base^(-4i/d), every frequency of base^2; "
+              "arange(0, d, 2) already is 2i, so theta_i = base ** (-arange(0, d, 2) / d)",
+              "指数翻倍了：base ** (-2 * arange(0, d, 2) / d) 是 base^(-4i/d)，相当于把底数换成了 base^2；"
+              "arange(0, d, 2) 本身就是 2i，所以 theta_i = base ** (-arange(0, d, 2) / d)"),
+           turned(m * theta ** 2))
+    yield (tr(f"you ignored the `base` argument: your result is RoPE with base 10000, the check passed base={base:g}",
+              f"你没有用参数 `base`：你的结果是底数 10000 的 RoPE，而检查器传入的是 base={base:g}"),
+           turned(m * rope_inv_freq(d)[0]))
+    for dtype, name in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
+        for rounded in ((m * theta).to(dtype).double(), m * theta.to(dtype).double()):
+            yield (tr(f"your angles m * theta (or theta) are rounded to {name}: {name} keeps "
+                      f"{8 if name == 'bf16' else 11} significant bits, so every pair turns by a slightly wrong "
+                      f"angle, and the error grows with m. Compute theta and m * theta in float32 or better "
+                      f"(torch.polar needs float angles anyway)",
+                      f"你的角度 m * theta（或 theta）被舍入成了 {name}：{name} 只有 "
+                      f"{8 if name == 'bf16' else 11} 位有效二进制位，每一对都转错了一点角度，误差还随 m 增大。"
+                      f"theta 和 m * theta 要用 float32 或更高精度计算（torch.polar 本来也需要浮点角度）"),
+                   turned(rounded))
+
+
 def check_rope_complex(rope_by_complex) -> None:
     """rope_by_complex(x, m, base=10000.0) -> x (..., d) rotated for position m via pairs (x[2i], x[2i+1]) as
-    complex numbers times e^{i m theta_i} (the derivation's form; compare posenc_lib.rope_complex)."""
+    complex numbers times e^{i m theta_i} (the derivation's form; compare posenc_lib.rope_complex). Tried at
+    m = 0, 3, 17 with base 10000 and at m = 5 with base 500; the mistakes of _rope_complex_mistakes are named,
+    as are a complex result and view_as_real's (..., d/2, 2) left unflattened."""
     gen = torch.Generator().manual_seed(9)
     x = torch.randn(3, 8, generator=gen, dtype=torch.float64)
-    for m in (0, 3, 17):
+    for m, base in ((0, 10000.0), (3, 10000.0), (17, 10000.0), (5, 500.0)):
         before = x.clone()
-        got = tensor(call(rope_by_complex, x, m, base=10000.0, what=f"rope_by_complex(x, {m})"),
-                     f"rope_by_complex(x, {m})").double()
+        what = f"rope_by_complex(x, {m}, base={base:g})"
+        got = tensor(call(rope_by_complex, x, m, base=base, what=what), what)
         if not torch.equal(x, before):
             raise ExerciseError(tr("your function modified x in place; return a new tensor",
                                    "你的函数原地修改了 x；请返回一个新张量"))
-        right = rope_complex(x[:, None, :], torch.tensor([m]), base=10000.0)[:, 0]  # each row at position m
+        if got.is_complex():
+            raise ExerciseError(tr(f"{what} returned complex numbers {tuple(got.shape)} {got.dtype}: the exercise "
+                                   f"asks for the real tensor of x's shape {tuple(x.shape)}: "
+                                   f"torch.view_as_real(z).flatten(-2)",
+                                   f"{what} 返回的是复数 {tuple(got.shape)} {got.dtype}：题目要的是与 x 形状相同 "
+                                   f"{tuple(x.shape)} 的实数张量：torch.view_as_real(z).flatten(-2)"))
+        got = got.double()
+        right = rope_complex(x[:, None, :], torch.tensor([m]), base=base)[:, 0]  # each row at position m
         if same(got, right, 1e-5):  # float32 angles (Meta's Llama code) are right too
             continue
+        if tuple(got.shape) == (*x.shape[:-1], x.shape[-1] // 2, 2):
+            raise ExerciseError(tr(f"the result has shape {tuple(got.shape)}: view_as_real gives (..., d/2, 2); "
+                                   f"flatten its last two dims (.flatten(-2)) to get x's shape {tuple(x.shape)}",
+                                   f"结果的形状是 {tuple(got.shape)}：view_as_real 给出的是 (..., d/2, 2)；"
+                                   f"把最后两维展平（.flatten(-2)），才是 x 的形状 {tuple(x.shape)}"))
         if tuple(got.shape) != tuple(x.shape):
             raise ExerciseError(tr(f"the result should have x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
                                    f"结果应与 x 形状相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
-        theta, _ = rope_inv_freq(x.shape[-1])
-        z_half = torch.complex(x[..., :4], x[..., 4:]) * torch.polar(torch.ones(4, dtype=torch.float64), m * theta)
-        half = torch.cat((z_half.real, z_half.imag), -1)
-        z = torch.view_as_complex(x.reshape(3, 4, 2).contiguous())
-        clockwise = torch.view_as_real(z * torch.polar(torch.ones(4, dtype=torch.float64), -m * theta)).flatten(-2)
-        wrong_exp = torch.view_as_real(z * torch.polar(torch.ones(4, dtype=torch.float64),
-                                                       m * 10000.0 ** (-torch.arange(4, dtype=torch.float64) / 8))).flatten(-2)
-        if same(got, half, 1e-5):
-            raise ExerciseError(tr("you paired dim i with dim i + d/2 (the half-split layout of rotate_half): the derivation "
-                                   "and view_as_complex pair neighbours (2i, 2i+1); both are valid RoPEs, but they differ by a "
-                                   "permutation of dims and must not be mixed",
-                                   "你把第 i 维和第 i + d/2 维配成了一对（rotate_half 的对半拆分布局）：推导和 "
-                                   "view_as_complex 配对的是相邻两维 (2i, 2i+1)；两种都是合法的 RoPE，"
-                                   "但彼此差一个维度置换，不能混用"))
-        if same(got, clockwise, 1e-5):
-            raise ExerciseError(tr("you multiplied by e^{-i m theta} (a clockwise turn): RoPE uses e^{+i m theta}. Used for "
-                                   "both q and k, e^{-i m theta} is RoPE at negated positions: scores depend on n - m instead "
-                                   "of m - n, so against the reference (or Meta's Llama weights) a key 3 positions back "
-                                   "scores as one 3 positions ahead would",
-                                   "你乘的是 e^{-i m theta}（顺时针旋转）：RoPE 用的是 e^{+i m theta}。q 和 k 都乘 "
-                                   "e^{-i m theta}，就相当于在取负的位置上做 RoPE：分数取决于 n - m 而不是 m - n，"
-                                   "于是对照参考实现（或 Meta 的 Llama 权重），往前 3 个位置的键拿到的，"
-                                   "是往后 3 个位置的键本该有的分数"))
-        if same(got, wrong_exp, 1e-5):
-            raise ExerciseError(tr("wrong frequencies: theta_i = base ** (-2i/d) for pair i, not base ** (-i/d)",
-                                   "频率错了：第 i 对的 theta_i = base ** (-2i/d)，不是 base ** (-i/d)"))
+        for mistake, reference in _rope_complex_mistakes(x, m, base):
+            if same(got, reference, 1e-5):
+                raise ExerciseError(mistake)
         raise ExerciseError(tr(f"at m={m} the result differs from the reference by up to "
                                f"{float((got - right).abs().max()):.3g}",
                                f"m={m} 时，结果与参考实现最多相差 {float((got - right).abs().max()):.3g}"))

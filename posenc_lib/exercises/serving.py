@@ -18,7 +18,7 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
@@ -29,9 +29,11 @@ def _same_ints(a: torch.Tensor, b: torch.Tensor) -> bool:
     return tuple(a.shape) == tuple(b.shape) and torch.equal(a, b)
 
 
-def _shifted(keys, n_keep, n_discard, base, turn):
-    """The cache after dropping n_discard tokens after the first n_keep, the moved keys turned by `turn`."""
-    moved = apply_rope(keys[n_keep + n_discard:], torch.full((keys.shape[0] - n_keep - n_discard,), turn), base=base)
+def _shifted(keys, n_keep, n_discard, base, turn, layout="half"):
+    """The cache after dropping n_discard tokens after the first n_keep, the moved keys turned by `turn` (in
+    `layout`'s pairs)."""
+    moved = apply_rope(keys[n_keep + n_discard:], torch.full((keys.shape[0] - n_keep - n_discard,), turn), base=base,
+                       layout=layout)
     return torch.cat((keys[:n_keep], moved))
 
 
@@ -75,6 +77,17 @@ def check_context_shift(fn) -> None:
             (apply_rope(keys[kept], torch.full((len(kept),), -n_discard), base=base),
              tr("you turned the first n_keep keys too: they stay where they are, only the keys after the dropped "
                 "ones move", "你把开头 n_keep 个键也转了：它们留在原位，只有被丢弃部分之后的键才移动")),
+            (_shifted(keys, n_keep, n_discard, 10000.0, -n_discard), ignored("base", f"{base:g}", 10000)),
+            (_shifted(keys, n_keep, n_discard, base, -n_discard, layout="interleaved"),
+             tr("you turned neighbouring dims (2i, 2i+1) together, the interleaved layout; the keys were cached in "
+                "the half layout, so R(-n_discard) must turn the pairs (x[i], x[i + d/2]) that rotated them",
+                "你把相邻维度 (2i, 2i+1) 当成一对来转，这是交错布局；这些键是按对半拆分布局缓存的，所以 "
+                "R(-n_discard) 必须转当初旋转它们的那些对 (x[i], x[i + d/2])")),
+            *[(_shifted(keys, n_keep, n_discard, base, -(n_discard + off)),
+               tr(f"off by one: you turned the moved keys by R({-(n_discard + off)}); dropping n_discard = {n_discard} "
+                  f"tokens moves each later key exactly {n_discard} positions earlier",
+                  f"差了一：你把移动的键转了 R({-(n_discard + off)})；丢掉 n_discard = {n_discard} 个 token，"
+                  f"之后的每个键正好往前挪 {n_discard} 个位置")) for off in (1, -1)],
         ], lambda a, b: b is not None and same(a, b, atol=1e-5))
         raise ExerciseError(tr(f"for n_keep={n_keep}, n_discard={n_discard} the keys differ from the kept tokens "
                                f"rotated at 0 .. {len(kept) - 1} (largest gap {float((got - want).abs().max()):.3g})",
@@ -94,10 +107,10 @@ def check_tree_positions(fn) -> None:
     root); the root sits at `start`, the position after the verified prefix."""
     for parents in _TREES:
         for start in (0, 5):
-            got = as_tensor(call(fn, list(parents), start, what=tr("your function", "你的函数")),
-                            tr("your positions", "你的位置"))
+            got = integers(call(fn, list(parents), start, what=tr("your function", "你的函数")),
+                           tr("your positions", "你的位置"))
             want = tree_positions(list(parents), start=start)
-            got = got.reshape(-1).long()
+            got = got.reshape(-1)
             if _same_ints(got, want):
                 continue
             name_the_mistake(got, [
@@ -122,6 +135,13 @@ def check_tree_mask(fn) -> None:
     for parents in _TREES:
         got = as_tensor(call(fn, list(parents), what=tr("your function", "你的函数")), tr("your mask", "你的掩码"))
         want = tree_mask(list(parents))
+        if (tuple(got.shape) == tuple(want.shape) and got.is_floating_point() and torch.equal(got == 0, want)
+                and bool(torch.isinf(got[~want]).all())):
+            raise ExerciseError(tr("you returned an additive mask (0 where a node may attend, -inf elsewhere): the "
+                                   "exercise asks for a bool tensor, True where node i may attend node j (attention "
+                                   "makes the additive form itself; read as a bool, your 0 says 'not allowed')",
+                                   "你返回的是加性掩码（可以关注处为 0，其余为 -inf）：题目要的是 bool 张量，节点 i "
+                                   "可以关注节点 j 处为 True（注意力会自己做出加性形式；按 bool 读，你的 0 意思是“不允许”）"))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.bool(), want):
             continue
         if tuple(got.shape) != tuple(want.shape):

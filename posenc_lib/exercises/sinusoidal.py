@@ -20,8 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same, tensor,
-                      your_line)
+from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number,
+                      ok, refuse_low_precision, same, tensor, your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -180,12 +180,26 @@ def check_sinusoidal_table(make_table) -> None:
         if tuple(got.shape) == (d, n) and n != d:
             raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions",
                                    f"形状 {tuple(got.shape)} 转置了：行是位置，列是维度"))
+        if tuple(got.shape) in ((n - 1, d), (n + 1, d)):
+            raise ExerciseError(tr(f"make_table({n}, {d}, {base}) has {got.shape[0]} rows: off by one -- one row per "
+                                   f"position 0 .. {n - 1}, so {n} rows (torch.arange({n}))",
+                                   f"make_table({n}, {d}, {base}) 有 {got.shape[0]} 行，差了一个：每个位置 0 .. {n - 1} "
+                                   f"一行，所以是 {n} 行（torch.arange({n})）"))
         if tuple(got.shape) != (n, d):
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) should have shape ({n}, {d}), got {tuple(got.shape)}",
                                    f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
             continue
+        if got.dtype in SIGNIFICANT_BITS:
+            raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
+                                   f"{SIGNIFICANT_BITS[got.dtype]} significant bits: the angles pos / base**(2i/dim) and "
+                                   f"their sin and cos are off by up to {float((got.double() - right).abs().max()):.2g} "
+                                   f"here, more at later positions. Build the table in float32 or float64",
+                                   f"make_table({n}, {d}, {base}) 是 {got.dtype}，只有 {SIGNIFICANT_BITS[got.dtype]} "
+                                   f"位有效二进制位：角度 pos / base**(2i/dim) 及其 sin、cos 在这里最多偏了 "
+                                   f"{float((got.double() - right).abs().max()):.2g}，位置越靠后偏得越多。"
+                                   f"表要用 float32 或 float64 来算"))
         close = lambda a, b: same(a, b, 1e-4)  # noqa: E731
         name_the_mistake(got, ((mistaken_table(kind, n, d, base), hint) for kind, hint in _TABLE_HINTS.items()), close)
         if base != 10000.0:
@@ -229,9 +243,14 @@ def check_wavelengths(wavelengths) -> None:
     """wavelengths(dim, base) -> (dim/2,) tensor, lambda_i = 2*pi * base**(2i/dim) for pair i."""
     for d, base in ((16, 10000.0), (8, 100.0)):
         what = f"wavelengths({d}, {base})"
-        got = as_tensor(call(wavelengths, d, base, what=what), what).double()
+        got = as_tensor(call(wavelengths, d, base, what=what), what)
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
+        refuse_low_precision(got, right, what, lambda gap: tr(
+            f"The longest wavelength is off by {float((got.double() - right).abs().max()):.3g} positions. Compute "
+            f"them in float32 or float64",
+            f"最长的波长偏了 {float((got.double() - right).abs().max()):.3g} 个位置。要用 float32 或 float64 来算"))
+        got = got.double()
         if got.shape == right.shape and torch.allclose(got, right, rtol=1e-6):
             continue
         if got.numel() == d:
@@ -296,7 +315,16 @@ def check_pe_dot(pe_dot) -> None:
                  tr(f"pe_dot({k}, {d}, {base}): you multiplied k by base**(2i/dim); the formula divides, "
                     "k / base**(2i/dim)",
                     f"pe_dot({k}, {d}, {base})：你用 k 乘了 base**(2i/dim)；公式里是除，k / base**(2i/dim)")),
-                (float(torch.cos(k * 10000.0 ** (-2 * pairs / d)).sum()), ignored("base", base, 10000.0))], close)
+                (float(torch.cos(k * 10000.0 ** (-2 * pairs / d)).sum()), ignored("base", base, 10000.0)),
+                (2 * right, tr(f"pe_dot({k}, {d}, {base}) is twice the dot product: each pair i contributes "
+                               f"sin a sin b + cos a cos b = cos(k*omega_i) once, so pe_dot(0) = dim/2 = {d // 2}",
+                               f"pe_dot({k}, {d}, {base}) 是点积的两倍：每对 i 只贡献一次 "
+                               f"sin a sin b + cos a cos b = cos(k*omega_i)，所以 pe_dot(0) = dim/2 = {d // 2}")),
+                (float(torch.cos(k * base ** (-2 * torch.arange(d, dtype=torch.float64) / d)).sum()),
+                 tr(f"pe_dot({k}, {d}, {base}) sums {d} frequencies, one per column: there are dim/2 = {d // 2} "
+                    f"pairs, i = 0 .. dim/2 - 1 (torch.arange(0, dim, 2) is 2i)",
+                    f"pe_dot({k}, {d}, {base}) 对 {d} 个频率求和，每列一个：实际只有 dim/2 = {d // 2} 对，"
+                    f"i = 0 .. dim/2 - 1（torch.arange(0, dim, 2) 就是 2i）"))], close)
             raise ExerciseError(tr(f"pe_dot({k}, {d}, {base}) = {got:.6f}, expected PE(p).PE(p+k) = {right:.6f}",
                                    f"pe_dot({k}, {d}, {base}) = {got:.6f}，应为 PE(p).PE(p+k) = {right:.6f}"))
     ok(tr("PE(p).PE(p+k) = sum_i cos(k*omega_i): a function of |k| only",
@@ -343,6 +371,11 @@ def check_offset_matrix(make_offset_matrix) -> None:
                                    f"k={k}：指数错了，你用的是 omega_i = base**(-i/dim)，应为 base**(-2i/dim)"))
         if base != 10000.0:
             name_the_mistake(got, [(offset_matrix(k, d), ignored("base", base, 10000.0))])
+        name_the_mistake(got, [(offset_matrix(k + 1, d, base=base),
+                                tr(f"k={k}: off by one, your matrix shifts by {k + 1} positions: the block of pair i "
+                                   f"turns by k*omega_i, with k = {k}",
+                                   f"k={k}：差了一，你的矩阵平移了 {k + 1} 个位置：第 i 对的块要转 k*omega_i，"
+                                   f"其中 k = {k}"))])
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
