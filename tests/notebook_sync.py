@@ -38,6 +38,11 @@ ENGLISH_WORD = re.compile(r"\b[A-Za-z]{3,}\b")
 SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 
 
+def shown_path(path: Path) -> str:
+    """A path as a message shows it: relative to the repository when inside it, else its name."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
 def read_cells(path: Path) -> list[dict]:
     return json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
 

@@ -15,7 +15,7 @@ import importlib.util
 
 import pytest
 
-from notebook_sync import ROOT, read_cells, source
+from notebook_sync import ROOT, read_cells, shown_path, source
 
 _spec = importlib.util.spec_from_file_location("site_anchors", ROOT / "site" / "anchors.py")
 _anchors = importlib.util.module_from_spec(_spec)
@@ -60,10 +60,6 @@ def markdown_of(path: Path) -> list[tuple[str, str]]:
     return pieces
 
 
-def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
-
-
 def broken_links(path: Path) -> list[str]:
     found = []
     for where, text in markdown_of(path):
@@ -74,9 +70,9 @@ def broken_links(path: Path) -> list[str]:
             file_part, _, anchor = target.partition("#")
             linked = (path.parent / unquote(file_part)).resolve() if file_part else path
             if not linked.exists():
-                found.append(f"{_shown(path)} {where}: {target} (no such file)")
+                found.append(f"{shown_path(path)} {where}: {target} (no such file)")
             elif anchor and linked.suffix in (".ipynb", ".md") and unquote(anchor) not in anchors(linked):
-                found.append(f"{_shown(path)} {where}: {target} (no heading "
+                found.append(f"{shown_path(path)} {where}: {target} (no heading "
                              f"#{unquote(anchor)} in {linked.name})")
     return found
 

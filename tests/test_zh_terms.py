@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from notebook_sync import CHINESE_DIR, NOT_PROSE, ROOT, read_cells, source
+from notebook_sync import CHINESE_DIR, NOT_PROSE, ROOT, read_cells, shown_path, source
 from zh_terms import EXEMPT, TERMS
 
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -78,10 +78,6 @@ def readable_text(path: Path) -> list[tuple[str, str]]:
     return pieces
 
 
-def _name(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
-
-
 def variants_in(path: Path) -> list[str]:
     found = []
     for where, text in readable_text(path):
@@ -90,7 +86,7 @@ def variants_in(path: Path) -> list[str]:
             for pattern in term.refused:
                 for match in re.finditer(pattern, checked):
                     context = checked[max(0, match.start() - 12):match.end() + 12].replace("\n", " ")
-                    found.append(f"{_name(path)} {where}: {match.group(0)!r} for "
+                    found.append(f"{shown_path(path)} {where}: {match.group(0)!r} for "
                                  f"{term.concept}; the course says {term.term!r} (…{context}…)")
     return found
 
