@@ -95,6 +95,14 @@ class UICheckError(Exception):
     """A failure with a message meant for the person reading the CI log."""
 
 
+OPEN_FAILED = "did not open: "
+
+
+class OpenError(UICheckError):
+    """The notebook did not open with an idle kernel: run_notebook tries once more on a new page, and reports
+    the first failure (with the server's log around it) as a note either way."""
+
+
 # ----------------------------------------------------------------------------------------------
 # 1. static reading
 # ----------------------------------------------------------------------------------------------
@@ -328,6 +336,19 @@ class Runner:
         self.context.add_init_script(path=PROBES_JS)
 
     def run_notebook(self, path: Path) -> LiveResult:
+        res = self._run_once(path)
+        first_open = [p for p in res.problems if p.startswith(OPEN_FAILED)]
+        if not first_open:
+            return res
+        log = self.server.log_tail(15).replace("\n", "\n         | ")
+        print(f"      {path.name}: {first_open[0]}; JupyterLab's log:\n         | {log}", flush=True)
+        again = self._run_once(path)
+        second_open = [p for p in again.problems if p.startswith(OPEN_FAILED)]
+        again.notes.insert(0, f"{'did not open on the second try either' if second_open else 'opened on the second try'}"
+                              f"; the first try: {first_open[0]}")
+        return again
+
+    def _run_once(self, path: Path) -> LiveResult:
         res = LiveResult(path.name)
         page = self.context.new_page()
         console_errors = []
@@ -336,6 +357,8 @@ class Runner:
                 if m.type == "error" else None)
         try:
             self._run(page, path, res)
+        except OpenError as e:
+            res.problems.append(f"{OPEN_FAILED}{e}")
         except UICheckError as e:
             res.problems.append(str(e))
         except Exception as e:  # playwright timeouts and the like: report, keep going
@@ -387,14 +410,17 @@ class Runner:
         self.name = name
         dialog = page.locator(".jp-Dialog")
         t0 = time.monotonic()
-        page.goto(f"{self.server.base}/lab/workspaces/uicheck-{secrets.token_hex(4)}/tree/{name}?reset"
-                  f"&token={self.server.token}", wait_until="domcontentloaded", timeout=a.load_timeout * 1000)
+        try:
+            page.goto(f"{self.server.base}/lab/workspaces/uicheck-{secrets.token_hex(4)}/tree/{name}?reset"
+                      f"&token={self.server.token}", wait_until="domcontentloaded", timeout=a.load_timeout * 1000)
+        except PlaywrightTimeout as e:
+            raise OpenError(f"JupyterLab's page did not load within {a.load_timeout} s") from e
         # JupyterLab loaded, notebook open, kernel idle (accepting a kernel dialog if one shows up).
         while self._wait(page, "opened", t0 + a.load_timeout - time.monotonic()) and dialog.count():
             self._accept_dialogs(page, res)
         st = page.evaluate("(name) => uic.state(name)", name)
         if not (st.get("ready") and st["status"] == "idle"):
-            raise UICheckError(f"notebook did not open with an idle kernel within {a.load_timeout} s "
+            raise OpenError(f"notebook did not open with an idle kernel within {a.load_timeout} s "
                                f"(last state: {st.get('why') or st.get('status')})")
         res.load_s = time.monotonic() - t0
         if st["kernelName"] != "python3":
@@ -747,6 +773,7 @@ def main(argv=None) -> int:
         return 2
     t_start = time.monotonic()
     failed, n_live, n_bad, n_bad_static, n_redraws = False, 0, 0, 0, 0
+    why_failed = []  # (edition, notebook, first reason): repeated after the summary line, where CI's tail shows it
     for name, edition in EDITIONS.items():
         chosen = [p for p in paths if p.parent == edition["folder"]]
         if not chosen:
@@ -762,9 +789,18 @@ def main(argv=None) -> int:
         n_bad += sum(1 for r in live if r.bad or r.slow(a.max_median_ms))
         n_bad_static += sum(1 for s in static.values() if s.problems)
         n_redraws += sum(len(r.ok_redraws) for r in live)
+        for r in live:
+            reasons = r.errors + r.problems + [f"redraw: {x.problem}" for x in r.redraws if not x.ok]
+            if r.slow(a.max_median_ms):
+                reasons.append(f"median redraw {r.median_ms:.0f} ms > {a.max_median_ms:.0f} ms")
+            if reasons:
+                why_failed.append((name, r.name, reasons[0]))
+        why_failed += [(name, n, s.problems[0]) for n, s in static.items() if s.problems]
     what = "static only" if a.static_only else f"{n_bad} failed live"
     print(f"UI {'FAILED' if failed else 'PASSED'}: {len(paths)} notebook(s), {what}, "
           f"{n_bad_static} failed static, {n_redraws} redraw(s), {time.monotonic() - t_start:.0f} s")
+    for edition, notebook, reason in why_failed:
+        print(f"   failed: {edition} {notebook}: {reason[:300]}")
     return 1 if failed else 0
 
 
