@@ -100,6 +100,22 @@ def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
 
 
+def _float32_table(n, d, base):  # the usual code, checked: float32 all through
+    if d % 2:
+        raise ValueError(f"dim must be even, got {d}")
+    return _naive_table(n, d, base)
+
+
+def test_float32_table_passes_with_a_note(capsys):
+    """2.1 asks for float64: a float32 table passes, with the note on what float32 angles cost far out."""
+    ex.check_sinusoidal_table(_float32_table)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_sinusoidal_table(S["sinusoidal_table"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
+
+
 def test_wavelengths_as_a_list_pass(capsys):
     ex.check_wavelengths(lambda d, base: [2 * math.pi * base ** (2 * i / d) for i in range(d // 2)])
     assert capsys.readouterr().out.startswith("✓ ")

@@ -20,7 +20,8 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, name_the_mistake,
+                      ok, same)
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]
@@ -85,18 +86,22 @@ def check_axial_rope(fn) -> None:
     half-split pairs (x[i], x[i + d/2]); pair i < d/4 turns by rows * phi_i, pair i >= d/4 by
     cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise. Tried on a 3 x 4 grid with d = 16 and
     base 100, then on a 2 x 5 grid with d = 8 and base 1000, then on the first grid's patches at rows 5.. and
-    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named."""
+    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named. The result is in
+    x's dtype (float64 here); float32 angles pass with a note on what they cost at long positions."""
     gen = torch.Generator().manual_seed(11)
+    gap = 0.0  # the largest difference of a right answer from the float64 reference: float32 angles get a note
     for height, width, dim, base, shift in ((3, 4, 16, 100.0, (0, 0)), (2, 5, 8, 1000.0, (0, 0)),
                                             (3, 4, 16, 100.0, (5, 3))):
         x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
-        _axial_rope_on(fn, x, height, width, base, shift)
+        gap = max(gap, _axial_rope_on(fn, x, height, width, base, shift))
     ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
           "on (d_row, d_col) only.",
-          "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
+          "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。") + float32_note(gap, 7))
 
 
-def _axial_rope_on(fn, x, height, width, base, shift) -> None:
+def _axial_rope_on(fn, x, height, width, base, shift) -> float:
+    """check_axial_rope on one grid: the largest difference of a right answer from the float64 reference, or the
+    mistake named."""
     dim = x.shape[-1]
     from_zero = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
     grid = from_zero + torch.tensor(shift)[:, None]                                          # (2, T): rows, cols
@@ -112,7 +117,8 @@ def _axial_rope_on(fn, x, height, width, base, shift) -> None:
         raise ExerciseError(tr(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
-        return
+        keep_dtype(got, x, tr("your axial RoPE", "你的轴向 RoPE 函数"))
+        return float((got.double() - want).abs().max())
     if shift != (0, 0):
         name_the_mistake(got, [(apply_axial_rope(x, from_zero, base=base, style="qwen2_vl"),
                                 ignored("rows, cols", tr(f"rows from {shift[0]}, columns from {shift[1]}",

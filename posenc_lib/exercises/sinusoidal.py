@@ -20,8 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number,
-                      ok, refuse_low_precision, same, tensor, your_line)
+from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, float32_note, ignored,
+                      name_the_mistake, number, ok, refuse_low_precision, same, tensor, your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -173,7 +173,9 @@ def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
 
 
 def check_sinusoidal_table(make_table) -> None:
-    """make_table(num_positions, dim, base) -> the (num_positions, dim) interleaved table; odd dim -> ValueError."""
+    """make_table(num_positions, dim, base) -> the (num_positions, dim) interleaved table in float64; odd dim ->
+    ValueError. A float32 table (or float32 angles) passes with a note on what float32 costs at long positions."""
+    gap = 0.0  # the largest difference of a right table from the float64 one: float32 angles get a note
     for n, d, base in ((40, 16, 10000.0), (12, 6, 100.0)):
         what = f"make_table({n}, {d}, {base})"
         got = tensor(call(make_table, n, d, base, what=what), what)
@@ -190,6 +192,7 @@ def check_sinusoidal_table(make_table) -> None:
                                    f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
+            gap = max(gap, float((got.double() - right).abs().max()))
             continue
         if got.dtype in SIGNIFICANT_BITS:
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
@@ -235,8 +238,8 @@ def check_sinusoidal_table(make_table) -> None:
                                "so raise a ValueError naming dim",
                                "奇数 dim=5 时你的函数照样返回了一张表：这种编码需要成对的 (sin, cos)，"
                                "所以应抛出 ValueError 并点明 dim"))
-    ok(tr("the interleaved sinusoidal table, and a clear ValueError for an odd dim",
-          "交错布局的正弦位置编码表；dim 为奇数时给出清楚的 ValueError"))
+    ok(tr("the interleaved sinusoidal table, and a clear ValueError for an odd dim.",
+          "交错布局的正弦位置编码表；dim 为奇数时给出清楚的 ValueError。") + float32_note(gap, 39))
 
 
 def check_wavelengths(wavelengths) -> None:
