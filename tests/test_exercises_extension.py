@@ -36,6 +36,20 @@ def _rise_seed0(results, multiple):
             for r in results["runs"] if r["seed"] == 0}
 
 
+def _rise_summed(results, multiple):  # the seeds' losses added up, not averaged
+    totals = {}
+    for r in results["runs"]:
+        if r["loss"][str(multiple)] is not None:
+            totals[r["encoding"]] = totals.get(r["encoding"], 0.0) + r["loss"][str(multiple)] - r["loss"]["1"]
+    return {enc: totals.get(enc) for enc in results["summary"]}
+
+
+def _rise_from_previous(results, multiple):  # 2L from L, but 4L from 2L
+    before = str(max(multiple // 2, 1))
+    return {enc: None if row[str(multiple)] is None else row[str(multiple)]["mean"] - row[before]["mean"]
+            for enc, row in results["summary"].items()}
+
+
 def _rise_learned(value):
     def rise(results, multiple):
         return {**S["rise"](results, multiple), "learned": value}
@@ -85,6 +99,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("rise ratio", ex.check_rise, _rise_from(lambda m, l: m / l), ["ratio"]),
     ("loss not rise", ex.check_rise, _rise_from(lambda m, l: m), ["subtract the loss at L"]),
     ("seed 0", ex.check_rise, _rise_seed0, ["seed 0 only"]),
+    ("rise relative", ex.check_rise, _rise_from(lambda m, l: (m - l) / l), ["relative to the loss at L"]),
+    ("rise summed over seeds", ex.check_rise, _rise_summed, ["summed over the 2 seeds"]),
+    ("rise from the length before", ex.check_rise, _rise_from_previous, ["from 2L", "measured from L"]),
     ("learned NaN", ex.check_rise, _rise_learned(math.nan), ["None, not NaN"]),
     ("learned 0", ex.check_rise, _rise_learned(0.0), ["no row past L"]),
     ("missing encodings", ex.check_rise, lambda results, multiple: {"alibi": 0.0}, ["no entry"]),

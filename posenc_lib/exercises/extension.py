@@ -151,7 +151,19 @@ def check_rise(rise) -> None:
                      (runs[0][str(multiple)] - runs[0]["1"], tr("that is seed 0 only; average over every seed first",
                                                                 "这只是种子 0 的结果；要先对所有种子取平均")),
                      (mean_m, tr(f"that is the loss at {multiple}L itself; subtract the loss at L",
-                                 f"这是 {multiple}L 处的损失本身；还要减去 L 处的损失"))]
+                                 f"这是 {multiple}L 处的损失本身；还要减去 L 处的损失")),
+                     ((mean_m - mean_l) / mean_l, tr("that is the rise relative to the loss at L (a fraction); the "
+                                                     "rise is the difference itself, in nats/char",
+                                                     "这是相对于 L 处损失的涨幅（一个比例）；rise 是差值本身，"
+                                                     "单位 nats/char")),
+                     ((mean_m - mean_l) * len(runs), tr(f"that is summed over the {len(runs)} seeds; average them "
+                                                        "(divide by the number of seeds)",
+                                                        f"这是 {len(runs)} 个种子的总和；要取平均（除以种子个数）")),
+                     *([(mean_m - sum(r[str(multiple // 2)] for r in runs) / len(runs),
+                         tr(f"that is the rise from {multiple // 2}L, the length before; the rise is always "
+                            "measured from L (key \"1\")",
+                            f"这是从前一个长度 {multiple // 2}L 起算的涨幅；rise 总是从 L（键 \"1\"）起算"))]
+                       if multiple > 2 else [])]
             _diagnose(value, hints, tr(f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}",
                                        f"{enc} 在 {multiple}L 处：得到 {value:.4f}，应为 {right:.4f}"),
                       tr(f"the mean over seeds at {multiple}L minus the mean over seeds at L",
