@@ -119,6 +119,20 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("yarn: log10", ex.check_yarn_score_scale, lambda s: (0.1 * math.log10(s) + 1) ** 2, ["log10"]),
     ("yarn: inverted", ex.check_yarn_score_scale, lambda s: 1 / (0.1 * math.log(s) + 1) ** 2, ["inverted"]),
     ("yarn: no 0.1", ex.check_yarn_score_scale, lambda s: (math.log(s) + 1) ** 2, ["coefficient"]),
+    ("yarn: log2", ex.check_yarn_score_scale, lambda s: (0.1 * math.log2(s) + 1) ** 2, ["not log2"]),
+    ("yarn: the paper's sqrt(t)", ex.check_yarn_score_scale, lambda s: 1 / (0.1 * math.log(s) + 1),
+     ["sqrt(t)", "1/t"]),
+    ("slow: degrees", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, turn=360.0), ["not 360"]),
+    ("slow: a fraction", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L) / (d // 2), ["fraction", "how many"]),
+    ("base: the window as the base", ex.check_layer_base,
+     lambda c, i: c["rope_theta"] if (i + 1) % c["sliding_window_pattern"] == 0 else c["sliding_window"],
+     ["sliding_window", "not its RoPE base"]),
+    ("nope: the RoPE layers", ex.check_nope_layers,
+     _nope_with(lambda n, k, flags: [i for i in range(n) if (flags[i] == 0 if flags else (i + 1) % k)]),
+     ["the layers that USE RoPE", "one in every 3"]),
+    ("nope: numbered from 1", ex.check_nope_layers,
+     _nope_with(lambda n, k, flags: [i + 1 for i in range(n) if (flags[i] == 0 if flags else (i + 1) % k == 0)]),
+     ["from 1", "indexed from 0"]),
 ]
 
 
