@@ -51,7 +51,21 @@ def _axial_in_place(x, rows, cols, base):
     return out
 
 
+def _text_image_one_late(before, height, width, after):  # the image from before + 1, the text after it from there
+    ids = S["text_image_positions"](before, height, width, after).clone()
+    ids[:, before:] += 1
+    return ids
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("text-image: float ids", ex.check_text_image_positions, lambda *a: S["text_image_positions"](*a).float(),
+     ["torch.float32", "integers"]),
+    ("text-image: image from before + 1", ex.check_text_image_positions, _text_image_one_late,
+     ["off by one", "first free id"]),
+    ("axes: floats", ex.check_mrope_axes, lambda s, i: torch.tensor(S["mrope_axes"](s, i), dtype=torch.float32),
+     ["torch.float32", "integers"]),
+    ("axes: i % 3 throughout", ex.check_mrope_axes,
+     lambda s, i: [k % 3 for k in range(sum(s))] if i else S["mrope_axes"](s, i), ["i % 3", "leftover pairs", "to t"]),
     ("axial: float32 result", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x.float(), r, c, b),
      ["torch.float32 for x in torch.float64", ".to(x.dtype)"]),
     ("patch: float coordinates", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).float(),

@@ -20,8 +20,8 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, name_the_mistake,
-                      ok, same)
+from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, integers, keep_dtype,
+                      name_the_mistake, ok, same)
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]
@@ -228,7 +228,7 @@ def check_text_image_positions(fn) -> None:
     so far + 1)."""
     for before, height, width, after in ((3, 2, 3, 2), (1, 4, 2, 3)):
         args = (before, height, width, after)
-        got = as_tensor(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
+        got = integers(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
         want = mrope_position_ids([("text", before), ("image", (1, height, width)), ("text", after)],
                                   spatial_merge_size=1)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
@@ -252,6 +252,12 @@ def check_text_image_positions(fn) -> None:
                                    "the image comes after the text",
                                    f"图像的 id 从 0 开始了：要加上第一个空闲的 id（这里是 {before}），"
                                    f"让图像排在文本之后"))
+        if torch.equal(got[:, image], want[:, image] + 1):
+            raise ExerciseError(tr(f"off by one: the image starts at {before + 1}; the first free id after "
+                                   f"{before} text tokens (ids 0 .. {before - 1}) is {before}, and the image's (t, h, w) "
+                                   f"start there: {before} + (0, row, col)",
+                                   f"差了一位：你的图像从 {before + 1} 开始；{before} 个文本 token（id 0 .. {before - 1}）"
+                                   f"之后第一个空闲的 id 是 {before}，图像的 (t, h, w) 从那里开始：{before} + (0, row, col)"))
         if torch.equal(got[1:, image], want[1:, image].flip(0)):
             raise ExerciseError(tr("h and w are swapped: h is the row (changes slowest), w the column (changes "
                                    "fastest)",
@@ -293,10 +299,10 @@ def check_mrope_axes(fn) -> None:
     sum(mrope_section) ints: chunks t..t h..h w..w, or Qwen3-VL's interleaving t h w t h w ... t t."""
     for section, interleaved in (((2, 3, 3), False), ((4, 2, 2), True), ((24, 20, 20), True), ((16, 24, 24), False),
                                  ((24, 20, 20), False)):
-        got = as_tensor(call(fn, list(section), interleaved,
-                             what=tr(f"your function({list(section)}, {interleaved})",
-                                     f"你的函数({list(section)}, {interleaved})")),
-                        tr("your function", "你的函数"))
+        got = integers(call(fn, list(section), interleaved,
+                            what=tr(f"your function({list(section)}, {interleaved})",
+                                    f"你的函数({list(section)}, {interleaved})")),
+                       tr("your function", "你的函数"))
         want = mrope_axes(list(section), interleaved=interleaved)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
@@ -322,6 +328,13 @@ def check_mrope_axes(fn) -> None:
             raise ExerciseError(tr("interleaved=False is the chunked layout: s_t pairs of t, then s_h of h, then s_w "
                                    "of w",
                                    "interleaved=False 是分块布局：先 s_t 对 t，再 s_h 对 h，最后 s_w 对 w"))
+        if interleaved and torch.equal(got, torch.arange(want.numel()) % 3):
+            raise ExerciseError(tr(f"that is i % 3 for every pair: t h w repeats only while every axis has pairs left "
+                                   f"(3 * s_h = {3 * section[1]} pairs for {list(section)}); the {want.numel() - 3 * min(section[1:])} "
+                                   "leftover pairs all go to t",
+                                   f"这是对每一对都取 i % 3：t h w 只在每个轴都还有剩余的对时才循环"
+                                   f"（{list(section)} 时是 3 * s_h = {3 * section[1]} 对）；"
+                                   f"多出来的 {want.numel() - 3 * min(section[1:])} 对全都归 t"))
         swapped = torch.where(want == 1, 2, torch.where(want == 2, 1, want))
         if torch.equal(got, swapped):
             raise ExerciseError(tr("h and w are swapped: the order is t, h, w (pair 1 reads h, pair 2 reads w when "
