@@ -40,6 +40,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      lambda out: (out * torch.arange(1, out.shape[0] + 1, dtype=out.dtype)[:, None]).sum(0),
      ["not permutation-invariant"]),
     ("constant", ex.check_invariant_readout, lambda out: torch.zeros(out.shape[-1]), ["ignores the content"]),
+    ("pooled over the features", ex.check_invariant_readout, lambda out: out.mean(dim=1), ["dim 1", "dim 0"]),
+    ("max over the features", ex.check_invariant_readout, lambda out: out.max(dim=-1).values, ["dim 1"]),
+    ("mean with no dim", ex.check_invariant_readout, lambda out: out.mean(), ["one number", "dim=0"]),
 ]
 
 

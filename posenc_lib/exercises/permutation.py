@@ -129,6 +129,20 @@ def check_invariant_readout(readout) -> None:
     if reference.shape == out[-1].shape and torch.allclose(reference, out[-1]):
         raise ExerciseError(tr("your readout is the last token; after a permutation another word sits there",
                                "你的 readout 取的是最后一个 token；一经置换，那里就换成了别的词"))
+    if reference.shape == (t,) and any(same(reference, pool) for pool in (out.mean(1), out.sum(1), out.amax(1))):
+        raise ExerciseError(tr(f"you pooled over dim 1, the {d} features, which leaves one number per token ({t} "
+                               f"in the tokens' order): reorder the tokens and it is reordered. Pool over dim 0, the "
+                               f"sequence axis, for one vector of {d} features",
+                               f"你在第 1 维（{d} 个特征）上做了池化，结果是每个 token 一个数（共 {t} 个，顺序跟着 "
+                               f"token 走）：token 一换序，它也跟着换序。要在第 0 维（序列维）上做池化，"
+                               f"得到一个 {d} 维的向量"))
+    if reference.numel() == 1:
+        raise ExerciseError(tr(f"your readout is one number (the mean, sum or max of all {t} x {d} entries, no dim "
+                               f"given): the same for every order, but it keeps one number of the {d} features. Pool "
+                               f"over the sequence axis only, dim=0, for a vector of {d}",
+                               f"你的 readout 只有一个数（没给 dim，对全部 {t} x {d} 个元素取了 mean、sum 或 max）："
+                               f"顺序怎么变它都不变，但 {d} 个特征只剩下一个数。只在序列维 dim=0 上做池化，"
+                               f"得到 {d} 维的向量"))
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
