@@ -76,6 +76,26 @@ class _TwoMistakes(_SequenceMean):  # t / T: the length leaks, and the arange ha
         return x + (torch.arange(x.shape[1]) / x.shape[1])[:, None] * self.w
 
 
+class _LogDistanceBias(PositionalEncoding):  # -log |j - i|: +inf on the diagonal (log 0), so the softmax is 0/0
+    def score_bias(self, q, q_positions, k_positions):
+        return -torch.log((k_positions[None, :] - q_positions[:, None]).abs().to(q.dtype))
+
+
+class _SqrtDistanceBias(PositionalEncoding):  # -sqrt(j - i) of the signed distance: NaN for every past key
+    def score_bias(self, q, q_positions, k_positions):
+        return -(k_positions[None, :] - q_positions[:, None]).to(q.dtype).sqrt()
+
+
+class _InPlaceSine(PositionalEncoding):  # x += term writes into the caller's x
+    def __init__(self, dim=64):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(dim))
+
+    def add_to_input(self, x, positions):
+        x += torch.sin(positions.to(x.dtype))[:, None] * self.w
+        return x
+
+
 class _Misnamed(PositionalEncoding):
     def score_biases(self, q, q_positions, k_positions):
         return None
@@ -112,6 +132,12 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["breaks 2 rules", "[leaks future positions] add_to_input", "[ignores the device] add_to_input"]),
     ("encoding without hook", ex.check_encoding_rules, _Misnamed, ["[implements no hook]", "misspelt score_bias"]),
     ("encoding float32", ex.check_encoding_rules, _Float32Bias, ["[returns the wrong dtype] score_bias"]),
+    ("encoding: log of distance 0", ex.check_encoding_rules, _LogDistanceBias,
+     ["[returns NaN] TinyLM (score_bias)", "-inf"]),
+    ("encoding: sqrt of a signed distance", ex.check_encoding_rules, _SqrtDistanceBias,
+     ["[returns NaN] score_bias", "sqrt of a negative"]),
+    ("encoding: x += term", ex.check_encoding_rules, _InPlaceSine, ["[modifies its input in place] add_to_input",
+                                                                    "x = x + term"]),
     ("PI multiplies", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base) * factor,
      ["multiplied theta"]),
     ("PI plain", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base), ["plain RoPE"]),
