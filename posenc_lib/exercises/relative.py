@@ -48,12 +48,12 @@ def _relative_positions_of_length(fn, length: int) -> None:
         raise ExerciseError(tr("relative positions count tokens: return an integer tensor (torch.arange gives int64)",
                                "相对位置是在数 token：应返回整数张量（torch.arange 给出的就是 int64）"))
     if got.dtype in (torch.bool, torch.uint8) and length > 1:
+        minus_one = "True" if got.dtype == torch.bool else "255"  # what -1 becomes in that dtype
         raise ExerciseError(tr(f"got dtype {got.dtype}, which has no negative numbers: the keys in the query's past "
-                               "(j < i) are negative, -1 became " + ("True" if got.dtype == torch.bool else "255") +
-                               ". Use a signed integer dtype, int64 (torch.arange's)",
+                               f"(j < i) are negative, -1 became {minus_one}. Use a signed integer dtype, int64 "
+                               "(torch.arange's)",
                                f"得到的 dtype 是 {got.dtype}，它没有负数：位于查询之前的键（j < i）是负的，-1 变成了 "
-                               + ("True" if got.dtype == torch.bool else "255") +
-                               "。要用有符号的整数 dtype，int64（torch.arange 的 dtype）"))
+                               f"{minus_one}。要用有符号的整数 dtype，int64（torch.arange 的 dtype）"))
     if torch.equal(got, want):
         return
     if torch.equal(got, -want):
