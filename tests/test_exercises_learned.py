@@ -84,6 +84,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["no error", "clamped them", "position 8 silently reads row 7"]),
     ("wrapped modulo max_len", ex.check_safe_lookup, lambda table, positions: table[positions % table.shape[0]],
      ["no error", "wrapped them round modulo max_len", "position 8 silently reads row 0"]),
+    ("cosines in float32", ex.check_cosine_similarity,
+     lambda P: (F.normalize(P.float(), dim=-1) @ F.normalize(P.float(), dim=-1).T),
+     ["torch.float32 for table in torch.float64"]),
     ("rows in a float32 buffer", ex.check_safe_lookup, _lookup_into_float32_buffer,
      ["torch.float32 for table in torch.float64", "torch.zeros_like(table)"]),
 ]

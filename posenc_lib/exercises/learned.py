@@ -85,6 +85,7 @@ def check_cosine_similarity(fn) -> None:
     if not same(got, want, atol=1e-5):
         raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                                f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
+    keep_dtype(got, table, tr("your function", "你的函数"), name="table")  # e.g. a float32 torch.zeros(T, T) filled
     ok(tr("cosine similarity of the rows, diagonal 1, symmetric.",
           "各行之间的余弦相似度：对角线为 1，矩阵对称。"))
 

@@ -15,7 +15,7 @@ import torch
 
 from ..attention import attention
 from ..i18n import tr
-from ._common import ExerciseError, attempt, call, name_the_mistake, ok, same, tensor
+from ._common import ExerciseError, attempt, call, keep_dtype, name_the_mistake, ok, same, tensor
 
 __all__ = ["attempt", "check_permutation_matrix", "check_permuted_weights", "check_invariant_readout"]
 
@@ -122,7 +122,8 @@ def check_invariant_readout(readout) -> None:
     t, d = 5, 6
     out = torch.randn(t, d, generator=gen, dtype=torch.float64)
     what = tr("your readout(out)", "你的 readout(out)")
-    reference = tensor(call(readout, out.clone(), what=what), what).double()
+    first = tensor(call(readout, out.clone(), what=what), what)
+    reference = first.double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
         raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
                                "你的 readout 取的是位置 0 上的 token；一经置换，那里就换成了别的词"))
@@ -178,6 +179,8 @@ def check_invariant_readout(readout) -> None:
     if torch.allclose(tensor(call(readout, other, what=what), what).double(), reference):
         raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
                                "某个 token 的输出变了，你的 readout 却没变：它忽略了内容"))
+    if first.is_floating_point():
+        keep_dtype(first, out, what, name="out")  # e.g. a sum accumulated in a float32 torch.zeros(D)
     ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",
           "试过的 20 种顺序下 readout 都相同，而且它仍取决于 token 本身"))
 

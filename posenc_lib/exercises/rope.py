@@ -39,9 +39,21 @@ def check_rope_pair(rope_pair) -> None:
     result = call(rope_pair, x1.clone(), x2.clone(), angle.clone(), what="rope_pair")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise ExerciseError(tr("rope_pair should return the pair (y1, y2)", "rope_pair 应返回一对 (y1, y2)"))
-    y1, y2 = (tensor(r, "y").double() for r in result)
+    y1, y2 = (tensor(r, "y") for r in result)
+    for y in (y1, y2):
+        if y.shape == x1.shape and y.is_floating_point():
+            keep_dtype(y, x1, "rope_pair", name="x1")  # a float32 result for float64 inputs
+    y1, y2 = y1.double(), y2.double()
     c, s = angle.cos(), angle.sin()
     right = (x1 * c - x2 * s, x1 * s + x2 * c)
+    degrees = angle * math.pi / 180  # the angle read as degrees and converted to radians
+    if same(y1, x1 * degrees.cos() - x2 * degrees.sin(), 1e-6) and same(y2, x1 * degrees.sin() + x2 * degrees.cos(),
+                                                                        1e-6):
+        raise ExerciseError(tr("you converted the angle from degrees (angle * pi / 180, math.radians or "
+                               "torch.deg2rad): RoPE's angles m * theta are in radians already, and torch.cos and "
+                               "torch.sin take radians",
+                               "你把角度当成了角度制再换算（angle * pi / 180、math.radians 或 torch.deg2rad）："
+                               "RoPE 的角度 m * theta 本来就是弧度，torch.cos 和 torch.sin 接受的也是弧度"))
     if same(y1, right[0], 1e-6) and same(y2, right[1], 1e-6):
         ok(tr("(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): counter-clockwise, as RoPE (R_m q).(R_n k) needs",
               "(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos)：逆时针旋转，正是 RoPE 的 (R_m q).(R_n k) 所需要的"))
