@@ -88,6 +88,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      _ring(lambda p, w: sorted(q % w for q in range(max(p - w + 1, 0), p + 1))), ["those are slots"]),
     ("ring: slot = position", ex.check_ring_window,
      _ring(lambda p, w: list(range(max(p - w + 1, 0), p + 1)), slot_rule=lambda p, w: p), ["% "]),
+    ("shift: float32 cache", ex.check_context_shift, lambda k, keep, drop, b: S["context_shift"](k, keep, drop, b).float(),
+     ["torch.float32 for cached_keys in torch.float64"]),
     ("ring: one value", ex.check_ring_window, lambda p, w: p % w, ["(slot, visible)"]),
     ("ring: slot = position // W", ex.check_ring_window,
      _ring(lambda p, w: list(range(max(p - w + 1, 0), p + 1)), slot_rule=lambda p, w: p // w),

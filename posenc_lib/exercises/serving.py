@@ -18,7 +18,8 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake,
+                      ok, same)
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
@@ -56,6 +57,7 @@ def check_context_shift(fn) -> None:
         kept = list(range(n_keep)) + list(range(n_keep + n_discard, n))
         want = apply_rope(raw[kept], torch.arange(len(kept)), base=base)        # as if rotated there from scratch
         if same(got, want, atol=1e-5):
+            keep_dtype(got, keys, tr("your function", "你的函数"), name="cached_keys")  # a cache stays in its dtype
             continue
         if tuple(got.shape) != tuple(want.shape):
             raise ExerciseError(tr(f"expected {len(kept)} keys of size {d}, shape {tuple(want.shape)}, got "
