@@ -1,8 +1,10 @@
 """What every exercise checker shares: the error it raises, the success line it prints, `attempt` for
 notebook cells; `call`, through which every checker runs the learner's function (None, a string or a crash
 becomes one message, with the learner's line); the coercions of a learner's answer (tensor, as_tensor,
-number: a NaN is called NaN); and the table of known mistakes (`name_the_mistake`, `ignored` for an
-argument the answer did not use)."""
+number: a NaN is called NaN); the table of known mistakes (`name_the_mistake`, `ignored` for an
+argument the answer did not use); and the dtype rules: `keep_dtype` (a result in another dtype than its input is a
+mistake), `refuse_low_precision` (bf16/fp16 values named) and `float32_note` (float32 angles where a task asks for
+float64 pass, with what float32 costs at long positions)."""
 from __future__ import annotations
 
 import math
