@@ -124,6 +124,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["sqrt(t)", "1/t"]),
     ("slow: degrees", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, turn=360.0), ["not 360"]),
     ("slow: a fraction", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L) / (d // 2), ["fraction", "how many"]),
+    ("base: the global base times the factor", ex.check_layer_base,
+     lambda c, i: c["rope_theta"] * c["rope_scaling"]["factor"] if (i + 1) % c["sliding_window_pattern"] == 0 else
+     c["rope_local_base_freq"], ["rope_theta * factor", "does not raise their base"]),
     ("base: the window as the base", ex.check_layer_base,
      lambda c, i: c["rope_theta"] if (i + 1) % c["sliding_window_pattern"] == 0 else c["sliding_window"],
      ["sliding_window", "not its RoPE base"]),

@@ -265,6 +265,15 @@ def check_layer_base(fn) -> None:
                                    f"差了一位：全局层是第 {pattern - 1}、{2 * pattern - 1}……层"
                                    f"（(i + 1) % sliding_window_pattern == 0），不是第 0、{pattern}……层"
                                    f"（i % pattern == 0）"))
+        factor = (config.get("rope_scaling") or {}).get("factor")
+        if factor and got == [glob * factor if g else local for g in is_global]:
+            raise ExerciseError(tr(f"the global layers got rope_theta * factor = {glob * factor:g}: rope_scaling "
+                                   f"(linear, factor {factor:g}) divides the global layers' frequencies by the factor "
+                                   f"(position interpolation), it does not raise their base, which stays rope_theta = "
+                                   f"{glob:g} (raising the base is another method, NTK-aware or ABF)",
+                                   f"全局层拿到的是 rope_theta * factor = {glob * factor:g}：rope_scaling（linear，"
+                                   f"factor {factor:g}）是把全局层的频率除以这个因子（位置插值），并不抬高底数，"
+                                   f"底数仍是 rope_theta = {glob:g}（抬高底数是另一种方法：NTK-aware 或 ABF）"))
         window = config.get("sliding_window")
         if window is not None and got == [glob if g else window for g in is_global]:
             raise ExerciseError(tr(f"the local layers got {window}: that is sliding_window, how many tokens back a "
