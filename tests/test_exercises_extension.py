@@ -36,6 +36,20 @@ def _rise_seed0(results, multiple):
             for r in results["runs"] if r["seed"] == 0}
 
 
+def _rise_summed(results, multiple):  # the seeds' losses added up, not averaged
+    totals = {}
+    for r in results["runs"]:
+        if r["loss"][str(multiple)] is not None:
+            totals[r["encoding"]] = totals.get(r["encoding"], 0.0) + r["loss"][str(multiple)] - r["loss"]["1"]
+    return {enc: totals.get(enc) for enc in results["summary"]}
+
+
+def _rise_from_previous(results, multiple):  # 2L from L, but 4L from 2L
+    before = str(max(multiple // 2, 1))
+    return {enc: None if row[str(multiple)] is None else row[str(multiple)]["mean"] - row[before]["mean"]
+            for enc, row in results["summary"].items()}
+
+
 def _rise_learned(value):
     def rise(results, multiple):
         return {**S["rise"](results, multiple), "learned": value}
@@ -62,6 +76,26 @@ class _TwoMistakes(_SequenceMean):  # t / T: the length leaks, and the arange ha
         return x + (torch.arange(x.shape[1]) / x.shape[1])[:, None] * self.w
 
 
+class _LogDistanceBias(PositionalEncoding):  # -log |j - i|: +inf on the diagonal (log 0), so the softmax is 0/0
+    def score_bias(self, q, q_positions, k_positions):
+        return -torch.log((k_positions[None, :] - q_positions[:, None]).abs().to(q.dtype))
+
+
+class _SqrtDistanceBias(PositionalEncoding):  # -sqrt(j - i) of the signed distance: NaN for every past key
+    def score_bias(self, q, q_positions, k_positions):
+        return -(k_positions[None, :] - q_positions[:, None]).to(q.dtype).sqrt()
+
+
+class _InPlaceSine(PositionalEncoding):  # x += term writes into the caller's x
+    def __init__(self, dim=64):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(dim))
+
+    def add_to_input(self, x, positions):
+        x += torch.sin(positions.to(x.dtype))[:, None] * self.w
+        return x
+
+
 class _Misnamed(PositionalEncoding):
     def score_biases(self, q, q_positions, k_positions):
         return None
@@ -85,6 +119,9 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("rise ratio", ex.check_rise, _rise_from(lambda m, l: m / l), ["ratio"]),
     ("loss not rise", ex.check_rise, _rise_from(lambda m, l: m), ["subtract the loss at L"]),
     ("seed 0", ex.check_rise, _rise_seed0, ["seed 0 only"]),
+    ("rise relative", ex.check_rise, _rise_from(lambda m, l: (m - l) / l), ["relative to the loss at L"]),
+    ("rise summed over seeds", ex.check_rise, _rise_summed, ["summed over the 2 seeds"]),
+    ("rise from the length before", ex.check_rise, _rise_from_previous, ["from 2L", "measured from L"]),
     ("learned NaN", ex.check_rise, _rise_learned(math.nan), ["None, not NaN"]),
     ("learned 0", ex.check_rise, _rise_learned(0.0), ["no row past L"]),
     ("missing encodings", ex.check_rise, lambda results, multiple: {"alibi": 0.0}, ["no entry"]),
@@ -95,6 +132,12 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["breaks 2 rules", "[leaks future positions] add_to_input", "[ignores the device] add_to_input"]),
     ("encoding without hook", ex.check_encoding_rules, _Misnamed, ["[implements no hook]", "misspelt score_bias"]),
     ("encoding float32", ex.check_encoding_rules, _Float32Bias, ["[returns the wrong dtype] score_bias"]),
+    ("encoding: log of distance 0", ex.check_encoding_rules, _LogDistanceBias,
+     ["[returns NaN] TinyLM (score_bias)", "-inf"]),
+    ("encoding: sqrt of a signed distance", ex.check_encoding_rules, _SqrtDistanceBias,
+     ["[returns NaN] score_bias", "sqrt of a negative"]),
+    ("encoding: x += term", ex.check_encoding_rules, _InPlaceSine, ["[modifies its input in place] add_to_input",
+                                                                    "x = x + term"]),
     ("PI multiplies", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base) * factor,
      ["multiplied theta"]),
     ("PI plain", ex.check_pi_inv_freq, lambda dim, factor, base=10000.0: _theta(dim, base), ["plain RoPE"]),
@@ -163,3 +206,13 @@ NOTEBOOK_07_08_MISTAKES = [
 @each_mistake(NOTEBOOK_07_08_MISTAKES)
 def test_notebook_07_08_common_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
+
+
+def test_float32_pi_frequencies_pass_with_a_note(capsys):
+    """8.1 asks for float64 frequencies: float32 ones pass, with what they cost at position 100,000."""
+    ex.check_pi_inv_freq(lambda dim, factor, base=10000.0: ex.SOLUTIONS["pi_inv_freq"](dim, factor, base).float())
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_pi_inv_freq(ex.SOLUTIONS["pi_inv_freq"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out

@@ -96,6 +96,14 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      _window_with(lambda seen, s, w: list(range(s)) + list(range(seen - (w - s), seen)) if seen > w else
                   list(range(seen))), ["num_sinks + window"]),
     ("window: one list", ex.check_window_positions, lambda seen, s, w: list(range(seen)), ["two lists"]),
+    ("window: one token too many", ex.check_window_positions,
+     _window_with(lambda seen, s, w: list(range(s)) + list(range(seen - w - 1, seen)) if seen > s + w + 1 else
+                  _right_kept(seen, s, w)), ["off by one", "last 6 tokens"]),
+    ("window: one token short", ex.check_window_positions,
+     _window_with(lambda seen, s, w: list(range(s)) + list(range(seen - w + 1, seen)) if seen > s + w else
+                  _right_kept(seen, s, w)), ["off by one", "last 4 tokens"]),
+    ("window: slots from 1", ex.check_window_positions,
+     _window_with(_right_kept, lambda kept: list(range(1, len(kept) + 1))), ["numbered from 0", "not 1 .."]),
     # answers that int() would have rounded into a right one, and shapes that a flatten would have hidden
     ("window: 0.5 for 0", ex.check_window_positions,
      _window_with(lambda seen, s, w: [0.5] + _right_kept(seen, s, w)[1:]), ["integers", "0.5"]),

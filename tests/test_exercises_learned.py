@@ -44,6 +44,15 @@ def _cosine_with_1d_norms(table):
         return table @ table.T / (norms * norms.T)
 
 
+def _lookup_into_float32_buffer(table, positions):  # a row at a time into torch.zeros(T, d), float32
+    if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= table.shape[0]):
+        raise ValueError(f"positions must lie in [0, max_len={table.shape[0]})")
+    out = torch.zeros(len(positions), table.shape[1])
+    for row, position in enumerate(positions):
+        out[row] = table[position]
+    return out
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("dot products", ex.check_cosine_similarity, lambda P: P @ P.T, ["raw dot products"]),
     ("columns", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0) @ F.normalize(P, dim=0).T,
@@ -72,7 +81,14 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
                                                           message="positions must be < max_len={max_len}"),
      ["your check is right", "ValueError"]),
     ("clamped", ex.check_safe_lookup, lambda table, positions: table[positions.clamp(0, table.shape[0] - 1)],
-     ["no error"]),
+     ["no error", "clamped them", "position 8 silently reads row 7"]),
+    ("wrapped modulo max_len", ex.check_safe_lookup, lambda table, positions: table[positions % table.shape[0]],
+     ["no error", "wrapped them round modulo max_len", "position 8 silently reads row 0"]),
+    ("cosines in float32", ex.check_cosine_similarity,
+     lambda P: (F.normalize(P.float(), dim=-1) @ F.normalize(P.float(), dim=-1).T),
+     ["torch.float32 for table in torch.float64"]),
+    ("rows in a float32 buffer", ex.check_safe_lookup, _lookup_into_float32_buffer,
+     ["torch.float32 for table in torch.float64", "torch.zeros_like(table)"]),
 ]
 
 

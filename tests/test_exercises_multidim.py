@@ -51,7 +51,23 @@ def _axial_in_place(x, rows, cols, base):
     return out
 
 
+def _text_image_one_late(before, height, width, after):  # the image from before + 1, the text after it from there
+    ids = S["text_image_positions"](before, height, width, after).clone()
+    ids[:, before:] += 1
+    return ids
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("text-image: float ids", ex.check_text_image_positions, lambda *a: S["text_image_positions"](*a).float(),
+     ["torch.float32", "integers"]),
+    ("text-image: image from before + 1", ex.check_text_image_positions, _text_image_one_late,
+     ["off by one", "first free id"]),
+    ("axes: floats", ex.check_mrope_axes, lambda s, i: torch.tensor(S["mrope_axes"](s, i), dtype=torch.float32),
+     ["torch.float32", "integers"]),
+    ("axes: i % 3 throughout", ex.check_mrope_axes,
+     lambda s, i: [k % 3 for k in range(sum(s))] if i else S["mrope_axes"](s, i), ["i % 3", "leftover pairs", "to t"]),
+    ("axial: float32 result", ex.check_axial_rope, lambda x, r, c, b: S["axial_rope"](x.float(), r, c, b),
+     ["torch.float32 for x in torch.float64", ".to(x.dtype)"]),
     ("patch: float coordinates", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).float(),
      ["torch.float32", "integers"]),
     ("patch (N, 2)", ex.check_patch_positions, lambda h, w: S["patch_positions"](h, w).T, ["axis first"]),
@@ -117,9 +133,27 @@ def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
 
 
+def _axial_rope_float32_angles(x, rows, cols, base=10000.0):  # float32 all through, x's dtype back at the end
+    dim = x.shape[-1]
+    phi = base ** (-torch.arange(0, dim // 2, 2, dtype=torch.float32) / (dim // 2))
+    angles = torch.cat((rows[:, None] * phi, cols[:, None] * phi), dim=-1)
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    y = x.float()
+    return (y * cos + torch.cat((-y[..., dim // 2:], y[..., :dim // 2]), -1) * sin).to(x.dtype)
+
+
+def test_float32_angles_pass_axial_rope_with_a_note(capsys):
+    ex.check_axial_rope(_axial_rope_float32_angles)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_axial_rope(S["axial_rope"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
+
+
 def test_other_valid_forms_pass(capsys):
     ex.check_patch_positions(lambda h, w: S["patch_positions"](h, w).tolist())      # a list of lists
-    ex.check_axial_rope(lambda x, r, c, b: S["axial_rope"](x.float(), r, c, b))     # float32
+    ex.check_axial_rope(_axial_rope_float32_angles)                                  # float32 angles, noted
     ex.check_text_image_positions(lambda *a: S["text_image_positions"](*a).int())   # int32
     ex.check_mrope_axes(lambda s, i: torch.tensor(S["mrope_axes"](s, i)))           # a tensor
     assert capsys.readouterr().out.count("✓") == 4

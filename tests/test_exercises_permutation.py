@@ -15,6 +15,13 @@ def _inverse(w, perm):
     return w[inv][:, inv]
 
 
+def _sum_into_float32_buffer(out):  # torch.zeros(D) is float32 whatever out is
+    total = torch.zeros(out.shape[-1])
+    for row in out:
+        total += row
+    return total
+
+
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("P transposed", ex.check_permutation_matrix, lambda perm: S["permutation_matrix"](perm).T, ["transpose"]),
     ("P all ones", ex.check_permutation_matrix, lambda perm: torch.ones(len(perm), len(perm)),
@@ -40,6 +47,11 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      lambda out: (out * torch.arange(1, out.shape[0] + 1, dtype=out.dtype)[:, None]).sum(0),
      ["not permutation-invariant"]),
     ("constant", ex.check_invariant_readout, lambda out: torch.zeros(out.shape[-1]), ["ignores the content"]),
+    ("pooled over the features", ex.check_invariant_readout, lambda out: out.mean(dim=1), ["dim 1", "dim 0"]),
+    ("max over the features", ex.check_invariant_readout, lambda out: out.max(dim=-1).values, ["dim 1"]),
+    ("mean with no dim", ex.check_invariant_readout, lambda out: out.mean(), ["one number", "dim=0"]),
+    ("readout in float32", ex.check_invariant_readout, _sum_into_float32_buffer,
+     ["torch.float32 for out in torch.float64", "torch.zeros_like(out)"]),
 ]
 
 

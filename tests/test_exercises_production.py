@@ -68,6 +68,8 @@ def _partial_low_precision_angles(x, positions, fraction, base, dtype):
 
 
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
+    ("partial: float32 result", ex.check_partial_rope,
+     lambda x, p, f, b=1e4: S["partial_rope"](x.float(), p, f, b), ["torch.float32 for x in torch.float64"]),
     ("slow: the fast pairs", ex.check_slow_pairs, lambda b, d, L: d // 2 - _slow(b, d, L), ["DO complete a turn"]),
     ("slow: exponent i/d", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, exponent=1.0), ["-2i / head_dim"]),
     ("slow: no 2 pi", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, turn=1.0), ["2 pi"]),
@@ -117,6 +119,23 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("yarn: log10", ex.check_yarn_score_scale, lambda s: (0.1 * math.log10(s) + 1) ** 2, ["log10"]),
     ("yarn: inverted", ex.check_yarn_score_scale, lambda s: 1 / (0.1 * math.log(s) + 1) ** 2, ["inverted"]),
     ("yarn: no 0.1", ex.check_yarn_score_scale, lambda s: (math.log(s) + 1) ** 2, ["coefficient"]),
+    ("yarn: log2", ex.check_yarn_score_scale, lambda s: (0.1 * math.log2(s) + 1) ** 2, ["not log2"]),
+    ("yarn: the paper's sqrt(t)", ex.check_yarn_score_scale, lambda s: 1 / (0.1 * math.log(s) + 1),
+     ["sqrt(t)", "1/t"]),
+    ("slow: degrees", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L, turn=360.0), ["not 360"]),
+    ("slow: a fraction", ex.check_slow_pairs, lambda b, d, L: _slow(b, d, L) / (d // 2), ["fraction", "how many"]),
+    ("base: the global base times the factor", ex.check_layer_base,
+     lambda c, i: c["rope_theta"] * c["rope_scaling"]["factor"] if (i + 1) % c["sliding_window_pattern"] == 0 else
+     c["rope_local_base_freq"], ["rope_theta * factor", "does not raise their base"]),
+    ("base: the window as the base", ex.check_layer_base,
+     lambda c, i: c["rope_theta"] if (i + 1) % c["sliding_window_pattern"] == 0 else c["sliding_window"],
+     ["sliding_window", "not its RoPE base"]),
+    ("nope: the RoPE layers", ex.check_nope_layers,
+     _nope_with(lambda n, k, flags: [i for i in range(n) if (flags[i] == 0 if flags else (i + 1) % k)]),
+     ["the layers that USE RoPE", "one in every 3"]),
+    ("nope: numbered from 1", ex.check_nope_layers,
+     _nope_with(lambda n, k, flags: [i + 1 for i in range(n) if (flags[i] == 0 if flags else (i + 1) % k == 0)]),
+     ["from 1", "indexed from 0"]),
 ]
 
 
@@ -125,9 +144,28 @@ def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
 
 
+def _partial_rope_float32_angles(x, positions, partial_rotary_factor, base=10000.0):  # as transformers computes
+    rot = int(x.shape[-1] * partial_rotary_factor)
+    theta = 1.0 / base ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot)
+    angles = positions.float()[:, None] * theta
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    part = x[..., :rot].float()
+    turned = part * cos + torch.cat((-part[..., rot // 2:], part[..., :rot // 2]), -1) * sin
+    return torch.cat((turned.to(x.dtype), x[..., rot:]), -1)
+
+
+def test_float32_angles_pass_partial_rope_with_a_note(capsys):
+    ex.check_partial_rope(_partial_rope_float32_angles)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_partial_rope(S["partial_rope"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
+
+
 def test_other_valid_forms_pass(capsys):
     ex.check_slow_pairs(lambda b, d, L: torch.tensor(S["slow_pairs"](b, d, L)))
-    ex.check_partial_rope(lambda x, p, f, b=1e4: S["partial_rope"](x.float(), p, f, b))     # float32 is fine
+    ex.check_partial_rope(_partial_rope_float32_angles)     # float32 angles pass, with a note
     ex.check_layer_base(lambda c, i: np.float64(S["layer_base"](c, i)))
     ex.check_nope_layers(lambda c: torch.tensor(S["nope_layers"](c))[torch.randperm(len(S["nope_layers"](c)))])
     ex.check_yarn_score_scale(lambda s: torch.tensor(S["yarn_score_scale"](s)))

@@ -103,6 +103,19 @@ def test_an_answer_outside_the_options_is_named(results, answers):
         ex.check_quiz(dict(answers, alibi_sign="z"), results)
 
 
+@pytest.mark.parametrize("given, fragments", [
+    ("c)", ["write the letter alone", "'c'"]), ("(b)", ["letter alone", "'b'"]),
+    ("59", ["value of option c", "answer with the letter ('c')"]), (59, ["value of option c"]),
+    (16.0, ["value of option d"]), ("q", ["not one of the options"]),
+], ids=["c)", "(b)", "the value as text", "the value as a number", "another value", "another letter"])
+def test_an_answer_that_is_not_a_letter_is_named(results, answers, given, fragments):
+    """t5_last_bucket's options hold the distances 400, 128, 59, 16: a learner who worked one out may give it."""
+    with pytest.raises(ExerciseError) as err:
+        ex.check_quiz(dict(answers, t5_last_bucket=given), results)
+    line = next(part for part in str(err.value).split("\n") if "[t5_last_bucket]" in part)
+    assert all(f in line for f in fragments), line
+
+
 def test_every_question_explains_every_wrong_option():
     for qid, item in ex.QUIZ.items():
         if "solve" in item:  # computed: every option stands for a value, a wrong one is answered with the numbers

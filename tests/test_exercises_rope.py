@@ -53,6 +53,23 @@ def _real(z):
     return torch.view_as_real(z).flatten(-2)
 
 
+def _unpermute_into_float32_buffer(weight, num_heads):  # torch.empty(shape) is float32 whatever the weight is
+    out = torch.empty(weight.shape)
+    out[:] = S["unpermute_qk_rows"](weight, num_heads)
+    return out
+
+
+def _unpermute_head_dim_8(weight, num_heads):  # head_dim written in, the first weight's
+    return S["unpermute_qk_rows"](weight, weight.shape[0] // 8)
+
+
+def _rotate_half_float32_buffer(x):
+    half = x.shape[-1] // 2
+    out = torch.zeros(x.shape)
+    out[..., :half], out[..., half:] = -x[..., half:], x[..., :half]
+    return out
+
+
 def _complex_in_place(x, m, base=10000.0):
     out = S["rope_complex"](x, m, base)
     x.zero_()
@@ -66,6 +83,10 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("pair swapped", ex.check_rope_pair,
      lambda x1, x2, a: (x1 * a.sin() + x2 * a.cos(), x1 * a.cos() - x2 * a.sin()), ["(y2, y1)"]),
     ("pair unrotated", ex.check_rope_pair, lambda x1, x2, a: (x1, x2), ["should be"]),
+    ("pair in degrees", ex.check_rope_pair, lambda x1, x2, a: S["rope_pair"](x1, x2, torch.deg2rad(a)),
+     ["degrees", "radians"]),
+    ("pair float32", ex.check_rope_pair, lambda x1, x2, a: tuple(y.float() for y in S["rope_pair"](x1, x2, a)),
+     ["torch.float32 for x1 in torch.float64"]),
     ("pair one value", ex.check_rope_pair, lambda x1, x2, a: x1, ["pair"]),
     ("rotate_half interleaved", ex.check_rotate_half,
      lambda x: torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2), ["interleaved", "half-split"]),
@@ -91,6 +112,25 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("heads mixed", ex.check_unpermute_qk_rows, lambda w, h: w[torch.argsort(layout_permutation(w.shape[0]))],
      ["all rows at once"]),
     ("weight transposed", ex.check_unpermute_qk_rows, lambda w, h: S["unpermute_qk_rows"](w, h).T, ["transposed"]),
+    ("rows: float32 for bf16 weights", ex.check_unpermute_qk_rows, _unpermute_into_float32_buffer,
+     ["torch.float32", "weight in torch.float64", "torch.zeros_like(weight)"]),
+    ("rows: bf16 weights upcast", ex.check_unpermute_qk_rows,
+     lambda w, h: S["unpermute_qk_rows"](w.float() if w.dtype == torch.bfloat16 else w, h),  # "bf16 is slow on CPU"
+     ["torch.float32 for weight in torch.bfloat16"]),
+    ("rows: head_dim fixed at 8", ex.check_unpermute_qk_rows, _unpermute_head_dim_8, ["`num_heads`", "= 3"]),
+    ("rows: num_heads fixed at 2", ex.check_unpermute_qk_rows, lambda w, h: S["unpermute_qk_rows"](w, 2),
+     ["`num_heads`", "= 2", "passed 4"]),
+    ("rotate_half float32 buffer", ex.check_rotate_half, _rotate_half_float32_buffer,
+     ["torch.float32", "torch.float64", "torch.zeros_like(x)"]),
+    ("rotate_half .float()", ex.check_rotate_half, lambda x: S["rotate_half"](x).double(),
+     ["torch.float64 for x in torch.float32"]),
+    ("rotate_half split off by one", ex.check_rotate_half,
+     lambda x: torch.cat((-x[..., x.shape[-1] // 2 + 1:], x[..., :x.shape[-1] // 2]), -1),
+     ["7 dims", "off by one", "x[..., h:]"]),
+    ("rotate_half minus in place", ex.check_rotate_half,
+     lambda x: torch.cat((-x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]), -1), ["[-x1, x2]"]),
+    ("complex float32 result", ex.check_rope_complex,
+     lambda x, m, base=10000.0: S["rope_complex"](x, m, base).float(), ["torch.float32", "x's dtype"]),
     ("complex half-split", ex.check_rope_complex, _complex_half_split, ["half-split"]),
     ("complex clockwise", ex.check_rope_complex, lambda x, m, base=10000.0: S["rope_complex"](x, -m, base),
      ["e^{-i m theta}", "negated positions", "n - m"]),
@@ -152,15 +192,23 @@ def test_rope_pair_clockwise_message_both_cases():
     assert abs(one[(8, 5)] - one[(9, 6)]) > 1e-3                                # ... not of the distance
 
 
-def test_meta_style_float32_complex_rope_passes(capsys):
-    def rope_float32(x, m, base=10000.0):  # Meta's Llama: float32 frequencies and complex64
-        d = x.shape[-1]
-        theta = base ** (-torch.arange(0, d, 2) / d)
-        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
-        return torch.view_as_real(z * torch.polar(torch.ones_like(theta), m * theta)).flatten(-2)
+def _meta_style_rope(x, m, base=10000.0):  # Meta's Llama: float32 frequencies and complex64, no cast back
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2) / d)
+    z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * torch.polar(torch.ones_like(theta), m * theta)).flatten(-2)
 
-    ex.check_rope_complex(rope_float32)
-    assert capsys.readouterr().out.startswith("✓ ")
+
+def test_meta_style_float32_complex_rope_passes_with_a_note_once_cast_back(capsys):
+    """Meta's code ends with .type_as(xq): float32 angles, x's dtype back. That passes, with the note on what float32
+    angles cost far out; the same code without the cast (a float32 result for a float64 x) is named."""
+    ex.check_rope_complex(lambda x, m, base=10000.0: _meta_style_rope(x, m, base).type_as(x))
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_rope_complex(S["rope_complex"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
+    assert_named(ex.check_rope_complex, _meta_style_rope, ["torch.float32", "torch.float64", ".to(x.dtype)"])
 
 
 def test_layout_conversion_both_ways_preserves_scores():

@@ -33,6 +33,12 @@ def _vague_odd_dim_error(n, d, base):
     return S["sinusoidal_table"](n, d, base)
 
 
+def _relative_part_float32_buffer(w):  # torch.zeros(d, d) is float32, whatever W is
+    out = torch.zeros(w.shape)
+    out[:] = S["relative_part"](w)
+    return out
+
+
 def _raw_blocks(w):
     mask = torch.block_diag(*[torch.ones(2, 2)] * (w.shape[0] // 2)).bool()
     return torch.where(mask, w, torch.zeros_like(w))
@@ -46,6 +52,16 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("from 1", ex.check_make_positions, lambda n, device: torch.arange(1, n + 1, device=device), ["0, not 1"]),
     ("ignores device", ex.check_make_positions, lambda n, device: torch.arange(n), ["device"]),
     ("a list", ex.check_make_positions, lambda n, device: list(range(n)), ["torch.Tensor"]),
+    ("n - 1 positions", ex.check_make_positions, lambda n, device: torch.arange(max(n - 1, 0), device=device),
+     ["off by one", "one short"]),
+    ("uint8 positions", ex.check_make_positions, lambda n, device: torch.arange(n, device=device, dtype=torch.uint8),
+     ["torch.uint8", "ends at 255", "wrapped", "int64"]),
+    ("degrees", ex.check_wavelength, lambda omega: 360 / omega, ["degrees", "2*pi radians"]),
+    ("half a turn", ex.check_wavelength, lambda omega: math.pi / omega, ["half a turn"]),
+    ("rounded wavelength", ex.check_wavelength, lambda omega: round(2 * math.pi / omega), ["whole number"]),
+    ("int() wavelength", ex.check_wavelength, lambda omega: int(2 * math.pi / omega), ["whole number"]),
+    ("relative part float32 buffer", ex.check_relative_part, _relative_part_float32_buffer,
+     ["torch.float32 for W in torch.float64", "torch.zeros_like(W)"]),
     ("omega", ex.check_wavelength, lambda omega: omega, ["omega itself"]),
     ("1/omega", ex.check_wavelength, lambda omega: 1 / omega, ["2*pi"]),
     ("cycles", ex.check_wavelength, lambda omega: omega / (2 * math.pi), ["cycles per position"]),
@@ -91,13 +107,30 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("no beta", ex.check_relative_part, lambda w: torch.diag(torch.diagonal(S["relative_part"](w))),
      ["dropped beta"]),
     ("beta sign", ex.check_relative_part, lambda w: S["relative_part"](w).T, ["wrong sign"]),
-    ("2 W'", ex.check_relative_part, lambda w: 2 * S["relative_part"](w), ["not the closest"]),
+    ("2 W'", ex.check_relative_part, lambda w: 2 * S["relative_part"](w), ["twice the closest", "/2"]),
+    ("W' + 0.5 W'", ex.check_relative_part, lambda w: 1.5 * S["relative_part"](w), ["not the closest"]),
 ]
 
 
 @each_mistake(MISTAKES)
 def test_mistake_is_named(check, answer, fragments):
     assert_named(check, answer, fragments)
+
+
+def _float32_table(n, d, base):  # the usual code, checked: float32 all through
+    if d % 2:
+        raise ValueError(f"dim must be even, got {d}")
+    return _naive_table(n, d, base)
+
+
+def test_float32_table_passes_with_a_note(capsys):
+    """2.1 asks for float64: a float32 table passes, with the note on what float32 angles cost far out."""
+    ex.check_sinusoidal_table(_float32_table)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    ex.check_sinusoidal_table(S["sinusoidal_table"])
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
 
 
 def test_wavelengths_as_a_list_pass(capsys):

@@ -1,8 +1,10 @@
 """What every exercise checker shares: the error it raises, the success line it prints, `attempt` for
 notebook cells; `call`, through which every checker runs the learner's function (None, a string or a crash
 becomes one message, with the learner's line); the coercions of a learner's answer (tensor, as_tensor,
-number: a NaN is called NaN); and the table of known mistakes (`name_the_mistake`, `ignored` for an
-argument the answer did not use)."""
+number: a NaN is called NaN); the table of known mistakes (`name_the_mistake`, `ignored` for an
+argument the answer did not use); and the dtype rules: `keep_dtype` (a result in another dtype than its input is a
+mistake), `refuse_low_precision` (bf16/fp16 values named) and `float32_note` (float32 angles where a task asks for
+float64 pass, with what float32 costs at long positions)."""
 from __future__ import annotations
 
 import math
@@ -174,3 +176,33 @@ def refuse_low_precision(got: torch.Tensor, right: torch.Tensor, what: str, cost
 def same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
     """Same shape and equal within atol + rtol * |b|, compared in float64 (float32 answers pass too)."""
     return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol)
+
+
+def keep_dtype(got: torch.Tensor, x: torch.Tensor, what: str, name: str = "x") -> None:
+    """A result whose dtype is not that of the input `name` (x) is named: a float32 result for a float64 x, a
+    float32 buffer filled for a bf16 one. A function on activations or weights returns their own dtype."""
+    if got.dtype != x.dtype:
+        raise ExerciseError(tr(f"{what} returned {got.dtype} for {name} in {x.dtype}: return {name}'s dtype (compute in "
+                               f"float64 if you like, then .to({name}.dtype); a buffer from torch.zeros(shape) is "
+                               f"float32 whatever {name} is, torch.zeros_like({name}) is not)",
+                               f"{name} 是 {x.dtype}，{spaced(what)}返回的却是 {got.dtype}：结果要用 {name} 的 dtype"
+                               f"（中间可以用 float64 算，最后 .to({name}.dtype)；torch.zeros(shape) 建的缓冲区不管 "
+                               f"{name} 是什么都是 float32，torch.zeros_like({name}) 则不是）"))
+
+
+FAR_POSITION = 100_000  # where float32_note says what a float32 angle costs
+
+
+def float32_note(gap: float, reached: int) -> str:
+    """The note of a right answer whose angles were float32 where the task asks float64 (`gap`: its largest
+    difference from the float64 reference at the checked positions, up to `reached`): what float32 costs at
+    position FAR_POSITION. Empty for float64 angles (equal to the reference to about 1e-13)."""
+    if gap <= 1e-9:
+        return ""
+    half_ulp = torch.finfo(torch.float32).eps * 2.0 ** math.floor(math.log2(FAR_POSITION)) / 2
+    return tr(f" Note: your angles look float32 (off by up to {gap:.1g} here, at positions up to {reached}). Right "
+              f"at these positions; at position {FAR_POSITION:,} a float32 angle is off by up to {half_ulp:.1g} rad, "
+              "and the error grows with the position: the task asks for float64 angles.",
+              f"注意：你的角度看来是 float32（在这些位置上（最大 {reached}）最多偏 {gap:.1g}）。在这些位置上没问题；"
+              f"但在位置 {FAR_POSITION:,} 处，float32 的角度最多偏 {half_ulp:.1g} 弧度，而且误差随位置增大："
+              "题目要求角度用 float64。")

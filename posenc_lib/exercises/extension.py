@@ -21,7 +21,8 @@ from ..encoding_rules import rule_report
 from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision, same, tensor
+from ._common import (FAR_POSITION, ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision,
+                      same, tensor)
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -151,7 +152,19 @@ def check_rise(rise) -> None:
                      (runs[0][str(multiple)] - runs[0]["1"], tr("that is seed 0 only; average over every seed first",
                                                                 "这只是种子 0 的结果；要先对所有种子取平均")),
                      (mean_m, tr(f"that is the loss at {multiple}L itself; subtract the loss at L",
-                                 f"这是 {multiple}L 处的损失本身；还要减去 L 处的损失"))]
+                                 f"这是 {multiple}L 处的损失本身；还要减去 L 处的损失")),
+                     ((mean_m - mean_l) / mean_l, tr("that is the rise relative to the loss at L (a fraction); the "
+                                                     "rise is the difference itself, in nats/char",
+                                                     "这是相对于 L 处损失的涨幅（一个比例）；rise 是差值本身，"
+                                                     "单位 nats/char")),
+                     ((mean_m - mean_l) * len(runs), tr(f"that is summed over the {len(runs)} seeds; average them "
+                                                        "(divide by the number of seeds)",
+                                                        f"这是 {len(runs)} 个种子的总和；要取平均（除以种子个数）")),
+                     *([(mean_m - sum(r[str(multiple // 2)] for r in runs) / len(runs),
+                         tr(f"that is the rise from {multiple // 2}L, the length before; the rise is always "
+                            "measured from L (key \"1\")",
+                            f"这是从前一个长度 {multiple // 2}L 起算的涨幅；rise 总是从 L（键 \"1\"）起算"))]
+                       if multiple > 2 else [])]
             _diagnose(value, hints, tr(f"{enc} at {multiple}L: got {value:.4f}, expected {right:.4f}",
                                        f"{enc} 在 {multiple}L 处：得到 {value:.4f}，应为 {right:.4f}"),
                       tr(f"the mean over seeds at {multiple}L minus the mean over seeds at L",
@@ -183,6 +196,7 @@ def check_encoding_rules(encoding) -> None:
 def check_pi_inv_freq(pi_inv_freq) -> None:
     """pi_inv_freq(dim, factor, base=10000.0) -> (dim/2,) frequencies of linear position interpolation; tried
     with base 10000 and with Llama 3's 500000, so an ignored `base` is named."""
+    far = 0.0  # the largest angle error of a right answer at position FAR_POSITION: float32 frequencies get a note
     for dim, factor, base in ((16, 4.0, 10000.0), (64, 2.0, 10000.0), (8, 8.0, 10000.0), (16, 4.0, 500000.0)):
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
         got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
@@ -195,6 +209,7 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
             f"或 float64 计算（即使在 bf16 模型里，RoPE 的 inv_freq 也是 float32 的缓冲区）"))
         got = got.double()
         if same(got, right, 1e-6):
+            far = max(far, FAR_POSITION * float((got - right).abs().max()))
             continue
         if tuple(got.shape) == (dim,):
             raise ExerciseError(tr(f"shape {tuple(got.shape)}: RoPE has one frequency per PAIR, dim/2 = {dim // 2} of "
@@ -232,9 +247,14 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
                                f"{float((got - right).abs().max()):.3g}",
                                f"{what} 与 base ** (-2i/dim) / factor "
                                f"最多相差 {float((got - right).abs().max()):.3g}"))
+    note = "" if far <= 1e-9 else tr(
+        f" Note: your frequencies look float32: right here, but at position {FAR_POSITION:,} they turn a pair up to "
+        f"{far:.1g} rad off, more further out; the task asks for float64.",
+        f"注意：你的频率看来是 float32：在这里没问题，但到位置 {FAR_POSITION:,} 时，会让某一对的角度偏到 {far:.1g} 弧度，"
+        "位置越远偏得越多；题目要求用 float64。")
     ok(tr("PI divides every frequency by the factor: position m at the new length turns like m / factor did in "
-          "training",
-          "PI 把每个频率都除以因子：在新长度下，位置 m 转过的角度和训练时位置 m / factor 的一样"))
+          "training.",
+          "PI 把每个频率都除以因子：在新长度下，位置 m 转过的角度和训练时位置 m / factor 的一样。") + note)
 
 
 def check_ntk_base(ntk_base) -> None:

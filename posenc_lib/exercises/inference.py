@@ -181,7 +181,13 @@ def check_window_positions(fn) -> None:
                     "注意力汇聚点被逐出了：StreamingLLM 会一直保留前 num_sinks 个 token")),
                 (list(range(sinks)) + list(range(seen - (window - sinks), seen)),
                  tr("the window counts the recent tokens only: the cache holds num_sinks + window",
-                    "窗口只算最近的 token：缓存里一共是 num_sinks + window 个"))])
+                    "窗口只算最近的 token：缓存里一共是 num_sinks + window 个")),
+                *[(list(range(sinks)) + list(range(seen - window - shift, seen)),
+                   tr(f"off by one: your window holds the last {window + shift} tokens; it holds the last `window` = "
+                      f"{window}, text positions seen - window .. seen - 1 = {seen - window} .. {seen - 1}",
+                      f"差了一个：你的窗口里是最后 {window + shift} 个 token；窗口里应是最后 `window` = {window} 个，"
+                      f"即文本位置 seen - window .. seen - 1 = {seen - window} .. {seen - 1}"))
+                  for shift in (1, -1) if seen - window - shift > sinks]])
             raise ExerciseError(tr(f"after {seen} tokens with {sinks} sinks and a window of {window} the cache holds "
                                    f"{right}, got {kept}",
                                    f"处理了 {seen} 个 token、{sinks} 个注意力汇聚点、窗口为 {window} 时，缓存中应为 {right}，"
@@ -191,6 +197,11 @@ def check_window_positions(fn) -> None:
                                    "cache, 0 .. len-1, so distances stay within what the model was trained on",
                                    "这是文本中的位置：StreamingLLM 按键在缓存中的槽位编号，即 0 .. len-1，"
                                    "这样距离不会超出模型训练时见过的范围"))
+        if positions == list(range(1, len(right) + 1)):
+            raise ExerciseError(tr(f"the slots are numbered from 0: positions 0 .. {len(right) - 1}, not 1 .. "
+                                   f"{len(right)} (the first sink sits at position 0, as it did in the text)",
+                                   f"槽位从 0 开始编号：位置是 0 .. {len(right) - 1}，不是 1 .. {len(right)}"
+                                   "（第一个注意力汇聚点在位置 0，和它在文本里一样）"))
         if positions != list(range(len(right))):
             raise ExerciseError(tr(f"the positions inside the cache are 0 .. {len(right) - 1}, got {positions}",
                                    f"缓存内的位置应为 0 .. {len(right) - 1}，得到的是 {positions}"))

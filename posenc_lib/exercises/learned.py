@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from ..absolute import position_similarity
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, name_the_mistake, ok, same, your_line
+from ._common import ExerciseError, as_tensor, attempt, call, keep_dtype, name_the_mistake, ok, same, your_line
 
 __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_safe_lookup"]
 
@@ -85,6 +85,7 @@ def check_cosine_similarity(fn) -> None:
     if not same(got, want, atol=1e-5):
         raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                                f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
+    keep_dtype(got, table, tr("your function", "你的函数"), name="table")  # e.g. a float32 torch.zeros(T, T) filled
     ok(tr("cosine similarity of the rows, diagonal 1, symmetric.",
           "各行之间的余弦相似度：对角线为 1，矩阵对称。"))
 
@@ -150,7 +151,9 @@ def check_safe_lookup(fn) -> None:
     if not same(got, table[valid]):
         raise ExerciseError(tr("valid positions must return table[positions] (one row per position)",
                                "合法位置必须返回 table[positions]（每个位置一行）"))
-    longer, past_eight = torch.randn(12, 4, generator=gen), torch.tensor([8, 11, 2])  # max_len 12: 8 and 11 are valid
+    # max_len 12: 8 and 11 are valid; float64, whose rows come back float64 (a float32 buffer filled is named)
+    longer = torch.randn(12, 4, generator=gen, dtype=torch.float64)
+    past_eight = torch.tensor([8, 11, 2])
     fixed = tr("right for a table of 8 rows, wrong for one of 12 rows at the valid positions [8, 11, 2]: is max_len "
                "fixed at 8 in your code? Read it from the table, max_len = table.shape[0]",
                "8 行的表对了，换成 12 行的表、在合法位置 [8, 11, 2] 上就错了：你是不是把 max_len 写死成了 8？"
@@ -162,8 +165,9 @@ def check_safe_lookup(fn) -> None:
         if isinstance(error.__cause__, ValueError):  # the learner's range check refused valid positions
             raise ExerciseError(tr(f"{fixed} ({error})", f"{fixed}（{error}）")) from error
         raise
-    if not same(got, longer[past_eight]):
+    if not same(got, longer[past_eight], atol=1e-6, rtol=1e-6):
         raise ExerciseError(fixed)
+    keep_dtype(got, longer, tr("your function", "你的函数"), name="table")
     for bad, why in ((torch.tensor([2, 8]), tr("position 8 == max_len has no row (rows are 0 .. max_len - 1): "
                                                "reject positions >= max_len, not only > max_len",
                                                "位置 8 == max_len 没有对应的行（行号是 0 .. max_len - 1）："
@@ -174,7 +178,7 @@ def check_safe_lookup(fn) -> None:
                                                 "位置 -1 会悄无声息地读到最后一行（Python 的负数下标）："
                                                 "负的位置也要拒绝"))):
         try:
-            fn(table, bad)
+            result = fn(table, bad)
         except NotImplementedError:
             raise
         except ValueError as error:
@@ -199,10 +203,29 @@ def check_safe_lookup(fn) -> None:
                                    f"{type(error).__name__}: {error}",
                                    f"对位置 {bad.tolist()}，应抛出写明 max_len 的 ValueError，实际得到的是 "
                                    f"{type(error).__name__}：{error}") + your_line(error)) from error
+        _name_a_silent_fix(result, table, bad)
         raise ExerciseError(tr(f"no error for positions {bad.tolist()}: {why}",
                                f"位置 {bad.tolist()} 没有报错：{why}"))
     ok(tr("rows for valid positions, a ValueError naming max_len for anything outside [0, max_len).",
           "合法位置返回对应的行，超出 [0, max_len) 的位置一律抛出写明 max_len 的 ValueError。"))
+
+
+def _name_a_silent_fix(result, table, bad) -> None:
+    """A lookup that returned rows for positions outside the table: clamped to its ends, or wrapped round modulo
+    max_len? Both hide the bad position, which is what the ValueError is for."""
+    if not isinstance(result, torch.Tensor) or tuple(result.shape) != (len(bad), table.shape[1]):
+        return
+    max_len = table.shape[0]
+    wraps = [(bad % max_len, tr("wrapped them round modulo max_len", "把它们按 max_len 取模绕回来了"))]
+    for fixed, how in ((bad.clamp(0, max_len - 1), tr("clamped them to 0 .. max_len - 1", "把它们截到了 0 .. max_len - 1")),
+                       *(wraps if bool((bad >= 0).all()) else [])):  # -1 % max_len is Python's own negative index
+        if not torch.equal(fixed, bad) and same(result, table[fixed]):
+            raise ExerciseError(tr(f"no error for positions {bad.tolist()}: you {how}, and position {int(bad[fixed != bad][0])} "
+                                   f"silently reads row {int(fixed[fixed != bad][0])}, so a too-long input trains "
+                                   "or runs on the wrong rows without a word. Raise a ValueError naming max_len",
+                                   f"位置 {bad.tolist()} 没有报错：你{how}，位置 {int(bad[fixed != bad][0])} 悄无声息地读到了"
+                                   f"第 {int(fixed[fixed != bad][0])} 行，过长的输入就这样一声不响地用错了行。"
+                                   "应抛出写明 max_len 的 ValueError"))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

@@ -20,7 +20,8 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, integers, keep_dtype,
+                      name_the_mistake, ok, same)
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]
@@ -85,18 +86,22 @@ def check_axial_rope(fn) -> None:
     half-split pairs (x[i], x[i + d/2]); pair i < d/4 turns by rows * phi_i, pair i >= d/4 by
     cols * phi_{i - d/4}, phi_j = base ** (-2j / (d/2)); counter-clockwise. Tried on a 3 x 4 grid with d = 16 and
     base 100, then on a 2 x 5 grid with d = 8 and base 1000, then on the first grid's patches at rows 5.. and
-    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named."""
+    columns 3.. (a crop of a larger image), so a size, a base or a grid fixed in the code is named. The result is in
+    x's dtype (float64 here); float32 angles pass with a note on what they cost at long positions."""
     gen = torch.Generator().manual_seed(11)
+    gap = 0.0  # the largest difference of a right answer from the float64 reference: float32 angles get a note
     for height, width, dim, base, shift in ((3, 4, 16, 100.0, (0, 0)), (2, 5, 8, 1000.0, (0, 0)),
                                             (3, 4, 16, 100.0, (5, 3))):
         x = torch.randn(height * width, dim, generator=gen, dtype=torch.float64)
-        _axial_rope_on(fn, x, height, width, base, shift)
+        gap = max(gap, _axial_rope_on(fn, x, height, width, base, shift))
     ok(tr("2-D axial RoPE: half of the pairs turn with the row, the other half with the column; the score depends "
           "on (d_row, d_col) only.",
-          "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。"))
+          "2-D 轴向 RoPE：一半的对随行旋转，另一半随列旋转；分数只取决于 (d_row, d_col)。") + float32_note(gap, 7))
 
 
-def _axial_rope_on(fn, x, height, width, base, shift) -> None:
+def _axial_rope_on(fn, x, height, width, base, shift) -> float:
+    """check_axial_rope on one grid: the largest difference of a right answer from the float64 reference, or the
+    mistake named."""
     dim = x.shape[-1]
     from_zero = torch.stack(torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")).flatten(1)
     grid = from_zero + torch.tensor(shift)[:, None]                                          # (2, T): rows, cols
@@ -112,7 +117,8 @@ def _axial_rope_on(fn, x, height, width, base, shift) -> None:
         raise ExerciseError(tr(f"expected x's shape {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}"))
     if same(got, want, atol=1e-5):
-        return
+        keep_dtype(got, x, tr("your axial RoPE", "你的轴向 RoPE 函数"))
+        return float((got.double() - want).abs().max())
     if shift != (0, 0):
         name_the_mistake(got, [(apply_axial_rope(x, from_zero, base=base, style="qwen2_vl"),
                                 ignored("rows, cols", tr(f"rows from {shift[0]}, columns from {shift[1]}",
@@ -222,7 +228,7 @@ def check_text_image_positions(fn) -> None:
     so far + 1)."""
     for before, height, width, after in ((3, 2, 3, 2), (1, 4, 2, 3)):
         args = (before, height, width, after)
-        got = as_tensor(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
+        got = integers(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
         want = mrope_position_ids([("text", before), ("image", (1, height, width)), ("text", after)],
                                   spatial_merge_size=1)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
@@ -246,6 +252,12 @@ def check_text_image_positions(fn) -> None:
                                    "the image comes after the text",
                                    f"图像的 id 从 0 开始了：要加上第一个空闲的 id（这里是 {before}），"
                                    f"让图像排在文本之后"))
+        if torch.equal(got[:, image], want[:, image] + 1):
+            raise ExerciseError(tr(f"off by one: the image starts at {before + 1}; the first free id after "
+                                   f"{before} text tokens (ids 0 .. {before - 1}) is {before}, and the image's (t, h, w) "
+                                   f"start there: {before} + (0, row, col)",
+                                   f"差了一位：你的图像从 {before + 1} 开始；{before} 个文本 token（id 0 .. {before - 1}）"
+                                   f"之后第一个空闲的 id 是 {before}，图像的 (t, h, w) 从那里开始：{before} + (0, row, col)"))
         if torch.equal(got[1:, image], want[1:, image].flip(0)):
             raise ExerciseError(tr("h and w are swapped: h is the row (changes slowest), w the column (changes "
                                    "fastest)",
@@ -287,10 +299,10 @@ def check_mrope_axes(fn) -> None:
     sum(mrope_section) ints: chunks t..t h..h w..w, or Qwen3-VL's interleaving t h w t h w ... t t."""
     for section, interleaved in (((2, 3, 3), False), ((4, 2, 2), True), ((24, 20, 20), True), ((16, 24, 24), False),
                                  ((24, 20, 20), False)):
-        got = as_tensor(call(fn, list(section), interleaved,
-                             what=tr(f"your function({list(section)}, {interleaved})",
-                                     f"你的函数({list(section)}, {interleaved})")),
-                        tr("your function", "你的函数"))
+        got = integers(call(fn, list(section), interleaved,
+                            what=tr(f"your function({list(section)}, {interleaved})",
+                                    f"你的函数({list(section)}, {interleaved})")),
+                       tr("your function", "你的函数"))
         want = mrope_axes(list(section), interleaved=interleaved)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
             continue
@@ -316,6 +328,13 @@ def check_mrope_axes(fn) -> None:
             raise ExerciseError(tr("interleaved=False is the chunked layout: s_t pairs of t, then s_h of h, then s_w "
                                    "of w",
                                    "interleaved=False 是分块布局：先 s_t 对 t，再 s_h 对 h，最后 s_w 对 w"))
+        if interleaved and torch.equal(got, torch.arange(want.numel()) % 3):
+            raise ExerciseError(tr(f"that is i % 3 for every pair: t h w repeats only while every axis has pairs left "
+                                   f"(3 * s_h = {3 * section[1]} pairs for {list(section)}); the {want.numel() - 3 * min(section[1:])} "
+                                   "leftover pairs all go to t",
+                                   f"这是对每一对都取 i % 3：t h w 只在每个轴都还有剩余的对时才循环"
+                                   f"（{list(section)} 时是 3 * s_h = {3 * section[1]} 对）；"
+                                   f"多出来的 {want.numel() - 3 * min(section[1:])} 对全都归 t"))
         swapped = torch.where(want == 1, 2, torch.where(want == 2, 1, want))
         if torch.equal(got, swapped):
             raise ExerciseError(tr("h and w are swapped: the order is t, h, w (pair 1 reads h, pair 2 reads w when "

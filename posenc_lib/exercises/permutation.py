@@ -15,7 +15,7 @@ import torch
 
 from ..attention import attention
 from ..i18n import tr
-from ._common import ExerciseError, attempt, call, name_the_mistake, ok, same, tensor
+from ._common import ExerciseError, attempt, call, keep_dtype, name_the_mistake, ok, same, tensor
 
 __all__ = ["attempt", "check_permutation_matrix", "check_permuted_weights", "check_invariant_readout"]
 
@@ -122,13 +122,28 @@ def check_invariant_readout(readout) -> None:
     t, d = 5, 6
     out = torch.randn(t, d, generator=gen, dtype=torch.float64)
     what = tr("your readout(out)", "你的 readout(out)")
-    reference = tensor(call(readout, out.clone(), what=what), what).double()
+    first = tensor(call(readout, out.clone(), what=what), what)
+    reference = first.double()
     if reference.shape == out[0].shape and torch.allclose(reference, out[0]):
         raise ExerciseError(tr("your readout is the token in position 0; after a permutation another word sits there",
                                "你的 readout 取的是位置 0 上的 token；一经置换，那里就换成了别的词"))
     if reference.shape == out[-1].shape and torch.allclose(reference, out[-1]):
         raise ExerciseError(tr("your readout is the last token; after a permutation another word sits there",
                                "你的 readout 取的是最后一个 token；一经置换，那里就换成了别的词"))
+    if reference.shape == (t,) and any(same(reference, pool) for pool in (out.mean(1), out.sum(1), out.amax(1))):
+        raise ExerciseError(tr(f"you pooled over dim 1, the {d} features, which leaves one number per token ({t} "
+                               f"in the tokens' order): reorder the tokens and it is reordered. Pool over dim 0, the "
+                               f"sequence axis, for one vector of {d} features",
+                               f"你在第 1 维（{d} 个特征）上做了池化，结果是每个 token 一个数（共 {t} 个，顺序跟着 "
+                               f"token 走）：token 一换序，它也跟着换序。要在第 0 维（序列维）上做池化，"
+                               f"得到一个 {d} 维的向量"))
+    if reference.numel() == 1:
+        raise ExerciseError(tr(f"your readout is one number (the mean, sum or max of all {t} x {d} entries, no dim "
+                               f"given): the same for every order, but it keeps one number of the {d} features. Pool "
+                               f"over the sequence axis only, dim=0, for a vector of {d}",
+                               f"你的 readout 只有一个数（没给 dim，对全部 {t} x {d} 个元素取了 mean、sum 或 max）："
+                               f"顺序怎么变它都不变，但 {d} 个特征只剩下一个数。只在序列维 dim=0 上做池化，"
+                               f"得到 {d} 维的向量"))
     worst = 0.0
     for _ in range(20):
         perm = torch.randperm(t, generator=gen)
@@ -164,6 +179,8 @@ def check_invariant_readout(readout) -> None:
     if torch.allclose(tensor(call(readout, other, what=what), what).double(), reference):
         raise ExerciseError(tr("your readout does not change when a token's output changes: it ignores the content",
                                "某个 token 的输出变了，你的 readout 却没变：它忽略了内容"))
+    if first.is_floating_point():
+        keep_dtype(first, out, what, name="out")  # e.g. a sum accumulated in a float32 torch.zeros(D)
     ok(tr("the readout is the same for all 20 orders tried, and it still depends on the tokens",
           "试过的 20 种顺序下 readout 都相同，而且它仍取决于 token 本身"))
 

@@ -25,7 +25,8 @@ from ..experiments.results import load_model_configs
 from ..i18n import tr
 from ..rope import apply_decoupled_rope, apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, name_the_mistake,
+                      number, ok, same)
 
 __all__ = ["attempt", "check_slow_pairs", "check_partial_rope", "check_layer_base", "check_nope_layers",
            "check_yarn_score_scale"]
@@ -80,6 +81,15 @@ def check_slow_pairs(fn) -> None:
     if answers == [2 * w for w in right]:
         raise ExerciseError(tr("you counted dims, not pairs: each pair is two dims that turn together",
                                "你数的是维度，不是对：一对是一起旋转的两个维度"))
+    if matches(turn=360.0):
+        raise ExerciseError(tr("a full turn is 2 pi radians, not 360: theta_i is in radians per token, so the "
+                               "wavelength is 2 pi / theta_i tokens",
+                               "转一整圈是 2 pi 弧度，不是 360：theta_i 的单位是“弧度每 token”，所以波长是 "
+                               "2 pi / theta_i 个 token"))
+    if all(math.isclose(a, w / (case[1] // 2)) for a, w, case in zip(answers, right, _SLOW_CASES)):
+        raise ExerciseError(tr("that is the fraction of the pairs; the question asks how many: a count of pairs, "
+                               "out of head_dim/2",
+                               "这是慢的对所占的比例；题目问的是有多少对：在 head_dim/2 对中数出来的个数"))
     raise ExerciseError(tr(f"for (base, head_dim, context) = {list(_SLOW_CASES)} expected {[int(w) for w in right]}, "
                            f"got {answers}",
                            f"(base, head_dim, context) = {list(_SLOW_CASES)} 时应为 {[int(w) for w in right]}，"
@@ -114,9 +124,11 @@ def _partial_rope_low_precision(x, positions, fraction, base):
 def check_partial_rope(fn) -> None:
     """fn(x (T, d), positions (T,) int64, partial_rotary_factor, base) -> x with RoPE on its first
     rot = int(d * partial_rotary_factor) dims only (half layout within them: pairs (i, i + rot/2), theta_i =
-    base ** (-2i/rot)), dims rot .. d-1 unchanged; as Hugging Face's GPT-NeoX and Phi."""
+    base ** (-2i/rot)), dims rot .. d-1 unchanged; as Hugging Face's GPT-NeoX and Phi. The result is in x's dtype
+    (float64 here); float32 angles pass with a note on what they cost at long positions."""
     gen = torch.Generator().manual_seed(10)
     positions = torch.tensor([0, 1, 2, 5, 17, 100])
+    gap = 0.0  # the largest difference of a right answer from the float64 reference: float32 angles get a note
     for d, fraction, base in ((24, 0.5, 100.0), (20, 0.4, 10000.0)):
         x = torch.randn(6, d, generator=gen, dtype=torch.float64)
         before = x.clone()
@@ -131,7 +143,9 @@ def check_partial_rope(fn) -> None:
                                    "dims stay in the output",
                                    f"输出的形状应与 x 相同，即 {tuple(x.shape)}，得到的是 {tuple(got.shape)}："
                                    f"不旋转的维度也要留在输出里"))
-        if same(got, want, atol=1e-5):
+        if _close_by_position(got, want, positions):  # float32 angles too (error growing with the position)
+            keep_dtype(got, x, tr("your partial RoPE", "你的部分 RoPE 函数"))
+            gap = max(gap, float((got.double() - want).abs().max()))
             continue
         rot = rotary_dim(d, fraction)
         theta_head = rope_inv_freq(d, base=base)[0][: rot // 2]
@@ -188,7 +202,14 @@ def check_partial_rope(fn) -> None:
     ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + rot/2), theta over rot, the rest copied: partial rotary "
           "as GPT-NeoX and Phi do it.",
           "只对前 int(d * factor) 维做 RoPE，按 (i, i + rot/2) 配对，theta 在 rot 维上计算，其余照抄："
-          "这正是 GPT-NeoX 和 Phi 的部分旋转。"))
+          "这正是 GPT-NeoX 和 Phi 的部分旋转。") + float32_note(gap, int(positions.max())))
+
+
+def _close_by_position(got: torch.Tensor, want: torch.Tensor, positions: torch.Tensor) -> bool:
+    """Equal within 1e-5 + 1e-6 * position, row by row: float32 angles (whose error grows with the position) pass,
+    bf16/fp16 ones do not."""
+    tolerance = 1e-5 + 1e-6 * positions.double().abs()[:, None]
+    return got.shape == want.shape and bool(((got.double() - want.double()).abs() <= tolerance).all())
 
 
 # ------------------------------------------------------------------------------- Gemma 3: local and global bases
@@ -244,6 +265,22 @@ def check_layer_base(fn) -> None:
                                    f"差了一位：全局层是第 {pattern - 1}、{2 * pattern - 1}……层"
                                    f"（(i + 1) % sliding_window_pattern == 0），不是第 0、{pattern}……层"
                                    f"（i % pattern == 0）"))
+        factor = (config.get("rope_scaling") or {}).get("factor")
+        if factor and got == [glob * factor if g else local for g in is_global]:
+            raise ExerciseError(tr(f"the global layers got rope_theta * factor = {glob * factor:g}: rope_scaling "
+                                   f"(linear, factor {factor:g}) divides the global layers' frequencies by the factor "
+                                   f"(position interpolation), it does not raise their base, which stays rope_theta = "
+                                   f"{glob:g} (raising the base is another method, NTK-aware or ABF)",
+                                   f"全局层拿到的是 rope_theta * factor = {glob * factor:g}：rope_scaling（linear，"
+                                   f"factor {factor:g}）是把全局层的频率除以这个因子（位置插值），并不抬高底数，"
+                                   f"底数仍是 rope_theta = {glob:g}（抬高底数是另一种方法：NTK-aware 或 ABF）"))
+        window = config.get("sliding_window")
+        if window is not None and got == [glob if g else window for g in is_global]:
+            raise ExerciseError(tr(f"the local layers got {window}: that is sliding_window, how many tokens back a "
+                                   "local layer attends, not its RoPE base; the base is rope_local_base_freq = "
+                                   f"{local:g}",
+                                   f"局部层拿到的是 {window}：这是 sliding_window，即局部层往回看多少个 token，"
+                                   f"不是它的 RoPE 底数；底数是 rope_local_base_freq = {local:g}"))
         if pattern != 6 and got == [glob if (i + 1) % 6 == 0 else local for i in range(n)]:
             raise ExerciseError(tr("right for Gemma 3's own pattern of 6, wrong for a config with "
                                    f"sliding_window_pattern = {pattern}: read the pattern from the config",
@@ -311,6 +348,16 @@ def check_nope_layers(fn) -> None:
                                    "decides (the interval is only the default)",
                                    "这份 config 在 no_rope_layers 里逐层列了出来：有这个列表就以它为准"
                                    "（间隔只是默认规则）"))
+        if not flags and got == [i for i in range(n) if (i + 1) % interval]:
+            raise ExerciseError(tr(f"those are the layers that USE RoPE; the NoPE layers are the others, one in "
+                                   f"every {interval}: (i + 1) % interval == 0",
+                                   f"这些是使用 RoPE 的层；NoPE 层是其余的那些，即每 {interval} 层中的最后一层："
+                                   "(i + 1) % interval == 0"))
+        if got == [i + 1 for i in want]:
+            raise ExerciseError(tr(f"layer numbers from 1: you returned {got[:4]}..., the layers are indexed from 0 "
+                                   f"(model.layers[i]), so {want[:4]}...",
+                                   f"你把层从 1 开始编号了，返回的是 {got[:4]}……；层的下标从 0 开始（model.layers[i]），"
+                                   f"应为 {want[:4]}……"))
         if interval != 4 and got == [i for i in range(n) if (i + 1) % 4 == 0]:
             raise ExerciseError(tr(f"right for an interval of 4, wrong for no_rope_layer_interval = {interval}: read "
                                    "it from the config (4 is only the default)",
@@ -361,9 +408,15 @@ def check_yarn_score_scale(fn) -> None:
                                "你把这个因子算了两次，成了 (0.1 ln s + 1)^4：一次乘在 cos 和 sin 上（q.k 因此乘了"
                                "它的平方），又在分数上乘了一次。它只该出现在一处：DeepSeek-V3 把平方挪进 softmax 的缩放，"
                                "同时把 cos 和 sin 上的因子设为 1，两样都做就算了两次。这里的答案是平方 (0.1 ln s + 1)^2"))
-    if close([(0.1 * math.log10(s) + 1) ** 2 for s in _FACTORS]):
-        raise ExerciseError(tr("ln is the natural logarithm (math.log), not log10",
-                               "ln 是自然对数（math.log），不是 log10"))
+    for log, name in ((math.log10, "log10"), (math.log2, "log2")):
+        if close([(0.1 * log(s) + 1) ** 2 for s in _FACTORS]):
+            raise ExerciseError(tr(f"ln is the natural logarithm (math.log), not {name}",
+                                   f"ln 是自然对数（math.log），不是 {name}"))
+    if close([1 / math.sqrt(r) for r in right]):
+        raise ExerciseError(tr("that is 1 / (0.1 ln s + 1), the YaRN paper's sqrt(t): the paper divides the logits by "
+                               "t, sqrt(1/t) = 0.1 ln s + 1, so q.k is multiplied by 1/t = (0.1 ln s + 1)^2",
+                               "这是 1 / (0.1 ln s + 1)，即 YaRN 论文里的 sqrt(t)：论文把 logits 除以 t，"
+                               "sqrt(1/t) = 0.1 ln s + 1，所以 q.k 乘的是 1/t = (0.1 ln s + 1)^2"))
     if close([1 / r for r in right]):
         raise ExerciseError(tr("inverted: the factor is >= 1 and sharpens the softmax (a larger q.k), it does not "
                                "divide",

@@ -47,6 +47,13 @@ def _relative_positions_of_length(fn, length: int) -> None:
     if got.is_floating_point():
         raise ExerciseError(tr("relative positions count tokens: return an integer tensor (torch.arange gives int64)",
                                "相对位置是在数 token：应返回整数张量（torch.arange 给出的就是 int64）"))
+    if got.dtype in (torch.bool, torch.uint8) and length > 1:
+        minus_one = "True" if got.dtype == torch.bool else "255"  # what -1 becomes in that dtype
+        raise ExerciseError(tr(f"got dtype {got.dtype}, which has no negative numbers: the keys in the query's past "
+                               f"(j < i) are negative, -1 became {minus_one}. Use a signed integer dtype, int64 "
+                               "(torch.arange's)",
+                               f"得到的 dtype 是 {got.dtype}，它没有负数：位于查询之前的键（j < i）是负的，-1 变成了 "
+                               f"{minus_one}。要用有符号的整数 dtype，int64（torch.arange 的 dtype）"))
     if torch.equal(got, want):
         return
     if torch.equal(got, -want):
@@ -59,6 +66,20 @@ def _relative_positions_of_length(fn, length: int) -> None:
                                "and Shaw's embeddings need it. Keep key - query",
                                "你取了 |j - i|：符号（过去还是未来）就丢了，而 T5 的双向分桶和 Shaw 的相对位置嵌入"
                                "都需要它。请保留键 - 查询"))
+    for shift in (1, -1):
+        if torch.equal(got, want + shift):
+            raise ExerciseError(tr(f"every entry is off by {shift:+d}: the diagonal (a query against its own key) "
+                                   f"must be 0. [i, j] = j - i exactly, with the same positions torch.arange(length) "
+                                   "for queries and keys",
+                                   f"每个元素都差了 {shift:+d}：对角线（查询对自己的键）必须是 0。[i, j] 就是 j - i，"
+                                   "查询和键用同一组位置 torch.arange(length)"))
+    for kept, zeroed in ((want.tril(), tr("above", "上方")), (want.triu(), tr("below", "下方"))):
+        if length > 1 and torch.equal(got, kept):
+            raise ExerciseError(tr(f"the entries {zeroed} the diagonal are 0: a causal mask applied to the positions. "
+                                   "The matrix holds j - i for every pair (the future keys too, positive); masking is "
+                                   "done later, on the scores, with -inf",
+                                   f"对角线{zeroed}的元素都是 0：你把因果掩码用在了位置上。这个矩阵对每一对都给出 j - i"
+                                   "（未来的键也有，为正）；掩码要到后面才用，加在分数上，用 -inf"))
     raise ExerciseError(tr(f"wrong values; expected row 0 = {want[0].tolist()}, got {got[0].tolist()}",
                            f"数值不对：第 0 行应为 {want[0].tolist()}，实际是 {got[0].tolist()}"))
 

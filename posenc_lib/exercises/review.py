@@ -728,6 +728,31 @@ def show_quiz() -> None:
             print(f"     {letter}) {text}")
 
 
+def _same_value(given: str, value) -> bool:
+    """Does the text a learner gave read as an option's value (a number within 0.005, or the same text)?"""
+    try:
+        return isinstance(value, (int, float)) and math.isclose(float(given), float(value), abs_tol=5e-3)
+    except ValueError:
+        return str(value).lower() == given
+
+
+def _not_a_letter(qid: str, item: dict, given: str) -> str:
+    """The line for an answer that is not one of the letters: the letter with a bracket or a dot round it, an
+    option's value (a computed question answered with the number), or something else."""
+    letters = list(item["options"])
+    bare = given.strip("()[]. ")
+    if bare in item["options"]:
+        return tr(f"[{qid}] write the letter alone: {bare!r}, not {given!r}",
+                  f"[{qid}] 只写字母：{bare!r}，不要写成 {given!r}")
+    for letter, value in item.get("values", {}).items():
+        if _same_value(given, value):
+            return tr(f"[{qid}] {given!r} is the value of option {letter}: answer with the letter ({letter!r}), as "
+                      "for every question",
+                      f"[{qid}] {given!r} 是选项 {letter} 的值：要填字母（{letter!r}），每道题都一样")
+    return tr(f"[{qid}] {given!r} is not one of the options {letters}",
+              f"[{qid}] {given!r} 不在选项 {letters} 之中")
+
+
 def check_quiz(answers: dict, results: dict | None = None) -> None:
     """answers: {question id: letter}. Raises ExerciseError explaining every wrong or missing answer."""
     if not isinstance(answers, dict):
@@ -749,8 +774,7 @@ def check_quiz(answers: dict, results: dict | None = None) -> None:
             continue
         given = str(given).strip().lower()
         if given not in item["options"]:
-            problems.append(tr(f"[{qid}] {given!r} is not one of the options {list(item['options'])}",
-                               f"[{qid}] {given!r} 不在选项 {list(item['options'])} 之中"))
+            problems.append(_not_a_letter(qid, item, given))
         elif given != right[qid]:
             why = item["explain"](results) if "solve" in item else item["why"][given]
             problems.append(tr(f"[{qid}] not {given}: {why}", f"[{qid}] 不是 {given}：{why}"))

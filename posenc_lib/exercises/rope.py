@@ -21,7 +21,7 @@ from ..absolute import layout_permutation
 from ..rope import apply_rope, rope_complex, rotate_every_two, rotate_half
 from ..scaling import rope_inv_freq
 from ..i18n import tr
-from ._common import ExerciseError, as_tensor, attempt, call, ok, same, tensor
+from ._common import ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, ok, same, tensor
 
 __all__ = [
     "attempt", "check_rope_pair", "check_rotate_half", "check_rope_half", "check_unpermute_qk_rows",
@@ -39,9 +39,21 @@ def check_rope_pair(rope_pair) -> None:
     result = call(rope_pair, x1.clone(), x2.clone(), angle.clone(), what="rope_pair")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise ExerciseError(tr("rope_pair should return the pair (y1, y2)", "rope_pair 应返回一对 (y1, y2)"))
-    y1, y2 = (tensor(r, "y").double() for r in result)
+    y1, y2 = (tensor(r, "y") for r in result)
+    for y in (y1, y2):
+        if y.shape == x1.shape and y.is_floating_point():
+            keep_dtype(y, x1, "rope_pair", name="x1")  # a float32 result for float64 inputs
+    y1, y2 = y1.double(), y2.double()
     c, s = angle.cos(), angle.sin()
     right = (x1 * c - x2 * s, x1 * s + x2 * c)
+    degrees = angle * math.pi / 180  # the angle read as degrees and converted to radians
+    if same(y1, x1 * degrees.cos() - x2 * degrees.sin(), 1e-6) and same(y2, x1 * degrees.sin() + x2 * degrees.cos(),
+                                                                        1e-6):
+        raise ExerciseError(tr("you converted the angle from degrees (angle * pi / 180, math.radians or "
+                               "torch.deg2rad): RoPE's angles m * theta are in radians already, and torch.cos and "
+                               "torch.sin take radians",
+                               "你把角度当成了角度制再换算（angle * pi / 180、math.radians 或 torch.deg2rad）："
+                               "RoPE 的角度 m * theta 本来就是弧度，torch.cos 和 torch.sin 接受的也是弧度"))
     if same(y1, right[0], 1e-6) and same(y2, right[1], 1e-6):
         ok(tr("(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos): counter-clockwise, as RoPE (R_m q).(R_n k) needs",
               "(x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos)：逆时针旋转，正是 RoPE 的 (R_m q).(R_n k) 所需要的"))
@@ -85,9 +97,16 @@ def check_rotate_half(fn) -> None:
                                    "default; join them along the last dim, torch.cat((-x2, x1), dim=-1)",
                                    "输入 (1, 8) 却得到形状 (2, 4)：torch.cat 默认沿第 0 维拼接；"
                                    "要沿最后一维拼接前后两半，torch.cat((-x2, x1), dim=-1)"))
+        if got.shape[:-1] == x.shape[:-1] and abs(got.shape[-1] - x.shape[-1]) == 1:
+            raise ExerciseError(tr(f"got {got.shape[-1]} dims for x's {x.shape[-1]}: one dim lost or taken twice, the "
+                                   "split is off by one (x[..., :h + 1] or x[..., h + 1:]). With h = x.shape[-1] // 2 "
+                                   "the halves are x[..., :h] and x[..., h:], which hold every dim once",
+                                   f"x 有 {x.shape[-1]} 维，你的结果却有 {got.shape[-1]} 维：丢了一维或者一维用了两次，"
+                                   "切分处差了一（x[..., :h + 1] 或 x[..., h + 1:]）。取 h = x.shape[-1] // 2，"
+                                   "两半是 x[..., :h] 和 x[..., h:]，每一维恰好出现一次"))
         raise ExerciseError(tr(f"expected the shape of x {tuple(x.shape)}, got {tuple(got.shape)}",
                                f"形状应与 x 相同，即 {tuple(x.shape)}，实际是 {tuple(got.shape)}"))
-    if torch.equal(got, want):
+    if got.dtype == x.dtype and torch.equal(got, want):
         _rotate_half_other_shapes(fn, what)
         ok(tr(f"rotate_half([1..8]) = {got[0].tolist()}: pair i = (x[i], x[i + d/2]) turned by +90 degrees.",
               f"rotate_half([1..8]) = {got[0].tolist()}：第 i 对 (x[i], x[i + d/2]) 转了 +90 度。"))
@@ -105,21 +124,30 @@ def check_rotate_half(fn) -> None:
     if torch.equal(got, torch.cat((x[..., 4:], x[..., :4]), -1)):
         raise ExerciseError(tr("you swapped the halves but forgot the minus sign: [x1, x2] -> [-x2, x1]",
                                "你交换了前后两半，但忘了负号：[x1, x2] -> [-x2, x1]"))
+    if torch.equal(got, torch.cat((-x[..., :4], x[..., 4:]), -1)):
+        raise ExerciseError(tr("you negated the first half and left the halves in place, [-x1, x2]: rotate_half moves "
+                               "the second half to the front and negates it, [x1, x2] -> [-x2, x1]",
+                               "你把前一半取了负，两半却没有换位置，得到 [-x1, x2]：rotate_half 要把后一半挪到前面"
+                               "并取负，[x1, x2] -> [-x2, x1]"))
+    if torch.equal(got.double(), want.double()):
+        keep_dtype(got, x, what)
     raise ExerciseError(tr(f"rotate_half([1..8]) should be {want[0].tolist()}, got {got.reshape(-1).tolist()}",
                            f"rotate_half([1..8]) 应为 {want[0].tolist()}，实际是 {got.reshape(-1).tolist()}"))
 
 
 def _rotate_half_other_shapes(fn, what) -> None:
-    """Right on (1, 8): also right for another d and for leading batch and head dims?"""
+    """Right on (1, 8): also right for another d and for leading batch and head dims (float64 inputs, whose dtype
+    the result keeps)?"""
     for shape in ((2, 6), (2, 3, 8)):
-        other = torch.arange(1.0, 1.0 + torch.Size(shape).numel()).reshape(shape)
+        other = torch.arange(1.0, 1.0 + torch.Size(shape).numel(), dtype=torch.float64).reshape(shape)
         try:
             got = as_tensor(call(fn, other, what=what), what)
-            right = got.shape == other.shape and torch.equal(got, rotate_half(other))
+            right = got.shape == other.shape and torch.equal(got.double(), rotate_half(other))
             problem = "" if right else tr(f"got shape {tuple(got.shape)}", f"得到的形状是 {tuple(got.shape)}")
         except ExerciseError as error:
             right, problem = False, str(error)
         if right:
+            keep_dtype(got, other, what)  # a float32 buffer (torch.zeros(shape)) filled with a float64 x's halves
             continue
         if shape == (2, 6):
             raise ExerciseError(tr(f"right for d = 8, wrong for a (2, 6) input ({problem}): split at d // 2 = "
@@ -175,7 +203,7 @@ def check_rope_half(fn) -> None:
         _rope_half_other_inputs(fn, what)
         ok(tr("half-split RoPE: pair (x[i], x[i + d/2]) turned by position * base^(-2i/d).",
               "对半拆分（half-split）的 RoPE：每对 (x[i], x[i + d/2]) 转过的角度是 position * base^(-2i/d)。")
-           + _float32_note(float((got.double() - want).abs().max())))
+           + float32_note(float((got.double() - want).abs().max()), int(positions.max())))
         return
     if not same(got[0], x[0], atol=1e-5):
         raise ExerciseError(tr("position 0 must not move (angle 0: cos 1, sin 0); yours changes it",
@@ -196,19 +224,6 @@ def check_rope_half(fn) -> None:
                                "只在最后对结果做舍入"))
     raise ExerciseError(tr(f"wrong values: max |difference| {float((got.double() - want).abs().max()):.3g}",
                            f"数值不对：最大 |差值| 为 {float((got.double() - want).abs().max()):.3g}"))
-
-
-def _float32_note(gap: float) -> str:
-    """A right answer whose angles were float32, not the float64 the task asks for: what that costs."""
-    if gap <= 1e-9:  # float64 angles: equal to the reference to about 1e-13
-        return ""
-    far = 100_000
-    half_ulp = torch.finfo(torch.float32).eps * 2.0 ** math.floor(math.log2(far)) / 2
-    return tr(f" Note: your angles look float32 (off by up to {gap:.1g} here, at positions up to 1001). Right "
-              f"at these positions; at position {far:,} a float32 angle is off by up to {half_ulp:.1g} rad, and "
-              "the error grows with the position: the task asks for float64 angles.",
-              f"注意：你的角度看来是 float32（在这些位置上（最大 1001）最多偏 {gap:.1g}）。在这些位置上没问题；"
-              f"但在位置 {far:,} 处，float32 的角度最多偏 {half_ulp:.1g} 弧度，而且误差随位置增大：题目要求角度用 float64。")
 
 
 def _rope_half_mistakes(x, positions, base):
@@ -306,14 +321,24 @@ def check_unpermute_qk_rows(fn) -> None:
     """fn(weight (num_heads*head_dim, d_model), num_heads) -> the rows of a HALF-SPLIT checkpoint's W_q or W_k
     reordered, within each head, back to the interleaved pair order, so that interleaved RoPE (Meta-style code)
     on the new weights gives the scores half-split RoPE gives on the old ones."""
-    num_heads, head_dim, d_model = 2, 8, 6
     gen = torch.Generator().manual_seed(8)
-    weight = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64)
-    before = weight.clone()
-    got = as_tensor(call(fn, weight, num_heads, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
-    if not torch.equal(weight, before):
-        raise ExerciseError(tr("your function changed the weight in place: return a new tensor",
-                               "你的函数原地修改了 weight：请返回一个新张量"))
+    what = tr("your function", "你的函数")
+    for num_heads, head_dim, d_model, dtype in ((2, 8, 6, torch.float64), (4, 6, 5, torch.bfloat16)):
+        weight = torch.randn(num_heads * head_dim, d_model, generator=gen, dtype=torch.float64).to(dtype)
+        before = weight.clone()
+        got = as_tensor(call(fn, weight, num_heads, what=what), what)
+        if not torch.equal(weight, before):
+            raise ExerciseError(tr("your function changed the weight in place: return a new tensor",
+                                   "你的函数原地修改了 weight：请返回一个新张量"))
+        _unpermuted_rows(got, weight, num_heads, what)
+    ok(tr("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.",
+          "已逐个头把行换回原来的顺序：交错布局的 RoPE 作用于新 W，分数与对半拆分的 RoPE 作用于旧 W 相同。"))
+
+
+def _unpermuted_rows(got, weight, num_heads, what) -> None:
+    """check_unpermute_qk_rows on one weight: returns when `got` is its rows put back, else names the mistake."""
+    out_features, d_model = weight.shape
+    head_dim = out_features // num_heads
     want = _solution_unpermute_qk_rows(weight, num_heads)
     if got.shape != weight.shape:
         if got.shape == weight.T.shape:
@@ -321,10 +346,18 @@ def check_unpermute_qk_rows(fn) -> None:
                                    "结果转置了：要保持 nn.Linear 的 (out_features, in_features) 布局"))
         raise ExerciseError(tr(f"expected the weight's shape {tuple(weight.shape)}, got {tuple(got.shape)}",
                                f"形状应与 weight 相同，即 {tuple(weight.shape)}，实际是 {tuple(got.shape)}"))
-    if same(got, want, atol=0):
-        ok(tr("rows permuted back head by head: interleaved RoPE on the new W gives half-split RoPE's scores on the old W.",
-              "已逐个头把行换回原来的顺序：交错布局的 RoPE 作用于新 W，分数与对半拆分的 RoPE 作用于旧 W 相同。"))
+    if got.is_floating_point() and same(got, want.to(got.dtype), atol=0):  # right rows, perhaps rounded to got's dtype
+        keep_dtype(got, weight, what, name="weight")  # a checkpoint's bf16 rows returned as float32: twice the bytes
         return
+    if num_heads != 2:
+        for heads in {2, 1, out_features // 8} - {num_heads, 0}:  # 8 rows a head, the first weight's
+            if out_features % heads == 0 and same(got, _solution_unpermute_qk_rows(weight, heads), atol=0):
+                raise ExerciseError(tr(f"right for the first weight (2 heads of 8 rows), wrong for this one: "
+                                       f"{ignored('num_heads', num_heads, heads)}; head_dim = weight.shape[0] // "
+                                       "num_heads",
+                                       f"第一个权重（2 个头，每个 8 行）对了，这一个却错了："
+                                       f"{ignored('num_heads', num_heads, heads)}；head_dim = weight.shape[0] // "
+                                       "num_heads"))
     perm = layout_permutation(head_dim)
     if same(got, weight.reshape(num_heads, head_dim, d_model)[:, perm].reshape_as(weight), atol=0):
         raise ExerciseError(tr("that is the interleaved -> half-split direction (perm itself); going back needs the "
@@ -401,9 +434,11 @@ def check_rope_complex(rope_by_complex) -> None:
     """rope_by_complex(x, m, base=10000.0) -> x (..., d) rotated for position m via pairs (x[2i], x[2i+1]) as
     complex numbers times e^{i m theta_i} (the derivation's form; compare posenc_lib.rope_complex). Tried at
     m = 0, 3, 17 with base 10000 and at m = 5 with base 500; the mistakes of _rope_complex_mistakes are named,
-    as are a complex result and view_as_real's (..., d/2, 2) left unflattened."""
+    as are a complex result, view_as_real's (..., d/2, 2) left unflattened and a result not in x's dtype (float64);
+    float32 angles pass with a note on what they cost at long positions."""
     gen = torch.Generator().manual_seed(9)
     x = torch.randn(3, 8, generator=gen, dtype=torch.float64)
+    gap = 0.0  # the largest difference of a right answer from the float64 reference: float32 angles get a note
     for m, base in ((0, 10000.0), (3, 10000.0), (17, 10000.0), (5, 500.0)):
         before = x.clone()
         what = f"rope_by_complex(x, {m}, base={base:g})"
@@ -417,9 +452,11 @@ def check_rope_complex(rope_by_complex) -> None:
                                    f"torch.view_as_real(z).flatten(-2)",
                                    f"{what} 返回的是复数 {tuple(got.shape)} {got.dtype}：题目要的是与 x 形状相同 "
                                    f"{tuple(x.shape)} 的实数张量：torch.view_as_real(z).flatten(-2)"))
-        got = got.double()
+        result_dtype, got = got.dtype, got.double()
         right = rope_complex(x[:, None, :], torch.tensor([m]), base=base)[:, 0]  # each row at position m
-        if same(got, right, 1e-5):  # float32 angles (Meta's Llama code) are right too
+        if same(got, right, 1e-5):  # float32 angles (Meta's Llama code) are right too, with a note
+            keep_dtype(got.to(result_dtype), x, what)
+            gap = max(gap, float((got - right).abs().max()))
             continue
         if tuple(got.shape) == (*x.shape[:-1], x.shape[-1] // 2, 2):
             raise ExerciseError(tr(f"the result has shape {tuple(got.shape)}: view_as_real gives (..., d/2, 2); "
@@ -436,7 +473,8 @@ def check_rope_complex(rope_by_complex) -> None:
                                f"{float((got - right).abs().max()):.3g}",
                                f"m={m} 时，结果与参考实现最多相差 {float((got - right).abs().max()):.3g}"))
     ok(tr("pairs as complex numbers times e^{i m theta}: the same rotation as apply_rope(..., layout='interleaved')",
-          "把每一对看作复数，再乘以 e^{i m theta}：与 apply_rope(..., layout='interleaved') 是同一个旋转"))
+          "把每一对看作复数，再乘以 e^{i m theta}：与 apply_rope(..., layout='interleaved') 是同一个旋转")
+       + float32_note(gap, 17))
 
 
 # ------------------------------------------------------------------------------------ reference solutions

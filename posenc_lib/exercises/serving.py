@@ -18,7 +18,8 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
+from ._common import (ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake,
+                      ok, same)
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
@@ -56,6 +57,7 @@ def check_context_shift(fn) -> None:
         kept = list(range(n_keep)) + list(range(n_keep + n_discard, n))
         want = apply_rope(raw[kept], torch.arange(len(kept)), base=base)        # as if rotated there from scratch
         if same(got, want, atol=1e-5):
+            keep_dtype(got, keys, tr("your function", "你的函数"), name="cached_keys")  # a cache stays in its dtype
             continue
         if tuple(got.shape) != tuple(want.shape):
             raise ExerciseError(tr(f"expected {len(kept)} keys of size {d}, shape {tuple(want.shape)}, got "
@@ -170,7 +172,7 @@ def check_tree_mask(fn) -> None:
 
 
 # ------------------------------------------------------------------------------- a rolling window
-_RING_CASES = ((9, 4), (3, 4), (4, 4), (20, 6))
+_RING_CASES = ((9, 4), (3, 4), (4, 4), (20, 6), (1, 4))  # (1, 4): a stream shorter than the window
 
 
 def check_ring_window(fn) -> None:
@@ -182,8 +184,17 @@ def check_ring_window(fn) -> None:
                                                     f"你的函数({position}, {window})"))
         if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
             raise ExerciseError(tr("return two things: (slot, visible)", "请返回两个值：(slot, visible)"))
-        slot = int(as_tensor(answer[0], tr("your slot", "你的槽位")).reshape(-1)[0])
-        visible = [int(v) for v in as_tensor(answer[1], tr("your list", "你的列表")).reshape(-1)]
+        slots = integers(answer[0], tr("your slot", "你的槽位"))  # a float slot is named, never rounded
+        if slots.numel() != 1:
+            raise ExerciseError(tr(f"the slot is one number, got shape {tuple(slots.shape)}",
+                                   f"槽位是一个数，得到的形状是 {tuple(slots.shape)}"))
+        slot = int(slots.reshape(-1)[0])
+        visible = integers(answer[1], tr("your list", "你的列表"), flat=True).tolist()
+        if slot == position // window and position // window != position % window:
+            raise ExerciseError(tr(f"{slot} = {position} // {window} is how many times the ring has wrapped round; the "
+                                   f"slot is the remainder, {position} % {window} = {position % window}",
+                                   f"{slot} = {position} // {window} 是环形缓冲区绕了几圈；槽位是余数，"
+                                   f"{position} % {window} = {position % window}"))
         if slot != position % window:
             raise ExerciseError(tr(f"the token at position {position} goes to slot {position} % {window} = "
                                    f"{position % window} (over the token {position - window}), got {slot}",
@@ -200,6 +211,14 @@ def check_ring_window(fn) -> None:
             (list(range(max(position - window + 2, 0), position + 1)),
              tr("W - 1 keys in all: W - 1 is the number of PAST keys; with the new one the query sees W",
                 "一共只有 W - 1 个键：W - 1 是过去的键的个数；加上新的一个，查询看到 W 个")),
+            (list(reversed(right)),
+             tr("newest first: list the visible keys oldest first, by text position (a mask row reads left to "
+                "right)", "你把最新的放在了前面：可见的键要按文本位置从旧到新排列（掩码的一行从左往右读）")),
+            (list(range(position - window + 1, position + 1)),
+             tr(f"positions below 0: before the stream has {window} tokens the query sees only positions 0 .. "
+                f"{position}; start at max(position - W + 1, 0)",
+                f"出现了小于 0 的位置：流里还不到 {window} 个 token 时，查询只看得到位置 0 .. {position}；"
+                "要从 max(position - W + 1, 0) 开始")),
             (sorted(p % window for p in right),
              tr("those are slots: RoPE and the mask need the keys' text positions; the slot only says where a "
                 "key is stored", "这些是槽位：RoPE 和掩码要的是键在文本中的位置；槽位只说明键存在哪里")),
@@ -218,9 +237,9 @@ def check_packed_offsets(fn) -> None:
     """fn(lengths, padding_idx) -> (sum(lengths),) the RoBERTa position ids of documents of these lengths
     packed in one row, each document numbered as if it were alone: from padding_idx + 1."""
     for lengths, padding_idx in _PACKED_CASES:
-        got = as_tensor(call(fn, list(lengths), padding_idx, what=tr("your function", "你的函数")),
-                        tr("your positions", "你的位置"))
-        got = got.reshape(-1).long()
+        got = integers(call(fn, list(lengths), padding_idx, what=tr("your function", "你的函数")),
+                       tr("your positions", "你的位置"))  # float ids are named, never rounded
+        got = got.reshape(-1)
         want = packed_position_ids(list(lengths)) + padding_idx + 1
         if _same_ints(got, want):
             continue
@@ -236,6 +255,7 @@ def check_packed_offsets(fn) -> None:
                                         "RoBERTa 的位置从 padding_idx + 1 开始，不是从 0：表的 0 .. padding_idx 行不会给真实 token 用")),
             (want - 1, tr("off by one: the first real token gets padding_idx + 1, the pad itself gets padding_idx",
                           "差了一：第一个真实 token 是 padding_idx + 1，填充本身才是 padding_idx")),
+            *([(want - padding_idx + 1, ignored("padding_idx", padding_idx, 1))] if padding_idx != 1 else []),
         ], _same_ints)
         raise ExerciseError(tr(f"for lengths {list(lengths)} and padding_idx {padding_idx} expected {want.tolist()}, "
                                f"got {got.tolist()}", f"lengths 为 {list(lengths)}、padding_idx 为 {padding_idx} 时应为 "

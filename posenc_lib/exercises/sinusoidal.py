@@ -20,8 +20,8 @@ import torch
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
 from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, number,
-                      ok, refuse_low_precision, same, tensor, your_line)
+from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, float32_note, ignored,
+                      keep_dtype, name_the_mistake, number, ok, refuse_low_precision, same, tensor, your_line)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -44,12 +44,26 @@ def check_make_positions(make_positions) -> None:
         if tuple(out.shape) == (n + 1,):
             raise ExerciseError(tr(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops before n",
                                    f"make_positions({n}) 有 {n + 1} 个元素，多了一个：torch.arange(n) 到 n 之前就停了"))
+        if n and tuple(out.shape) == (n - 1,):
+            raise ExerciseError(tr(f"make_positions({n}) has {n - 1} entries: off by one -- n tokens have n positions, "
+                                   f"0 .. n-1, and torch.arange(n) gives exactly those (torch.arange(n - 1) or "
+                                   f"torch.arange(1, n) is one short)",
+                                   f"make_positions({n}) 有 {n - 1} 个元素，少了一个：n 个 token 有 n 个位置 0 .. n-1，"
+                                   f"torch.arange(n) 给出的正是这些（torch.arange(n - 1) 或 torch.arange(1, n) 少一个）"))
         if tuple(out.shape) != (n,):
             raise ExerciseError(tr(f"make_positions({n}) should have shape ({n},), got {tuple(out.shape)}",
                                    f"make_positions({n}) 的形状应为 ({n},)，实际是 {tuple(out.shape)}"))
         if n and int(out[0]) == 1:
             raise ExerciseError(tr("the first position is 0, not 1 (row 0 of a position table belongs to the first token)",
                                    "第一个位置是 0，不是 1（位置表的第 0 行属于第一个 token）"))
+        if out.dtype in (torch.uint8, torch.int8) and not torch.equal(out.long(), torch.arange(n)):
+            top = torch.iinfo(out.dtype).max
+            raise ExerciseError(tr(f"got dtype {out.dtype}, which ends at {top}: position {top + 1} wrapped round to "
+                                   f"{int(torch.tensor(top + 1).to(out.dtype))}, so two tokens share a position. "
+                                   f"Positions need int64 (torch.arange(n)'s dtype): a context is longer than {top}",
+                                   f"得到的 dtype 是 {out.dtype}，最大只到 {top}：位置 {top + 1} 绕回成了 "
+                                   f"{int(torch.tensor(top + 1).to(out.dtype))}，两个 token 就共用了一个位置。位置要用 "
+                                   f"int64（torch.arange(n) 的 dtype）：上下文比 {top} 长"))
         if not torch.equal(out.long(), torch.arange(n)):
             raise ExerciseError(tr(f"make_positions({n}) should be 0, 1, ..., {n - 1}, got {out.tolist()[:8]}...",
                                    f"make_positions({n}) 应为 0, 1, ..., {n - 1}，实际是 {out.tolist()[:8]}..."))
@@ -82,7 +96,20 @@ def check_wavelength(wavelength) -> None:
              (lambda w: w / (2 * math.pi), tr("that is the frequency in cycles per position, the inverse of the wavelength",
                                               "这是以“每个位置几周”计的频率，即波长的倒数")),
              (lambda w: 2 * math.pi * w, tr("multiplied by omega where you should divide",
-                                            "该除以 omega 的地方，你乘了 omega"))]
+                                            "该除以 omega 的地方，你乘了 omega")),
+             (lambda w: 360 / w, tr("that is a full turn in degrees, 360 / omega: omega is in radians per position, "
+                                    "and a full turn is 2*pi radians",
+                                    "这是按角度制算的一整圈 360 / omega：omega 的单位是“弧度每位置”，一整圈是 2*pi 弧度")),
+             (lambda w: math.pi / w, tr("that is half a turn, pi / omega: sin(omega*pos) changes sign there, but it "
+                                        "repeats only after a full turn of 2*pi",
+                                        "这是半圈 pi / omega：sin(omega*pos) 在那里变号，但要转满一圈 2*pi 才重复"))]
+    if all(g == round(2 * math.pi / w) or g == math.floor(2 * math.pi / w) for g, w in zip(got, omegas)):
+        raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}: rounded to a whole number of positions; "
+                               f"2*pi / omega is rarely whole (omega = 1 repeats every 6.28 positions), return it as "
+                               f"it is (expected {2 * math.pi / omegas[0]:.6g})",
+                               f"wavelength({omegas[0]}) = {got[0]:.6g}：你把它舍入成了整数个位置；2*pi / omega "
+                               f"很少是整数（omega = 1 时每 6.28 个位置重复一次），原样返回即可"
+                               f"（应为 {2 * math.pi / omegas[0]:.6g}）"))
     for formula, hint in hints:
         if matches(formula):
             raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected {2 * math.pi / omegas[0]:.6g})",
@@ -173,7 +200,9 @@ def _unwritten_columns(got: torch.Tensor, right: torch.Tensor) -> None:
 
 
 def check_sinusoidal_table(make_table) -> None:
-    """make_table(num_positions, dim, base) -> the (num_positions, dim) interleaved table; odd dim -> ValueError."""
+    """make_table(num_positions, dim, base) -> the (num_positions, dim) interleaved table in float64; odd dim ->
+    ValueError. A float32 table (or float32 angles) passes with a note on what float32 costs at long positions."""
+    gap = 0.0  # the largest difference of a right table from the float64 one: float32 angles get a note
     for n, d, base in ((40, 16, 10000.0), (12, 6, 100.0)):
         what = f"make_table({n}, {d}, {base})"
         got = tensor(call(make_table, n, d, base, what=what), what)
@@ -190,6 +219,7 @@ def check_sinusoidal_table(make_table) -> None:
                                    f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
         right = sinusoidal_table(n, d, base=base, dtype=torch.float64)
         if same(got, right, 1e-4):
+            gap = max(gap, float((got.double() - right).abs().max()))
             continue
         if got.dtype in SIGNIFICANT_BITS:
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
@@ -235,8 +265,8 @@ def check_sinusoidal_table(make_table) -> None:
                                "so raise a ValueError naming dim",
                                "奇数 dim=5 时你的函数照样返回了一张表：这种编码需要成对的 (sin, cos)，"
                                "所以应抛出 ValueError 并点明 dim"))
-    ok(tr("the interleaved sinusoidal table, and a clear ValueError for an odd dim",
-          "交错布局的正弦位置编码表；dim 为奇数时给出清楚的 ValueError"))
+    ok(tr("the interleaved sinusoidal table, and a clear ValueError for an odd dim.",
+          "交错布局的正弦位置编码表；dim 为奇数时给出清楚的 ValueError。") + float32_note(gap, 39))
 
 
 def check_wavelengths(wavelengths) -> None:
@@ -406,12 +436,14 @@ def check_relative_part(relative_part) -> None:
     gen = torch.Generator().manual_seed(7)
     for d in (8, 6):
         w = torch.randn(d, d, generator=gen, dtype=torch.float64)
-        got = tensor(call(relative_part, w.clone(), what="relative_part(W)"), "relative_part(W)").double()
+        got = tensor(call(relative_part, w.clone(), what="relative_part(W)"), "relative_part(W)")
+        result_dtype, got = got.dtype, got.double()
         if tuple(got.shape) != (d, d):
             raise ExerciseError(tr(f"relative_part(W) should be ({d}, {d}), got {tuple(got.shape)}",
                                    f"relative_part(W) 的形状应为 ({d}, {d})，实际是 {tuple(got.shape)}"))
         right = _relative_projection(w)
         if same(got, right, 1e-6):
+            keep_dtype(got.to(result_dtype), w, "relative_part(W)", name="W")  # a float32 buffer filled
             continue
         table = sinusoidal_table(40, d, dtype=torch.float64)
         spread = diagonal_spread(table @ got @ table.T)
@@ -430,6 +462,11 @@ def check_relative_part(relative_part) -> None:
                                    f"PE(m) W' PE(n) 依赖的仍不只是 n - m（对角线极差 {spread:.3g}）："
                                    f"每个块 [[a, b], [c, d]] 里只保留 alpha*I + beta*J，其中 alpha = (a+d)/2，"
                                    f"beta = (b-c)/2；其余部分会产生含 m + n 的项"))
+        if same(got, 2 * right, 1e-6):
+            raise ExerciseError(tr("relative, but twice the closest matrix: alpha = (a+d)/2 and beta = (b-c)/2 are "
+                                   "averages; without the /2 every entry is doubled",
+                                   "已经只依赖相对位置了，但是最近那个矩阵的两倍：alpha = (a+d)/2 和 beta = (b-c)/2 "
+                                   "是平均值；少了 /2，每个元素都翻了一倍"))
         symmetric = right.clone()
         symmetric[~torch.eye(d, dtype=torch.bool)] = 0
         if same(got, symmetric, 1e-6):
