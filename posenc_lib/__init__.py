@@ -7,6 +7,7 @@ Conventions used throughout (each module's docstring has the details):
   * relative position = key position - query position (T5, Shaw); ALiBi bias = -slope * |i - j|.
   * angles in float64 (float32 where the device lacks it); results in the input's dtype and device.
 """
+from ._version import __version__
 from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, position_similarity,
                        similarity_by_distance, sinusoidal_frequencies, sinusoidal_table)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
@@ -21,8 +22,6 @@ from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, of
 from .rope import (RotaryEmbedding, apply_decoupled_rope, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound,
                    rope_matrix, rotate_half)
 from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
-
-__version__ = "1.0.0"
 
 __all__ = [
     "ALiBi", "ENCODINGS", "KVCache", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",

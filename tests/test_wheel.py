@@ -51,7 +51,7 @@ def fresh_env(tmp_path_factory):
 
 def test_an_installed_wheel_finds_its_data_and_not_the_clone(fresh_env):
     python, site = fresh_env
-    where = _run(python, "-c", "import posenc_lib, posenc_lib.experiments.results as r; "
+    where = _run(python, "-c", "import posenc_lib, posenc_lib.experiments.paths as r; "
                                "print(posenc_lib.__file__); print(r.data_dir())", cwd=site.parent).stdout.split()
     assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "posenc_lib" / "data"
     shipped = {p.name for p in (site / "posenc_lib" / "data").iterdir()}

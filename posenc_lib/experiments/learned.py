@@ -29,8 +29,9 @@ import torch
 
 from .. import _checks
 from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
+from .._version import __version__
 from ..model import TinyLM
-from .results import data_dir, data_file
+from .paths import data_dir, data_file
 from .training import fit, seeded_tinylm
 
 SNAPSHOT_STEM = "learned_snapshots"
@@ -195,7 +196,6 @@ def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> 
     np.savez_compressed(directory / f"{SNAPSHOT_STEM}.npz", steps=np.asarray(run["steps"], dtype=np.int64),
                         tables=run["tables"].numpy().astype(np.float32),
                         losses=np.asarray(run["losses"], dtype=np.float32))
-    from .. import __version__
     provenance = dict(made_by=f"{__name__}.make_learned_snapshots()", config=config, flush_denormal=True,
                       task="copy the token `lag` places back (targets -100 where t < lag), uniform random tokens",
                       arrays={"steps": "recorded steps (n,)",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__
+from .._version import __version__
 from ..numbers import seed_stats
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length

@@ -26,7 +26,6 @@ __all__ = ["AXIS_COLORS", "patch_score_map", "render_flattening", "render_patch_
            "render_mrope_sections", "render_mrope_positions"]
 
 AXIS_COLORS = {"t": "#1f77b4", "h": "#ff7f0e", "w": "#2ca02c"}
-_MODALITY = ("text", "image", "video")
 _MODALITY_TINTS = ListedColormap(["#f2f2f2", "#fde0c5", "#d4ecd4"])  # text, image, video
 _MODALITY_NAMES = {"text": Text("text", "文本"), "image": Text("image", "图像"), "video": Text("video", "视频")}
 
