@@ -586,7 +586,8 @@ class Runner:
                                    polling=10)
         except PlaywrightTimeout:
             pass
-        rec = page.evaluate("() => { const {action, change, load, src1} = uic.rec; return {action, change, load, src1}; }")
+        rec = page.evaluate("() => { const {action, change, load, src1} = uic.rec; "
+                            "return {action, change, load, src1}; }")
         r.after = ctrl.evaluate(value)
         if rec["change"] is None:
             r.problem = (f"moved it ({method}; value {before} -> {r.after}) but the image did not change "

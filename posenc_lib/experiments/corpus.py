@@ -95,7 +95,8 @@ def stdlib_texts(root: Path | str | None = None) -> dict:
 def shipped_texts() -> tuple[dict, str]:
     """({name: text}, the Python version they come from) of data/corpus_stdlib.json.gz."""
     path = data_file(CORPUS_ARCHIVE, made_by="it is part of the repository (python -m posenc_lib.experiments "
-                                             "--write-corpus wrote it from a Python 3.11.7 standard library); restore it from git")
+                                             "--write-corpus wrote it from a Python 3.11.7 standard library); "
+                                             "restore it from git")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         archive = json.load(f)
     if sorted(archive["files"]) != sorted(CORPUS_FILES):

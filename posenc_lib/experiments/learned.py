@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from .. import _checks
-from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
 from .._version import __version__
+from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
 from ..model import TinyLM
 from .paths import data_dir, data_file
 from .training import fit, seeded_tinylm
@@ -123,7 +123,8 @@ def interpolate_grid(table: torch.Tensor, grid: tuple[int, int], new_grid: tuple
     for name, value in (("grid", rows), ("grid", cols), ("new_grid", new_rows), ("new_grid", new_cols)):
         _checks.positive_int(name, value)
     if table.dim() != 2 or table.shape[0] != rows * cols:
-        raise ValueError(f"table must have shape (rows*cols={rows * cols}, dim) for grid {grid}, got {tuple(table.shape)}")
+        raise ValueError(f"table must have shape (rows*cols={rows * cols}, dim) for grid {grid}, "
+                         f"got {tuple(table.shape)}")
     image = table.detach().reshape(1, rows, cols, -1).permute(0, 3, 1, 2)         # (1, d, rows, cols)
     resized = torch.nn.functional.interpolate(image, size=(new_rows, new_cols), mode="bicubic", align_corners=False)
     return resized.permute(0, 2, 3, 1).reshape(new_rows * new_cols, -1)

@@ -11,6 +11,7 @@ multidim (11), inference (12), serving (13).
 _style holds the shared look (tick labels, panel spacing, one colour per encoding).
 Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
 """
+from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)
 from .extension import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
@@ -22,4 +23,3 @@ from .review import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
-from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)
