@@ -2,7 +2,7 @@
 drew (so tests can check a figure without a browser). No widgets, no state of their own, no training: a
 figure of trained models or experiments draws the results it is given. The one matplotlib setting the
 package changes is documented in _style: on import it appends a CJK font to rcParams["font.family"] as a
-fallback after your own families (Latin text is drawn as before); `remove_cjk_font()` takes it out again.
+fallback after your own families (Latin text keeps its font); `remove_cjk_font()` takes it out again.
 
 One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
 permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),

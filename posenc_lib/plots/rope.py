@@ -82,7 +82,7 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         ax.set_ylim(-1.3 * radius, 1.3 * radius)
         ax.set_xticks([])
         ax.set_yticks([])
-        # one short line each, so that the caption stays under its own square panel (issue 37: it was cut)
+        # one short line each, so that the caption stays under its own square panel
         ax.set_xlabel(tr(f"dashed: q, k before turning;\nthin arcs: the turns {pm}θ, {pn}θ;\n"
                          "black arc: the angle between them",
                          f"虚线：旋转前的 q、k；\n细弧：转角 {pm}θ、{pn}θ；\n"
