@@ -22,13 +22,14 @@ PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui site test-latest lock bench refresh experiments clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui lint site test-latest lock bench refresh experiments clean
 
 help:
 	@echo "make lab         open the course in JupyterLab, your copies in my-notebooks/en (installs what is missing)"
 	@echo "make lab-zh      the Chinese edition (copies in my-notebooks/zh) with JupyterLab's interface in Chinese"
 	@echo "make test        unit tests + every notebook under nbval (installs what is missing)"
 	@echo "make test-ui     every notebook in a real JupyterLab in headless Chromium"
+	@echo "make lint        ruff (style, likely bugs, import order; notebooks too) and lint-imports (the layers)"
 	@echo "make site        the web edition, both languages, from the stored notebooks into build/site (open build/site/index.html)"
 	@echo "make test-latest the tests on the newest releases pyproject.toml admits (upstream drift), in .venv-latest"
 	@echo "make lock        re-resolve requirements/lock.txt (and lock-ui.txt, lock-site.txt) after changing dependencies"
@@ -90,6 +91,13 @@ test-unit: $(STAMP)
 
 test-notebooks: $(STAMP)
 	MPLBACKEND=Agg $(BIN)/python -m pytest notebooks $(NBVAL) $(XDIST) $(PYTEST_FLAGS)
+
+# The style (ruff: pyproject.toml's [tool.ruff], notebooks/ruff.toml for the notebooks) and the direction of
+# the imports (lint-imports: pyproject.toml's [tool.importlinter] contracts): both run, and either failing fails it.
+lint: $(STAMP)
+	ruff=0; $(BIN)/ruff check . || ruff=$$?; \
+	layers=0; $(BIN)/lint-imports --no-cache --no-logo || layers=$$?; \
+	test $$ruff -eq 0 && test $$layers -eq 0
 
 # The browser test needs the "ui" extra (Playwright) on top of the dev install, and a Chromium
 # (/usr/bin/chromium: `apt-get install chromium`; or UI_FLAGS="--chromium PATH").
@@ -168,4 +176,4 @@ experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments
 
 clean:
-	rm -rf $(VENV) $(LOCK_VENV) $(LATEST_VENV) .pytest_cache .hypothesis build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots
+	rm -rf $(VENV) $(LOCK_VENV) $(LATEST_VENV) .pytest_cache .hypothesis .ruff_cache build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots

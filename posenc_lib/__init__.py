@@ -7,33 +7,53 @@ Conventions used throughout (each module's docstring has the details):
   * relative position = key position - query position (T5, Shaw); ALiBi bias = -slope * |i - j|.
   * angles in float64 (float32 where the device lacks it); results in the input's dtype and device.
 """
-from .absolute import (LearnedEncoding, SinusoidalEncoding, layout_permutation, offset_matrix, position_similarity,
-                       similarity_by_distance, sinusoidal_frequencies, sinusoidal_table)
+from ._version import __version__ as __version__
+from .absolute import (
+    LearnedEncoding,
+    SinusoidalEncoding,
+    layout_permutation,
+    offset_matrix,
+    position_similarity,
+    similarity_by_distance,
+    sinusoidal_frequencies,
+    sinusoidal_table,
+)
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
 from .i18n import get_language, language, set_language, tr
 from .inference import KVCache, SinkWindowCache, decode_step, packed_position_ids, position_ids_from_mask
-from .numbers import below
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
-from .relative import (ShawRelativePosition, T5RelativeBias, diagonal_spread, offset_scores, relative_positions,
-                       relative_shift, t5_relative_bucket)
-from .rope import (RotaryEmbedding, apply_decoupled_rope, apply_rope, rope_complex, rope_cos_sin, rope_decay_bound,
-                   rope_matrix, rotate_half)
+from .numbers import below
+from .relative import (
+    ShawRelativePosition,
+    T5RelativeBias,
+    diagonal_spread,
+    offset_scores,
+    relative_positions,
+    relative_shift,
+    t5_relative_bucket,
+)
+from .rope import (
+    RotaryEmbedding,
+    apply_decoupled_rope,
+    apply_rope,
+    rope_complex,
+    rope_cos_sin,
+    rope_decay_bound,
+    rope_matrix,
+    rotate_half,
+)
 from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
 
-__version__ = "1.0.0"
-
 __all__ = [
-    "ALiBi", "ENCODINGS", "KVCache", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention", "NoPE",
-    "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
-    "SinkWindowCache", "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig",
-    "alibi_bias", "alibi_slopes", "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below",
-    "decode_step", "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation",
-    "make_encoding", "offset_matrix", "offset_scores", "packed_position_ids", "position_ids_from_mask",
-    "position_similarity", "similarity_by_distance", "register_encoding",
-    "rope_decay_bound",
-    "relative_positions", "relative_shift", "rope_complex", "rope_cos_sin", "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half",
-    "set_language",
+    "ALiBi", "ENCODINGS", "KVCache", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention",
+    "NoPE", "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
+    "SinkWindowCache", "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig", "alibi_bias", "alibi_slopes",
+    "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below", "decode_step",
+    "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation", "make_encoding",
+    "offset_matrix", "offset_scores", "packed_position_ids", "position_ids_from_mask", "position_similarity",
+    "register_encoding", "relative_positions", "relative_shift", "rope_complex", "rope_cos_sin", "rope_decay_bound",
+    "rope_inv_freq", "rope_matrix", "rotary_dim", "rotate_half", "set_language", "similarity_by_distance",
     "sinusoidal_frequencies", "sinusoidal_table", "t5_relative_bucket", "tr", "where_it_acts",
 ]

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from posenc_lib.experiments import __main__ as cli
-from posenc_lib.experiments.results import data_dir
+from posenc_lib.experiments.paths import data_dir
 
 
 @pytest.fixture

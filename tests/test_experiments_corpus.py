@@ -58,7 +58,7 @@ def _shipped_whole() -> str:
 
 
 def _archive():
-    from posenc_lib.experiments.results import data_dir
+    from posenc_lib.experiments.paths import data_dir
     return data_dir() / C.CORPUS_ARCHIVE
 
 

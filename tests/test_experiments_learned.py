@@ -9,7 +9,7 @@ import torch
 
 from posenc_lib import TinyLM
 from posenc_lib.experiments import learned as ld
-from posenc_lib.experiments.results import data_dir
+from posenc_lib.experiments.paths import data_dir
 
 
 @pytest.mark.parametrize("lag", [1, 3, 9])

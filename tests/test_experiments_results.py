@@ -9,6 +9,7 @@ import pytest
 
 from posenc_lib.experiments import (CORPUS_FILES, EXPERIMENT_ENCODINGS, EXTENSION_METHODS, VALID_FILES, VOCAB_SIZE,
                                     config_from, eval_ends, evaluate, load_corpus)
+from posenc_lib.experiments import paths as P
 from posenc_lib.experiments import results as S
 
 
@@ -18,7 +19,7 @@ def cached():
 
 
 def test_data_dir_is_the_clones_when_there_is_one(pytestconfig):
-    assert S.data_dir() == pytestconfig.rootpath / "data" == S.data_dir(must_exist=False)
+    assert P.data_dir() == pytestconfig.rootpath / "data" == P.data_dir(must_exist=False)
 
 
 def test_an_installed_wheel_reads_its_package_data(tmp_path, monkeypatch):
@@ -27,22 +28,22 @@ def test_an_installed_wheel_reads_its_package_data(tmp_path, monkeypatch):
     site = tmp_path / "site-packages"
     (site / "posenc_lib" / "data").mkdir(parents=True)
     (site / "data").mkdir()
-    monkeypatch.setattr(S, "CLONE_DATA", site / "data")
-    monkeypatch.setattr(S, "PACKAGE_DATA", site / "posenc_lib" / "data")
-    assert S.data_dir() == site / "posenc_lib" / "data"
+    monkeypatch.setattr(P, "CLONE_DATA", site / "data")
+    monkeypatch.setattr(P, "PACKAGE_DATA", site / "posenc_lib" / "data")
+    assert P.data_dir() == site / "posenc_lib" / "data"
     (site / "pyproject.toml").write_text("")  # now it looks like a clone: its data/ wins
-    assert S.data_dir() == site / "data"
+    assert P.data_dir() == site / "data"
 
 
 def test_a_missing_data_dir_names_the_path_and_the_command(tmp_path, monkeypatch):
     """Neither a clone's data/ nor a package's posenc_lib/data/ (a source tree copied without data/)."""
-    monkeypatch.setattr(S, "CLONE_DATA", tmp_path / "data")
-    monkeypatch.setattr(S, "PACKAGE_DATA", tmp_path / "posenc_lib" / "data")
+    monkeypatch.setattr(P, "CLONE_DATA", tmp_path / "data")
+    monkeypatch.setattr(P, "PACKAGE_DATA", tmp_path / "posenc_lib" / "data")
     with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'data'}.*make experiments"):
-        S.data_dir()
+        P.data_dir()
     with pytest.raises(FileNotFoundError, match="make experiments"):
         S.load_results("extrapolation")
-    assert S.data_dir(must_exist=False) == tmp_path / "data"
+    assert P.data_dir(must_exist=False) == tmp_path / "data"
 
 
 @pytest.mark.parametrize("load", [lambda d: S.load_results("extrapolation", d),

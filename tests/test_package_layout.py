@@ -3,84 +3,82 @@ public name of a topic module is also importable from its package, and imports p
 
     core (encodings, attention, model, scaling) -> experiments -> plots -> widgets -> exercises
 
-read from the source (ast), including imports inside functions: a layer imports only from itself and the
-layers before it, exercises do not import plots or widgets, and plots do not import the experiments
-(they draw what they are given)."""
-import ast
+Import Linter holds the direction (pyproject.toml's [tool.importlinter] contracts, run by `make lint` and
+here, so `make test` holds it too): a layer imports only from itself and the layers before it, the core
+modules only those listed below them in README.md, exercises do not import plots or widgets, plots do not
+import the experiments (they draw what they are given), and no package's modules import each other in a
+cycle. Import Linter reads every import, including those inside functions, and follows indirect ones."""
 import importlib
+import os
+import re
+import shutil
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "posenc_lib"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "posenc_lib"
 TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "production",
           "multidim", "inference", "serving")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
-LAYERS = ("core", "experiments", "plots", "widgets", "exercises")
-MAY_IMPORT = {
-    "core": {"core"},
-    "experiments": {"core", "experiments"},
-    "plots": {"core", "plots"},
-    "widgets": {"core", "experiments", "plots", "widgets"},
-    "exercises": {"core", "experiments", "exercises"},
-}
+LAYERS = ("exercises", "widgets", "plots", "experiments")  # the packages, highest first, above the core modules
 
 
-def layer_of(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+def _contracts() -> list:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _layers() -> list:
+    [contract] = [c for c in _contracts() if c["type"] == "layers"]
+    return contract["layers"]
 
 
-def is_module(dotted: str) -> bool:
-    rel = Path(*dotted.split("."))
-    return (PACKAGE.parent / rel).with_suffix(".py").exists() or (PACKAGE.parent / rel / "__init__.py").exists()
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    """lint-imports (the venv's, beside this python) on the posenc_lib and pyproject.toml in `cwd`."""
+    command = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "COLUMNS": "200"}  # each contract's verdict on one line
+    return subprocess.run([str(command), "--no-cache", "--no-logo"], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env)
 
 
-def imports(path: Path):
-    """(imported module, name or None) for every posenc_lib import in the file, relative ones resolved."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from ((alias.name, None) for alias in node.names if alias.name.startswith("posenc_lib"))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            if not target.startswith("posenc_lib"):
-                continue
-            for alias in node.names:  # `from . import _checks` imports a module, not a name
-                submodule = f"{target}.{alias.name}"
-                yield (submodule, None) if is_module(submodule) else (target, alias.name)
+def test_imports_point_one_way():
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert f"{len(_contracts())} kept, 0 broken" in done.stdout, done.stdout[-2000:]
 
 
-SOURCES = sorted(PACKAGE.rglob("*.py"))
+def test_the_contracts_state_the_course_layers():
+    layers = _layers()
+    assert tuple(layers[:len(LAYERS)]) == LAYERS
+    forbidden = {(c["source_modules"][0], m) for c in _contracts() if c["type"] == "forbidden"
+                 for m in c["forbidden_modules"]}
+    assert forbidden == {("posenc_lib.plots", "posenc_lib.experiments"), ("posenc_lib.exercises", "posenc_lib.plots"),
+                         ("posenc_lib.exercises", "posenc_lib.widgets")}
+    assert any(c["type"] == "acyclic_siblings" and c["ancestors"] == ["posenc_lib"] for c in _contracts())
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: module_name(p))
-def test_imports_point_one_way(path):
-    importer = layer_of(module_name(path))
-    wrong = [f"{target}{'.' + name if name else ''}" for target, name in imports(path)
-             if layer_of(target) not in MAY_IMPORT[importer]]
-    assert not wrong, f"{module_name(path)} ({importer}) imports from a later layer: {wrong}"
-
-
-def test_the_layer_check_sees_a_wrong_import(tmp_path, monkeypatch):
-    """The check itself: a plots module importing the experiments' trainer, or exercises importing plots, fail."""
-    fake = tmp_path / "posenc_lib" / "plots"
-    fake.mkdir(parents=True)
-    (fake / "bad.py").write_text("from ..experiments import train\n\ndef f():\n    from ..exercises import rope\n")
-    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "posenc_lib")
-    assert list(imports(fake / "bad.py")) == [("posenc_lib.experiments", "train"), ("posenc_lib.exercises", "rope")]
-    assert {layer_of(t) for t, _ in imports(fake / "bad.py")} - MAY_IMPORT["plots"] == {"experiments", "exercises"}
+@pytest.mark.parametrize("path, code, broken", [
+    ("plots/rope.py", "\ndef _f():\n    from ..experiments import train\n", "forbidden"),    # plots -> experiments
+    ("exercises/rope.py", "\nfrom ..widgets import rope as _w\n", "forbidden"),              # exercises -> widgets
+    ("widgets/rope.py", "\ndef _f():\n    from ..exercises import rope\n", "layers"),       # a layer -> a later one
+    ("rope.py", "\ndef _f():\n    from .model import TinyLM\n", "layers"),                  # core -> one above it
+    ("new_module.py", "X = 1\n", "layers"),                                                 # a module with no place
+    ("experiments/config.py", "\ndef _f():\n    from . import runner\n", "acyclic_siblings"),  # a cycle
+], ids=["plots-experiments", "exercises-widgets", "widgets-exercises", "core-order", "unplaced", "cycle"])
+def test_the_contracts_see_a_wrong_import(tmp_path, path, code, broken):
+    """The check itself: a copy of the package with one wrong import (or a module with no layer) breaks the
+    contract meant to catch it."""
+    shutil.copytree(PACKAGE, tmp_path / "posenc_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "posenc_lib" / path, "a", encoding="utf-8") as f:
+        f.write(code)
+    done = lint_imports(tmp_path)
+    names = [c["name"] for c in _contracts() if c["type"] == broken]
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert any(f"{name} BROKEN" in done.stdout for name in names), done.stdout[-3000:]
 
 
 def test_no_module_is_named_by_course_part():
@@ -111,17 +109,12 @@ def test_reference_solutions_stay_out_of_the_package_namespace():
 
 
 def test_the_readme_lists_the_core_modules_in_their_import_order():
-    """README's "a module imports only the modules below it in this list" holds: read the list from the
-    README, the imports from the source."""
-    import re
-
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    """README's "a module imports only the modules below it in this list" is the layers contract's order of
+    the core modules, which lint-imports holds (test_imports_point_one_way)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme[readme.index("posenc_lib/          the library"):readme.index("  experiments/")]
-    listed = re.findall(r"^  (\w+)\.py ", block, re.M)
-    core = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
-    assert sorted(listed) == core, (sorted(set(core) - set(listed)), sorted(set(listed) - set(core)))
-    for position, name in enumerate(listed):
-        imported = {module.split(".")[1] for module, _ in imports(PACKAGE / f"{name}.py")
-                    if module.count(".") >= 1 and module.split(".")[1] in core}
-        above = set(listed[:position + 1])
-        assert not imported & above, f"{name}.py imports {sorted(imported & above)}, listed above it (or itself)"
+    listed = re.findall(r"^  (\w+)(?:\.py|/) ", block, re.M)
+    assert listed == _layers()[len(LAYERS):]
+    core = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    core |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - set(LAYERS)
+    assert set(listed) == core, (sorted(core - set(listed)), sorted(set(listed) - core))

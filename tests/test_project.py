@@ -1,9 +1,13 @@
 """The project skeleton: the two install routes name the same packages, torch is pinned where the
-README says, the README's two commands exist, the Makefile's developer targets call the tools in
-tools/, and the stored notebooks are executed and clean."""
+README says, the README's two commands exist, the make targets run what they should (read from `make -n`,
+or run with stand-ins for the tools), CI runs the tests, the browser test and the linters, and the stored
+notebooks are executed and clean."""
 import os
 import re
+import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,11 +15,6 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-
-try:
-    import tomllib  # Python >= 3.11
-except ModuleNotFoundError:  # Python 3.10
-    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}  # conda-forge's name -> the PyPI name
@@ -122,12 +121,19 @@ def test_the_lock_pins_every_package_exactly_for_every_platform_and_python():
     assert all(site[name] == ui[name] for name in site.keys() & ui.keys())  # nor does the site's, to either
 
 
-def test_makefile_installs_the_lock_and_torch_at_its_version():
-    makefile = (ROOT / "Makefile").read_text()
-    assert re.search(r"^TORCH\s*\?=\s*\$\(shell grep -m1 -o '\^torch==\[\^ ;\]\*' \$\(LOCK\)\)", makefile, re.M)
-    install = [line for line in makefile.splitlines() if "$(PIP) install" in line]
-    assert install and all("--no-deps" in line for line in install)  # nothing but what the lock lists
-    assert all(any(f"-r $({lock})" in line for line in install) for lock in ("LOCK", "UI_LOCK", "SITE_LOCK"))
+def _pip_installs(dry: subprocess.CompletedProcess) -> list:
+    return [line for line in dry.stdout.splitlines() if re.search(r"-m pip\b.*\binstall\b", line)]
+
+
+def test_make_installs_only_what_the_locks_list_and_torch_at_the_locks_version(tmp_path):
+    installs = _pip_installs(_make_dry_run("test-ui"))  # the dev install, then the ui and site locks on top
+    assert installs and all("--no-deps" in line for line in installs)  # nothing but what the lock lists
+    for lock in (LOCK, UI_LOCK, SITE_LOCK):
+        assert any(f"-r {lock.relative_to(ROOT)}" in line for line in installs), lock.name
+    assert any(f'"torch=={_torch_pin()}"' in line for line in installs)
+    other = tmp_path / "lock.txt"  # the torch step reads its version from whichever lock it is given
+    other.write_text("numpy==2.4.0\ntorch==9.8.7 ; sys_platform == 'linux'\ntorch==1.0.0\n")
+    assert any('"torch==9.8.7"' in line for line in _pip_installs(_make_dry_run("install", f"LOCK={other}")))
     torch_range = Requirement([r for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")][0])
     assert Version(_torch_pin()) in torch_range.specifier  # the pin satisfies the declared range
     pins = (ROOT / "requirements" / "pins.txt").read_text()
@@ -135,12 +141,14 @@ def test_makefile_installs_the_lock_and_torch_at_its_version():
 
 
 def test_first_install_says_what_it_does_before_it_starts():
-    """The first `make lab` is minutes of quiet pip: the Makefile says so first, and where pip's log goes."""
-    makefile = (ROOT / "Makefile").read_text()
-    recipe = makefile.split("$(STAMP): pyproject.toml $(LOCK)\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert recipe[0].startswith("\t@echo") and "installing torch and the course's packages into" in recipe[0]
-    assert "a few minutes" in recipe[0] and "log: $(INSTALL_LOG)" in recipe[0]
-    assert all("--log $(INSTALL_LOG)" in line for line in recipe if "$(PIP) install" in line)
+    """The first `make lab` is minutes of quiet pip: make says so first, and where pip's log goes."""
+    dry = _make_dry_run("install")
+    lines, installs = dry.stdout.splitlines(), _pip_installs(dry)
+    said = next(i for i, line in enumerate(lines) if line.startswith("echo "))
+    assert said < lines.index(installs[0])
+    assert "installing torch and the course's packages into .venv" in lines[said] and "a few minutes" in lines[said]
+    log = re.search(r"\(log: (\S+)\)", lines[said]).group(1)
+    assert all(f"--log {log}" in line for line in installs)
 
 
 def test_declared_floors_are_the_tested_versions():
@@ -150,7 +158,8 @@ def test_declared_floors_are_the_tested_versions():
     for name, spec in _pyproject_requirements().items():
         floors = [Version(s.version) for s in SpecifierSet(spec) if s.operator == ">="]
         assert floors, f"{name} has no floor"
-        assert floors[0].release[:2] == locked[name].release[:2] or name in ("pyyaml", "nbval"), (name, spec, locked[name])
+        assert floors[0].release[:2] == locked[name].release[:2] or name in ("pyyaml", "nbval"), (
+            name, spec, locked[name])
 
 
 def _make_dry_run(*args) -> subprocess.CompletedProcess:
@@ -172,7 +181,8 @@ def test_make_test_installs_from_the_lock_then_runs_units_and_notebooks_strictly
     assert f'"torch=={_torch_pin()}"' in dry.stdout  # the torch step carries the lock's version ...
     # ... and takes the CPU build (PyPI's Linux torch is the multi-GB CUDA one)
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in dry.stdout
-    assert "install --quiet --no-deps -r requirements/lock.txt" in dry.stdout and "pip --disable-pip-version-check check" in dry.stdout
+    assert "install --quiet --no-deps -r requirements/lock.txt" in dry.stdout
+    assert "pip --disable-pip-version-check check" in dry.stdout
 
 
 def test_make_lab_serves_the_notebooks_and_starts_as_root_too():
@@ -194,8 +204,17 @@ def test_make_lab_zh_serves_the_chinese_edition_with_a_chinese_interface():
     if (ROOT / locale_file).is_file():
         import json
         assert json.loads((ROOT / locale_file).read_text())["locale"] == "zh_CN"
-    assert '{"locale": "zh_CN"}' in (ROOT / "Makefile").read_text()
     assert _norm("jupyterlab-language-pack-zh-CN") in _pyproject_requirements()  # the pack the locale needs
+
+
+def test_make_writes_the_chinese_locale_where_jupyterlab_reads_it(tmp_path):
+    """The settings file lab-zh makes, made here in a folder of the test's own (ZH_SETTINGS)."""
+    locale_file = tmp_path / "@jupyterlab" / "translation-extension" / "plugin.jupyterlab-settings"
+    done = subprocess.run(["make", str(locale_file), f"ZH_SETTINGS={tmp_path}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+    assert json.loads(locale_file.read_text()) == {"locale": "zh_CN"}
 
 
 def test_make_installs_the_chinese_font_and_language_pack():
@@ -213,7 +232,7 @@ def test_refresh_and_nbval_cover_both_editions():
     assert "notebooks/[0-9][0-9]_*.ipynb" in refresh and "notebooks/zh/[0-9][0-9]_*.ipynb" in refresh
     # `pytest ... notebooks` collects notebooks/zh/ too: nothing there tells it not to
     assert not (ROOT / "notebooks" / "zh" / "conftest.py").exists()
-    assert "norecursedirs" not in (ROOT / "pyproject.toml").read_text()
+    assert "norecursedirs" not in _pyproject()["tool"]["pytest"]["ini_options"]
 
 
 def test_developer_targets_call_the_tools_in_tools():
@@ -280,9 +299,96 @@ def test_chinese_readme_starts_with_the_two_commands_and_the_readmes_link_each_o
     assert chinese > 0.5 * len(re.findall(r"[A-Za-z]", prose)), "README.zh.md should be written in Chinese"
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert re.search(r"^\s*make test\b", ci, re.M)
+FAKE_MAKE = """#!/bin/sh
+echo "$*" >> "$CALLS"
+case " $FAIL " in *" $1 "*) rc=2 ;; *) rc=0 ;; esac
+case "$1" in
+  test) [ $rc -eq 0 ] && echo "3 passed in 1.00s" || echo "1 failed, 2 passed in 1.00s" ;;
+  test-ui) [ $rc -eq 0 ] && echo "UI PASSED" || echo "UI FAILED"; echo "SITE PASSED" ;;
+esac
+exit $rc
+"""
+
+
+def _ci_run(tmp_path: Path, fail: str = "") -> tuple:
+    """.ci/run, copied into an empty folder, with a `make` that records its calls and fails the targets named
+    in `fail` (and a Chromium and a Chinese font present, so nothing is installed): (exit status, output,
+    the make calls)."""
+    repo, fakes = tmp_path / "repo", tmp_path / "bin"
+    (repo / ".ci").mkdir(parents=True)
+    fakes.mkdir()
+    shutil.copy(ROOT / ".ci" / "run", repo / ".ci" / "run")
+    for name, text in (("make", FAKE_MAKE), ("chromium", "#!/bin/sh\n"), ("fc-list", "#!/bin/sh\necho 'WQY: zh'\n")):
+        (fakes / name).write_text(text)
+        (fakes / name).chmod(0o755)
+    calls = tmp_path / "calls"
+    done = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{fakes}:/usr/bin:/bin", "CALLS": str(calls), "FAIL": fail})
+    return done.returncode, done.stdout + done.stderr, calls.read_text().splitlines()
+
+
+def test_ci_runs_the_readme_test_command_the_browser_test_and_the_linters(tmp_path):
+    readme_block = re.search(r"```(?:bash|sh)?\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    assert "make test" in readme_block.group(1)
+    status, output, calls = _ci_run(tmp_path)
+    assert status == 0, output
+    assert calls == ["test PYTEST_FLAGS=-q", "test-ui", "lint"]
+    assert "== test summary: 3 passed in 1.00s" in output and "== lint summary: passed" in output
+
+
+@pytest.mark.parametrize("fail", ["lint", "test", "test-ui"])
+def test_ci_fails_when_one_step_fails_and_still_runs_and_reports_the_others(tmp_path, fail):
+    status, output, calls = _ci_run(tmp_path, fail)
+    assert status != 0, output
+    assert calls == ["test PYTEST_FLAGS=-q", "test-ui", "lint"]
+    tests = "1 failed, 2 passed in 1.00s" if fail == "test" else "3 passed in 1.00s"
+    assert f"== test summary: {tests}" in output  # every step's result is reported, whichever failed
+    assert f"== ui summary: UI {'FAILED' if fail == 'test-ui' else 'PASSED'}" in output
+    assert ("== lint summary: FAILED" in output) == (fail == "lint"), output
+
+
+def test_make_lint_runs_ruff_and_the_import_contracts_and_fails_if_either_does(tmp_path):
+    """`make lint` with stand-ins for the venv's ruff and lint-imports (BIN) and its install taken as done
+    (STAMP): each stand-in failing in turn."""
+    stamp = tmp_path / "installed"
+    stamp.touch()
+    calls = tmp_path / "calls"
+    for failing in ("ruff", "lint-imports", None):
+        calls.write_text("")
+        for tool in ("ruff", "lint-imports"):
+            (tmp_path / tool).write_text(f"#!/bin/sh\necho {tool} \"$@\" >> {calls}\nexit {int(tool == failing)}\n")
+            (tmp_path / tool).chmod(0o755)
+        done = subprocess.run(["make", "lint", f"BIN={tmp_path}", f"STAMP={stamp}"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert (done.returncode == 0) == (failing is None), (failing, done.stdout, done.stderr)
+        assert calls.read_text().splitlines() == ["ruff check .", "lint-imports --no-cache --no-logo"], failing
+
+
+def _ruff_flags(path: str, line: str) -> list:
+    """The rules ruff's configuration for `path` (where the file would sit in the repository) finds in `line`."""
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run([str(ruff), "check", "--no-cache", "--output-format", "json", "--stdin-filename", path, "-"],
+                          input=line + "\n", cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1), done.stderr
+    import json
+    return sorted(v["code"] for v in json.loads(done.stdout))
+
+
+def test_ruff_holds_py_files_to_120_columns_and_notebook_code_to_100():
+    for length, py, notebook in ((100, [], []), (101, [], ["E501"]), (120, [], ["E501"]), (121, ["E501"], ["E501"])):
+        line = "x = " + repr("a" * (length - 6))
+        assert len(line) == length
+        assert _ruff_flags("posenc_lib/probe.py", line) == py, length
+        assert _ruff_flags("notebooks/zh/probe.py", line) == notebook, length
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["import os\n"]}
+    import json
+    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    assert _ruff_flags("notebooks/00_probe.ipynb", notebook) == ["F401"]  # ruff reads the notebooks too
+
+
+def test_the_package_version_is_pyprojects():
+    import posenc_lib
+    assert posenc_lib.__version__ == _pyproject()["project"]["version"]
 
 
 NOTEBOOKS = (sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -311,10 +417,24 @@ def test_stored_notebook_is_executed_and_clean(path):
     assert images >= 1, "no static figure stored"
 
 
-def test_the_browser_test_holds_figures_to_the_librarys_text_size():
+def test_the_browser_test_holds_figures_to_the_librarys_text_size(monkeypatch):
+    """tools/ui_check.py's readability check, given a figure whose smallest text is just under and just at
+    the library's MIN_TEXT_PX on screen (a page and a kernel that answer what the check asks)."""
+    import importlib.util
+    import json
+    from types import SimpleNamespace
+
     from posenc_lib.plots._style import FIGURE_DPI, MIN_TEXT_PT, MIN_TEXT_PX
-    ui_check = (ROOT / "tools" / "ui_check.py").read_text()
-    assert re.search(rf"^MIN_TEXT_PX = {MIN_TEXT_PX}\b", ui_check, re.M)
+    spec = importlib.util.spec_from_file_location("ui_check", ROOT / "tools" / "ui_check.py")
+    ui_check = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "ui_check", ui_check)  # its dataclasses look their module up there
+    spec.loader.exec_module(ui_check)
+    page = SimpleNamespace(evaluate=lambda script: {"images": [], "wraps": [], "column": 1200})
+    for px, flagged in ((MIN_TEXT_PX - 0.1, True), (MIN_TEXT_PX, False)):
+        runner = SimpleNamespace(_kernel=lambda page, expr, px=px: json.dumps([[px, "tick label", 0]]))
+        result = ui_check.LiveResult("nb")
+        ui_check.Runner._check_readability(runner, page, result)
+        assert bool(result.problems) == flagged, (px, result.problems)
     assert MIN_TEXT_PT * FIGURE_DPI / 72 >= MIN_TEXT_PX
 
 
@@ -322,6 +442,7 @@ def test_notebook_figures_are_drawn_at_the_course_dpi_and_fit_the_column():
     """Static figures in the notebooks: no dpi below FIGURE_DPI (text would shrink below MIN_TEXT_PX)
     and no wider than FIGURE_MAX_WIDTH_IN (it would be shown shrunk in a 1200-px column)."""
     import json
+
     from posenc_lib.plots._style import FIGURE_DPI, FIGURE_MAX_WIDTH_IN
     problems = []
     for path in sorted((ROOT / "notebooks").glob("**/[0-9][0-9]_*.ipynb")):

@@ -49,11 +49,12 @@ def fresh_env(tmp_path_factory):
     return python, site
 
 
-def test_an_installed_wheel_finds_its_data_and_not_the_clone(fresh_env):
+def test_an_installed_wheel_finds_its_data_and_its_version_and_not_the_clone(fresh_env):
     python, site = fresh_env
-    where = _run(python, "-c", "import posenc_lib, posenc_lib.experiments.results as r; "
-                               "print(posenc_lib.__file__); print(r.data_dir())", cwd=site.parent).stdout.split()
+    where = _run(python, "-c", "import posenc_lib, posenc_lib.experiments.paths as p; print(posenc_lib.__file__); "
+                               "print(p.data_dir()); print(posenc_lib.__version__)", cwd=site.parent).stdout.split()
     assert Path(where[0]).is_relative_to(site) and Path(where[1]) == site / "posenc_lib" / "data"
+    assert where[2] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]  # the metadata's
     shipped = {p.name for p in (site / "posenc_lib" / "data").iterdir()}
     in_repo = {p.name for p in (ROOT / "data").iterdir() if p.is_file()}
     assert shipped == in_repo, (in_repo - shipped, shipped - in_repo)

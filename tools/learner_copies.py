@@ -152,7 +152,7 @@ def _course_versions(root: Path):
         out = subprocess.run(git + ["cat-file", "--batch"], input=ids, capture_output=True,
                              check=True).stdout
         at = 0
-        for blob, path in blobs.items():                                # "<id> blob <size>\n<bytes>\n"
+        for path in blobs.values():                                     # "<id> blob <size>\n<bytes>\n"
             header_end = out.index(b"\n", at)
             size = int(out[at:header_end].split()[2])
             match = COURSE_PATH.match(path)
@@ -458,7 +458,7 @@ def sync(source: Path, dest: Path, *, edition: str | None = None, published: dic
     try:
         course_notebooks = sorted(source.glob(NOTEBOOK)) if source.is_dir() else []
     except OSError as e:
-        raise Refusal(f"cannot list {source} ({e.strerror}): make it readable, then run {again} again")
+        raise Refusal(f"cannot list {source} ({e.strerror}): make it readable, then run {again} again") from e
     if not course_notebooks:
         raise Refusal(f"{source} is not a folder of course notebooks (NN_*.ipynb): give the course's "
                       f"{FOLDERS[edition]} folder (run {again} from the repository's root)")

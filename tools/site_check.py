@@ -40,7 +40,8 @@ SEARCHES = {
 }
 # a notebook's box: the clone, `make lab` naming the notebook, and the hosted service's %pip, each with an address
 ADDRESS = r"(?:<[^<>\n]+>|[^\s<>\"]+)"  # a URL, or the placeholder <this repository's URL> when REPO_URL is unset
-RUN_COMMANDS = re.compile(rf"git clone {ADDRESS} posenc.*\n.*make lab\S* .*\d\d_\w+\.ipynb.*\n%pip install .*git\+{ADDRESS}\"")
+RUN_COMMANDS = re.compile(rf"git clone {ADDRESS} posenc.*\n.*make lab\S* .*\d\d_\w+\.ipynb.*\n"
+                          rf"%pip install .*git\+{ADDRESS}\"")
 TOTALS = ("pages", "images", "links", "formulas", "slider notes")
 SHOTS = ("02_sinusoidal", "06_rope")  # per edition: 02 at its first slider note, 06 at its top
 

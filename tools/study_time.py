@@ -92,7 +92,7 @@ def table(lang):
     times = {p.name[:2]: (p, study_time(p)) for p in notebooks(lang)}
     lab = LABELS[lang]
     rows = [lab["head"], "|---|---|---|---|"]
-    for num, (path, t) in times.items():
+    for path, t in times.values():
         rows.append(f"| `{path.stem}` | {t['core']} | {t['total']} | {t['exercises'][1]} |")
 
     def row(name, nums):

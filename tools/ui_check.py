@@ -18,10 +18,10 @@ pytest); the in-page probes it runs are in ui_check.js beside it.
    slider's handle, picks another dropdown option, clicks another toggle button...) and asserts the
    image's bytes change, timing the move -> new image. Readability, in the notebook column a learner
    reads (file browser folded away, ~1200 px in the 1280-px window): the smallest text of every figure
-   the kernel draws (measured in the kernel as it makes each PNG) must be at least MIN_TEXT_PX = 11 px
-   on screen, no figure may be shown shrunk to fit, and no printed table row may wrap. It fails when a
-   notebook shows an error, a control does not redraw, a notebook's median redraw exceeds
-   --max-median-ms (300 ms), or a readability check fails.
+   the kernel draws (measured in the kernel as it makes each PNG) must be at least the library's
+   MIN_TEXT_PX (posenc_lib.plots._style) on screen, no figure may be shown shrunk to fit, and no printed
+   table row may wrap. It fails when a notebook shows an error, a control does not redraw, a notebook's
+   median redraw exceeds --max-median-ms (300 ms), or a readability check fails.
 Both editions are checked, each with its own server: notebooks/ with the interface in English and
 notebooks/zh/ with it in Chinese (JupyterLab's zh_CN language pack, as `make lab-zh` serves it; the
 Run menu is clicked by its Chinese name, so an English interface fails), after checking that the
@@ -65,9 +65,10 @@ try:
 except ImportError:  # the static reading works without it; the live run says what to install
     sync_playwright = None
 
+from posenc_lib.plots._style import MIN_TEXT_PX  # the library's readability floor, which the tests hold too
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBES_JS = Path(__file__).with_name("ui_check.js")
-MIN_TEXT_PX = 11  # posenc_lib.plots._style.MIN_TEXT_PX (tests/test_project.py holds the two equal)
 VENV_BIN = Path(sys.executable).parent  # `make test-ui` runs .venv/bin/python
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
@@ -611,7 +612,8 @@ class Runner:
                                    polling=10)
         except PlaywrightTimeout:
             pass
-        rec = page.evaluate("() => { const {action, change, load, src1} = uic.rec; return {action, change, load, src1}; }")
+        rec = page.evaluate("() => { const {action, change, load, src1} = uic.rec; "
+                            "return {action, change, load, src1}; }")
         r.after = ctrl.evaluate(value)
         if rec["change"] is None:
             r.problem = (f"moved it ({method}; value {before} -> {r.after}) but the image did not change "

@@ -15,8 +15,9 @@ One job per module:
     own_encoding your encoding: one run beside the cached arms (07), once it keeps the protocol's rules
                  (checked by posenc_lib.encoding_rules, with the experiment's sizes: experiment_config)
     runner       the runs of 07 and 08 over worker processes, their provenance, run_all, live_run
-    results      data/ (found in one place), load_results, load_rope_model, write_results,
-                 load_model_configs (notebook 10's public configs)
+    paths        where data/ is (a clone's, else an installed wheel's), data_file naming what is missing
+    results      load_results, load_rope_model, write_results, load_model_configs (notebook 10's public
+                 configs)
     learned      notebook 04: the lag-copy task and the snapshots of a learned position table
     summary      readings of the cached results: 09's row per encoding, rankings, early positions, the
                  sliding baseline, the probe, exposure, the fine-tune arms
@@ -38,33 +39,73 @@ Context extension (notebook 08): the RoPE models are re-evaluated at 2L..8L with
 (plain RoPE, position interpolation, YaRN, and the base raised as deployed: ABF), three seeds
 (config.finetune_seeds), and evaluated and probed again.
 """
-from ..attention import where_it_acts
-from ..scaling import EXTENSION_METHODS
+from ..scaling import EXTENSION_METHODS  # notebook 08 reads it here (E.EXTENSION_METHODS)
 from .config import EXPERIMENT_ENCODINGS, FINETUNE_ARMS, ExperimentConfig, config_from
-from .corpus import (CORPUS_FILES, UNK_ID, VALID_FILES, VOCAB_SIZE, Corpus, corpus_paths, decode, encode, load_corpus,
-                     stdlib_dir)
-from .evaluation import (eval_ends, evaluate, evaluate_sliding, method_position_loss, rope_scaling, supports_length,
-                         set_rope_scaling)
+from .corpus import (
+    CORPUS_FILES,
+    UNK_ID,
+    VALID_FILES,
+    VOCAB_SIZE,
+    Corpus,
+    corpus_paths,
+    decode,
+    encode,
+    load_corpus,
+    stdlib_dir,
+)
+from .evaluation import (
+    eval_ends,
+    evaluate,
+    evaluate_sliding,
+    method_position_loss,
+    rope_scaling,
+    set_rope_scaling,
+    supports_length,
+)
 from .own_encoding import train_own_encoding
+from .paths import data_dir, data_file
 from .probe import make_probes, probe_cells, probe_windows, retrieval_probe
-from .results import (EXTENSION_FILE, EXTRAPOLATION_FILE, MODEL_CONFIGS_FILE, ROPE_STATE_FILE, STATE_FILES, data_dir, data_file,
-                      load_model_configs, load_results, load_rope_model, load_seed0_model, write_results)
-from ..numbers import seed_stats
-from .runner import (extension_eval, finetune_and_evaluate, live_run, run_all, summarize, summarize_probe,
-                     train_and_evaluate)
-from .summary import (context_effect, early_positions, encoding_summary, finetune_leads, finetune_share, probe_gains,
-                      rankings, training_exposure)
+from .results import (
+    EXTENSION_FILE,
+    EXTRAPOLATION_FILE,
+    MODEL_CONFIGS_FILE,
+    ROPE_STATE_FILE,
+    STATE_FILES,
+    load_model_configs,
+    load_results,
+    load_rope_model,
+    load_seed0_model,
+    write_results,
+)
+from .runner import (
+    extension_eval,
+    finetune_and_evaluate,
+    live_run,
+    run_all,
+    summarize,
+    summarize_probe,
+    train_and_evaluate,
+)
+from .summary import (
+    context_effect,
+    early_positions,
+    encoding_summary,
+    finetune_leads,
+    finetune_share,
+    probe_gains,
+    rankings,
+    training_exposure,
+)
 from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
-    "CORPUS_FILES", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
-    "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "STATE_FILES", "UNK_ID", "VALID_FILES", "VOCAB_SIZE", "Corpus",
-    "ExperimentConfig", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir", "data_file",
-    "decode", "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate",
-    "evaluate_sliding", "extension_eval", "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit",
-    "live_run", "load_corpus", "load_model_configs", "load_results", "load_rope_model", "load_seed0_model", "make_probes",
-    "method_position_loss", "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe",
-    "rope_scaling", "run_all", "seed_stats", "seeded_tinylm", "stdlib_dir", "summarize",
-    "summarize_probe", "supports_length", "train", "train_and_evaluate", "train_own_encoding", "training_exposure",
-    "warmup_cosine_lr", "where_it_acts", "set_rope_scaling", "write_results"
+    "CORPUS_FILES", "Corpus", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
+    "ExperimentConfig", "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "STATE_FILES", "UNK_ID",
+    "VALID_FILES", "VOCAB_SIZE", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir",
+    "data_file", "decode", "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate", "evaluate_sliding",
+    "extension_eval", "finetune_and_evaluate", "finetune_leads", "finetune_share", "fit", "live_run", "load_corpus",
+    "load_model_configs", "load_results", "load_rope_model", "load_seed0_model", "make_probes", "method_position_loss",
+    "probe_cells", "probe_gains", "probe_windows", "rankings", "retrieval_probe", "rope_scaling", "run_all",
+    "seeded_tinylm", "set_rope_scaling", "stdlib_dir", "summarize", "summarize_probe", "supports_length", "train",
+    "train_and_evaluate", "train_own_encoding", "training_exposure", "warmup_cosine_lr", "write_results",
 ]

@@ -10,7 +10,7 @@ from . import __doc__ as package_doc
 from .config import EXPERIMENT_ENCODINGS, ExperimentConfig
 from .corpus import CORPUS_ARCHIVE, CORPUS_FILES, write_corpus_archive
 from .learned import SNAPSHOT_STEM, make_learned_snapshots
-from .results import data_dir
+from .paths import data_dir
 from .runner import run_all
 
 QUICK_DIR = Path("/tmp/posenc_experiments_quick")

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from .paths import data_file
+
 #: stdlib modules (paths relative to sysconfig.get_paths()['stdlib']) that exist as single files in
 #: every CPython 3.10 .. 3.14 (none of them became a package or was removed), sorted.
 CORPUS_FILES = (
@@ -92,9 +94,9 @@ def stdlib_texts(root: Path | str | None = None) -> dict:
 
 def shipped_texts() -> tuple[dict, str]:
     """({name: text}, the Python version they come from) of data/corpus_stdlib.json.gz."""
-    from .results import data_file  # results -> training -> here: imported when used
     path = data_file(CORPUS_ARCHIVE, made_by="it is part of the repository (python -m posenc_lib.experiments "
-                                             "--write-corpus wrote it from a Python 3.11.7 standard library); restore it from git")
+                                             "--write-corpus wrote it from a Python 3.11.7 standard library); "
+                                             "restore it from git")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         archive = json.load(f)
     if sorted(archive["files"]) != sorted(CORPUS_FILES):

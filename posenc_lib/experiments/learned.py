@@ -28,9 +28,10 @@ import numpy as np
 import torch
 
 from .. import _checks
+from .._version import __version__
 from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
 from ..model import TinyLM
-from .results import data_dir, data_file
+from .paths import data_dir, data_file
 from .training import fit, seeded_tinylm
 
 SNAPSHOT_STEM = "learned_snapshots"
@@ -122,7 +123,8 @@ def interpolate_grid(table: torch.Tensor, grid: tuple[int, int], new_grid: tuple
     for name, value in (("grid", rows), ("grid", cols), ("new_grid", new_rows), ("new_grid", new_cols)):
         _checks.positive_int(name, value)
     if table.dim() != 2 or table.shape[0] != rows * cols:
-        raise ValueError(f"table must have shape (rows*cols={rows * cols}, dim) for grid {grid}, got {tuple(table.shape)}")
+        raise ValueError(f"table must have shape (rows*cols={rows * cols}, dim) for grid {grid}, "
+                         f"got {tuple(table.shape)}")
     image = table.detach().reshape(1, rows, cols, -1).permute(0, 3, 1, 2)         # (1, d, rows, cols)
     resized = torch.nn.functional.interpolate(image, size=(new_rows, new_cols), mode="bicubic", align_corners=False)
     return resized.permute(0, 2, 3, 1).reshape(new_rows * new_cols, -1)
@@ -195,7 +197,6 @@ def make_learned_snapshots(directory: str | Path | None = None, **overrides) -> 
     np.savez_compressed(directory / f"{SNAPSHOT_STEM}.npz", steps=np.asarray(run["steps"], dtype=np.int64),
                         tables=run["tables"].numpy().astype(np.float32),
                         losses=np.asarray(run["losses"], dtype=np.float32))
-    from .. import __version__
     provenance = dict(made_by=f"{__name__}.make_learned_snapshots()", config=config, flush_denormal=True,
                       task="copy the token `lag` places back (targets -100 where t < lag), uniform random tokens",
                       arrays={"steps": "recorded steps (n,)",

@@ -1,9 +1,5 @@
-"""The cached results in data/: where it is, reading them, writing them.
+"""The cached results in data/ (found by posenc_lib.experiments.paths): reading them, writing them.
 
-In a clone of the repository, data/ sits beside posenc_lib/ (next to pyproject.toml): the notebooks read
-it and `make experiments` writes it. An installed wheel carries the same files as package data,
-posenc_lib/data/, which the readers fall back on. Every reader goes through `data_file`, which names a
-missing path and the command that makes it.
 The files (formats in data/README.md):
     experiments_extrapolation.json       notebook 07 (run_all's "extrapolation" dict)
     experiments_context_extension.json   notebook 08 (run_all's "context_extension" dict)
@@ -21,6 +17,7 @@ import torch
 
 from ..model import TinyLM
 from .config import ExperimentConfig
+from .paths import data_file
 from .training import build_model
 
 EXTRAPOLATION_FILE = "experiments_extrapolation.json"
@@ -29,36 +26,7 @@ ROPE_STATE_FILE = "experiments_rope_L64_seed0.pt"
 # the trained models the notebooks read: seed 0 of these encodings, as run_all trained them
 STATE_FILES = {"rope": ROPE_STATE_FILE, "sinusoidal": "experiments_sinusoidal_L64_seed0.pt"}
 RESULT_FILES = {"extrapolation": EXTRAPOLATION_FILE, "context_extension": EXTENSION_FILE}
-MAKE_EXPERIMENTS = "run `make experiments` (python -m posenc_lib.experiments) in a clone of the repository"
 MODEL_CONFIGS_FILE = "model_configs.json"
-
-
-CLONE_DATA = Path(__file__).resolve().parents[2] / "data"        # a clone: <repo>/data beside posenc_lib/
-PACKAGE_DATA = Path(__file__).resolve().parents[1] / "data"      # a wheel: site-packages/posenc_lib/data
-
-
-def _is_clone() -> bool:
-    return CLONE_DATA.is_dir() and (CLONE_DATA.parent / "pyproject.toml").is_file()
-
-
-def data_dir(*, must_exist: bool = True) -> Path:
-    """Where the cached results are: the clone's data/, else the installed package's posenc_lib/data/.
-    must_exist=False: the path only (to write to; `make experiments` writes into the clone's data/)."""
-    path = CLONE_DATA if _is_clone() or not PACKAGE_DATA.is_dir() else PACKAGE_DATA
-    if must_exist and not path.is_dir():
-        raise FileNotFoundError(f"{path} is missing: posenc_lib's cached results live in data/ of a clone of the "
-                                f"repository and in an installed wheel's posenc_lib/data/; {MAKE_EXPERIMENTS} "
-                                f"to make them")
-    return path
-
-
-def data_file(name: str, directory: Path | str | None = None, *, made_by: str = MAKE_EXPERIMENTS) -> Path:
-    """<directory>/<name> (default directory: data_dir()), which must exist: FileNotFoundError naming the
-    path and `made_by`, how to make it."""
-    path = (data_dir() if directory is None else Path(directory)) / name
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: {made_by}")
-    return path
 
 
 def load_results(name: str = "extrapolation", data_dir: Path | str | None = None) -> dict:

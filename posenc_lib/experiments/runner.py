@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__
+from .._version import __version__
 from ..numbers import seed_stats
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
@@ -298,8 +298,8 @@ EXTRAPOLATION_DESCRIPTION = (
     "predicted from exactly train_len preceding characters (one window of train_len per character, "
     "scored at its last position). per_position_loss: mean loss at each position of the longest window "
     "(learned: of a train_len window). probe: the retrieval probe (posenc_lib.experiments.probe): a random "
-    "string of probe_len (top-level key) lowercase letters written twice into held-out text, the second copy at the end of "
-    "a window of multiple * train_len, the first `distance` characters before it; loss/accuracy on the "
+    "string of probe_len (top-level key) lowercase letters written twice into held-out text, the second copy at "
+    "the end of a window of multiple * train_len, the first `distance` characters before it; loss/accuracy on the "
     "second copy's characters 2..probe_len, control_* with the first copy replaced by another random "
     "string, gain = control_loss - loss. t5_bias (t5 runs): the learned relative_attention_bias shared by "
     "the layers, [bucket][head]. *_summary: mean/std/min/max over seeds.")

@@ -2,7 +2,7 @@
 drew (so tests can check a figure without a browser). No widgets, no state of their own, no training: a
 figure of trained models or experiments draws the results it is given. The one matplotlib setting the
 package changes is documented in _style: on import it appends a CJK font to rcParams["font.family"] as a
-fallback after your own families (Latin text is drawn as before); `remove_cjk_font()` takes it out again.
+fallback after your own families (Latin text keeps its font); `remove_cjk_font()` takes it out again.
 
 One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
 permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),
@@ -11,6 +11,7 @@ multidim (11), inference (12), serving (13).
 _style holds the shared look (tick labels, panel spacing, one colour per encoding).
 Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
 """
+from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)
 from .extension import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
@@ -22,4 +23,3 @@ from .review import *  # noqa: F401,F403
 from .rope import *  # noqa: F401,F403
 from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
-from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)

@@ -12,7 +12,7 @@ labels few and small, and places its panels itself (constrained layout would cos
 
 Chinese text (the Chinese edition's titles, labels and legends, see posenc_lib.i18n) needs a font with
 CJK glyphs; matplotlib's own DejaVu Sans has none and draws empty boxes. On import this module adds one
-as a fallback after the default family, so Latin text looks as before and only the CJK characters come
+as a fallback after the default family, so Latin text keeps its font and only the CJK characters come
 from the fallback: first Noto Sans CJK SC from the `mplfonts` package (PyPI; `make` installs it), else
 a CJK font the system has (fonts-wqy-microhei, fonts-noto-cjk, ...). With neither, switching to Chinese
 warns once, and the Chinese characters in figures are boxes.

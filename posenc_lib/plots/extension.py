@@ -23,9 +23,9 @@ from matplotlib.patches import Polygon
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from ..i18n import Text, tr
+from ..model import encoding_label
 from ..numbers import seed_stats
 from ..scaling import extension_scaling, rope_inv_freq
-from ..model import encoding_label
 from ._style import ENCODING_COLORS, tidy
 
 __all__ = [
@@ -99,7 +99,8 @@ def render_extrapolation(axes, results: dict, encoding: str = "all", multiple: i
         strong = encoding in ("all", enc)
         color = ENCODING_COLORS.get(enc, "k")
         alpha = 1.0 if strong else 0.15
-        ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4, label=encoding_label(enc))
+        ax_curve.plot(lengths, mean, "o-", color=color, alpha=alpha, lw=2 if encoding == enc else 1.4, ms=4,
+                      label=encoding_label(enc))
         if not np.isnan(mean[1:]).all():  # a learned table: one point, nothing to shade
             _band(ax_curve, lengths, low, high, color=color, alpha=0.2 * alpha)
         i = multiples.index(int(multiple))
@@ -237,8 +238,8 @@ def render_own_encoding(axes, results: dict, run: dict):
     out["own_train"] = (own_steps, own_loss)
     ax_train.set_xlabel(tr("step", "训练步"), fontsize=8)
     ax_train.set_ylabel(tr("training loss (nats/char)", "训练损失（nats/字符）"), fontsize=8)
-    ax_train.set_title(tr("training loss at L (the same batches at the same step)", "L 上的训练损失（同一步用同一批数据）"),
-                       fontsize=9, y=1.0)
+    ax_train.set_title(tr("training loss at L (the same batches at the same step)",
+                          "L 上的训练损失（同一步用同一批数据）"), fontsize=9, y=1.0)
     ax_train.legend(*ax_curve.get_legend_handles_labels(), fontsize=8, loc="upper right")  # the key of both panels
     tidy(ax_train, nbins=5)
     ax_curve.figure.subplots_adjust(left=0.07, right=0.97, wspace=0.25, bottom=0.16)
@@ -321,17 +322,19 @@ def render_retrieval(axes, results: dict, key: str = "probe_summary", groups=Non
     dist = data["groups"][names[0]]["by_distance"]["x"] if names else []
     ax_dist.set_xticks(dist, [f"{d:g}" for d in dist])
     ax_dist.axvline(L - k, color="k", lw=0.8, ls=":")
-    ax_dist.text(L - k, 0.03, tr(" both copies fit in L to the left", " 此线左侧两份都落在 L 之内"), fontsize=8, va="bottom",
-                 transform=ax_dist.get_xaxis_transform())
+    ax_dist.text(L - k, 0.03, tr(" both copies fit in L to the left", " 此线左侧两份都落在 L 之内"), fontsize=8,
+                 va="bottom", transform=ax_dist.get_xaxis_transform())
     ax_dist.set_xlabel(tr("distance between the copies (characters)", "两份之间的距离（字符数）"), fontsize=8)
-    ax_dist.set_ylabel(tr("gain: control - probe loss (nats/char)", "增益：对照损失 - 探针损失（nats/字符）"), fontsize=8)
+    ax_dist.set_ylabel(tr("gain: control - probe loss (nats/char)", "增益：对照损失 - 探针损失（nats/字符）"),
+                       fontsize=8)
     ax_dist.set_title(tr(f"retrieval by distance ({k} random letters, scored on the 2nd copy)",
                          f"检索随距离的变化（{k} 个随机字母，在第 2 份上计分）"), fontsize=9, y=1.0)
     wins = data["groups"][names[0]]["by_window"]["x"] if names else []
     ax_win.set_xticks(wins, [f"{w // L}L={w}" if w > L else f"L={w}" for w in wins])
     ax_win.axvline(L, color="k", lw=0.8, ls=":")
     ax_win.set_xlabel(tr("window (the copies back to back at its end)", "窗口（两份首尾相接放在末尾）"), fontsize=8)
-    ax_win.set_title(tr(f"distance {k}, ever further into the window", f"距离 {k}，在窗口中越来越靠后"), fontsize=9, y=1.0)
+    ax_win.set_title(tr(f"distance {k}, ever further into the window", f"距离 {k}，在窗口中越来越靠后"),
+                     fontsize=9, y=1.0)
     ax_win.legend(fontsize=8, ncol=2, loc="upper left")
     ax_dist.figure.subplots_adjust(left=0.08, right=0.98, wspace=0.25, bottom=0.16)
     return {**data, "ylim": ylim, "copier_gain": copier}
@@ -346,10 +349,10 @@ def rope_scaling_data(method: str = "yarn", factor: float = 4.0, dim: int = 16, 
 
     The scaling dict is the experiments' (`posenc_lib.scaling.extension_scaling`; dynamic: its fixed
     factor at seq_len = factor * original_max); method "abf" is plain RoPE with the base raised from
-    `base` to `abf_base` ({"rope_type": "default", "rope_theta": abf_base}, whatever the factor). Returns dict(theta, scaled, attention_factor, wavelength,
-    scaled_wavelength, turns_train (original_max * theta / 2 pi), turns_long (factor * original_max
-    * scaled / 2 pi), ratio (scaled / theta), scaling, long_len, and per pair:
-    slow (turns_train < 1), kept (ratio 1: untouched), interpolated (ratio 1/factor: fully interpolated),
+    `base` to `abf_base` ({"rope_type": "default", "rope_theta": abf_base}, whatever the factor). Returns
+    dict(theta, scaled, attention_factor, wavelength, scaled_wavelength, turns_train (original_max * theta
+    / 2 pi), turns_long (factor * original_max * scaled / 2 pi), ratio (scaled / theta), scaling, long_len,
+    and per pair: slow (turns_train < 1), kept (ratio 1: untouched), interpolated (ratio 1/factor: fully interpolated),
     interpolation ((1 - ratio) / (1 - 1/factor): 0 untouched, 1 fully interpolated; above 1 where a
     method slows a pair more than 1/factor, e.g. dynamic NTK); and first_slow (index of the first slow
     pair, None if none) and overshoot (max turns_long / turns_train over the slow pairs, None if none)).
@@ -396,7 +399,8 @@ def render_rope_scaling(axes, method: str = "yarn", factor: float = 4.0, dim: in
     ax_wave.set_ylabel(tr("wavelength 2π/θ (tokens)", "波长 2π/θ（token 数）"), fontsize=8)
     ax_wave.legend(fontsize=8, loc="upper left")
     ax_wave.set_title(tr(f"{METHOD_LABELS[method]}, factor {factor:g}, head dim {dim}, L0 {original_max}",
-                         f"{METHOD_LABELS[method]}，因子 {factor:g}，头维度 {dim}，L0 {original_max}"), fontsize=9, y=1.0)
+                         f"{METHOD_LABELS[method]}，因子 {factor:g}，头维度 {dim}，L0 {original_max}"),
+                      fontsize=9, y=1.0)
     _tidy(ax_wave)
     top = int(math.ceil(math.log10(max(d["scaled_wavelength"].max(), d["long_len"]))))
     ax_wave.yaxis.set_major_locator(FixedLocator([10.0 ** k for k in range(0, top + 1, 2 if top > 5 else 1)]))

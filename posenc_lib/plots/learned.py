@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..absolute import sinusoidal_table
-from ..absolute import position_similarity, similarity_by_distance
+from ..absolute import position_similarity, similarity_by_distance, sinusoidal_table
 from ..i18n import Text, tr
 from ._style import side_colorbar, tidy, to_numpy, two_panels
 
@@ -36,7 +35,8 @@ def render_similarity(ax, similarity, *, title: str = "", colorbar: bool = False
     return data
 
 
-def render_similarity_pair(axes, learned, sinusoidal, *, learned_title: str = Text("learned (trained)", "可学习（训练所得）"),
+def render_similarity_pair(axes, learned, sinusoidal, *,
+                           learned_title: str = Text("learned (trained)", "可学习（训练所得）"),
                            sinusoidal_title: str = Text("sinusoidal (fixed)", "正弦（固定）")):
     """Learned and sinusoidal similarity matrices side by side; returns dict(learned, sinusoidal) as numpy."""
     ax_l, ax_s = axes
@@ -58,7 +58,8 @@ def render_learned_snapshot(axes, step: int, *, snapshots: dict, reference=None)
     similarity = position_similarity(snapshots["tables"][index])
     losses = snapshots["losses"]
     loss = losses[step] if step < len(losses) else losses[-1]
-    data = render_similarity(ax_map, similarity, title=tr(f"step {step}: loss {loss:.3f}", f"第 {step} 步：损失 {loss:.3f}"))
+    data = render_similarity(ax_map, similarity,
+                             title=tr(f"step {step}: loss {loss:.3f}", f"第 {step} 步：损失 {loss:.3f}"))
     by_distance = similarity_by_distance(similarity).numpy()
     distance = np.arange(len(by_distance))
     ax_curve.plot(distance, by_distance, color="C0", lw=1.5, label=tr(f"learned, step {step}", f"可学习，第 {step} 步"))
@@ -93,7 +94,8 @@ def render_position_accuracy(ax, accuracy, *, trained_len: int, label: str = "")
     return acc
 
 
-def render_attention_logits(axes, logits, *, lag: int = 1, title: str = Text("head {h}", "头 {h}"), floor: float = -6.0):
+def render_attention_logits(axes, logits, *, lag: int = 1, title: str = Text("head {h}", "头 {h}"),
+                            floor: float = -6.0):
     """One heatmap per head of (H, T, T) attention logits (query t = row, key s = column), each row shown
     relative to its own largest visible logit (the softmax of a row ignores a constant added to it), down
     to `floor`; the masked future (s > t) blank, each row's largest logit marked with a dot, the diagonal

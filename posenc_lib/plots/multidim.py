@@ -26,7 +26,6 @@ __all__ = ["AXIS_COLORS", "patch_score_map", "render_flattening", "render_patch_
            "render_mrope_sections", "render_mrope_positions"]
 
 AXIS_COLORS = {"t": "#1f77b4", "h": "#ff7f0e", "w": "#2ca02c"}
-_MODALITY = ("text", "image", "video")
 _MODALITY_TINTS = ListedColormap(["#f2f2f2", "#fde0c5", "#d4ecd4"])  # text, image, video
 _MODALITY_NAMES = {"text": Text("text", "文本"), "image": Text("image", "图像"), "video": Text("video", "视频")}
 
@@ -156,7 +155,8 @@ def render_mrope_sections(ax, temporal: int = 16, height: int = 24, interleaved:
     ax.set_ylim(1, 2 * math.pi * base * 3)
     ax.set_xlabel(tr("pair i", "频率对 i"), fontsize=8)
     ax.set_ylabel(tr("wavelength 2 pi / theta_i", "波长 2 pi / theta_i"), fontsize=8)
-    kind = tr("interleaved (Qwen3-VL)", "交错（Qwen3-VL）") if interleaved else tr("chunks (Qwen2-VL)", "分块（Qwen2-VL）")
+    kind = (tr("interleaved (Qwen3-VL)", "交错（Qwen3-VL）") if interleaved
+            else tr("chunks (Qwen2-VL)", "分块（Qwen2-VL）"))
     if "error" in data:
         ax.text(pairs / 2, 2 * math.pi * 30, "\n".join(_wrap(data["error"], 60)), ha="center", va="center",
                 fontsize=8, color="C3")

@@ -14,9 +14,9 @@ import math
 import numpy as np
 import torch
 
+from .. import _checks
 from ..absolute import SinusoidalEncoding
 from ..attention import attention
-from .. import _checks
 from ..i18n import get_language, tr
 from ._style import tidy
 
@@ -114,7 +114,8 @@ def render_permutation(axes, perm=(1, 2, 0), encoding: str = "none", causal: boo
     ax_a, ax_b, ax_c = axes
     which = tr(f", layer {layers}", f"，第 {layers} 层") if layers > 1 else ""
     _attention_map(ax_a, result["weights"], result["tokens"], tr(f"original order{which}", f"原始语序{which}"))
-    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"], tr(f"permuted order{which}", f"打乱后的语序{which}"))
+    _attention_map(ax_b, result["weights_perm"], result["tokens_perm"],
+                   tr(f"permuted order{which}", f"打乱后的语序{which}"))
     moved = result["token_errors"].double().numpy()
     labels = [_label(t) for t in result["tokens_perm"]] + [tr("mean\npool", "均值\n池化")]
     values = list(moved) + [result["pooled_error"]]

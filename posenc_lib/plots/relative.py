@@ -39,8 +39,8 @@ def render_shaw_clipping(axes, max_relative_position: int = 3, *, length: int = 
     image = ax_map.imshow(clipped, cmap="PuOr", vmin=-max(k, 1), vmax=max(k, 1), interpolation="nearest")
     ax_map.set_xlabel(tr("key j", "键 j"), fontsize=8)
     ax_map.set_ylabel(tr("query i", "查询 i"), fontsize=8)
-    ax_map.set_title(tr(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings", f"clip(j - i, -{k}, {k})：{2 * k + 1} 个嵌入"),
-                     fontsize=9)
+    ax_map.set_title(tr(f"clip(j - i, -{k}, {k}): {2 * k + 1} embeddings",
+                        f"clip(j - i, -{k}, {k})：{2 * k + 1} 个嵌入"), fontsize=9)
     tidy(ax_map)
     side_colorbar(ax_map, image)
     i = length // 2
@@ -83,7 +83,8 @@ def render_t5_buckets(axes, num_buckets: int = 32, max_distance: int = 128, *, s
         ax.set_xlabel(tr(f"r = key - query (linear for |r| <= {linthresh}, log beyond)",
                          f"r = 键 - 查询（|r| <= {linthresh} 为线性，之外为对数）"), fontsize=8)
         used = int(torch.unique(buckets).numel())  # bidirectional: bucket n (the after side's distance 0) is never used
-        ax.set_title(tr(f"{name}: {used} of {total} buckets used", f"{name}：用到 {total} 个桶中的 {used} 个"), fontsize=9)
+        ax.set_title(tr(f"{name}: {used} of {total} buckets used", f"{name}：用到 {total} 个桶中的 {used} 个"),
+                     fontsize=9)
         tidy(ax)
     axes[0].set_ylabel(tr("bucket", "桶"), fontsize=8)
     axes[1].text(-span * 0.8, num_buckets * 0.1, tr("past (r < 0)", "过去（r < 0）"), fontsize=8)

@@ -15,8 +15,8 @@ import torch
 from ..absolute import LearnedEncoding, SinusoidalEncoding
 from ..alibi import ALiBi
 from ..attention import NoPE
-from ..model import encoding_label
 from ..i18n import Text, tr
+from ..model import encoding_label
 from ..relative import T5RelativeBias
 from ..rope import RotaryEmbedding
 from ..scaling import ROPE_SCALINGS, rope_inv_freq
@@ -71,7 +71,8 @@ def render_shift_invariance(ax, data: dict, floor: float = 1e-17):
     ax.text(shifts[0], 1e-12, tr(" rounding level", " 舍入误差量级"), fontsize=8, va="bottom")
     zeros = [name for name, values in data["change"].items() if max(values) == 0.0]
     if zeros:
-        ax.text(shifts[0], floor * 4, tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(map(encoding_label, zeros)),
+        ax.text(shifts[0], floor * 4,
+                tr(" exactly 0 (overlapping): ", " 恰好为 0（曲线重合）：") + ", ".join(map(encoding_label, zeros)),
                 fontsize=8, va="bottom")
     ax.set_xscale("log")
     ax.set_xlabel(tr("shift of the whole sequence (positions)", "整个序列平移的位置数"), fontsize=8)
@@ -96,7 +97,8 @@ def encoding_table_markdown(rows: list) -> str:
         else:
             measured = [f"{r['loss_at_L']:.3f}"] + [tr("n/a", "无") if r["rise"][m] is None else f"{r['rise'][m]:+.3f}"
                                                     for m in multiples]
-        lines.append(f"| {encoding_label(r['encoding'])} | {r['acts']} | {r['parameters']} | " + " | ".join(measured) + " |")
+        lines.append(f"| {encoding_label(r['encoding'])} | {r['acts']} | {r['parameters']} | "
+                     + " | ".join(measured) + " |")
     return "\n".join(lines)
 
 
@@ -104,8 +106,8 @@ def variant_table_markdown(variants: dict, where: dict) -> str:
     """A Markdown table with one row per variant (the keys of `where`, in order): where it is taught
     (`where[variant]`) and the models that use it, from `variants` = {model name: its variant names,
     e.g. configs.ModelPositions.variants()}. "-": no model in `variants` uses it."""
-    lines = [tr("| variant | notebook | models among the shipped configs |", "| 变体 | notebook | 随附配置中用到它的模型 |"),
-             "|---|---|---|"]
+    lines = [tr("| variant | notebook | models among the shipped configs |",
+                "| 变体 | notebook | 随附配置中用到它的模型 |"), "|---|---|---|"]
     for variant, notebook in where.items():
         users = [name for name, used in variants.items() if variant in used]
         lines.append(f"| {VARIANT_LABELS.get(variant, variant)} | {notebook} | {', '.join(users) if users else '-'} |")
@@ -118,7 +120,8 @@ VARIANT_LABELS = {
     "base > 10k": Text("base > 10k", "base > 10k（底数大于 10,000）"),
     "partial rotary": Text("partial rotary", "partial rotary（部分旋转）"),
     "llama3": Text("llama3", "llama3（Llama 3.1 的缩放）"), "yarn": Text("yarn", "yarn（YaRN 缩放）"),
-    "linear": Text("linear", "linear（线性位置插值 PI）"), "longrope": Text("longrope", "longrope（LongRoPE 逐对因子）"),
+    "linear": Text("linear", "linear（线性位置插值 PI）"),
+    "longrope": Text("longrope", "longrope（LongRoPE 逐对因子）"),
     "local/global bases": Text("local/global bases", "local/global bases（局部层/全局层各用一个底数）"),
     "sliding-window layers": Text("sliding-window layers", "sliding-window layers（滑动窗口层）"),
     "NoPE layers": Text("NoPE layers", "NoPE layers（不用位置编码的注意力层）"),
@@ -142,8 +145,9 @@ SCALING_METHODS = {
                           "在 L0 内转 ≥ β_fast 圈的对取 θ_i，≤ β_slow 圈的取 θ_i / s，中间为斜坡")),
     "longrope": ("LongRoPE", Text("θ_i / λ_i: short_factor up to L0, long_factor beyond",
                                   "θ_i / λ_i：L0 以内用 short_factor，超过后用 long_factor")),
-    "llama3": ("Llama 3.1", Text("θ_i if λ_i < L0/high_freq_factor, θ_i / s if λ_i > L0/low_freq_factor, smooth between",
-                                 "λ_i < L0/high_freq_factor 时取 θ_i，λ_i > L0/low_freq_factor 时取 θ_i / s，中间平滑过渡")),
+    "llama3": ("Llama 3.1",
+               Text("θ_i if λ_i < L0/high_freq_factor, θ_i / s if λ_i > L0/low_freq_factor, smooth between",
+                    "λ_i < L0/high_freq_factor 时取 θ_i，λ_i > L0/low_freq_factor 时取 θ_i / s，中间平滑过渡")),
     "proportional": (Text("p-RoPE (Gemma 4)", "截去慢频率的 RoPE（p-RoPE，Gemma 4）"),
                      Text("θ_i for the fastest p·d/2 pairs (p = partial_rotary_factor), 0 for the others",
                           "最快的 p·d/2 对取 θ_i（p = partial_rotary_factor），其余为 0")),
@@ -192,7 +196,8 @@ def scaling_cheat_sheet(models: dict, *, factor: float = 4.0, dim: int = 128, or
         plain = rope_inv_freq(head)[0]
         rows.append({**row, "first": float(scaled[0] / plain[0]), "last": float(scaled[-1] / plain[-1]),
                      "attention_factor": float(attention),
-                     "setting": (head, None if scaling is None or "factor" not in scaling else float(scaling["factor"]))})
+                     "setting": (head, None if scaling is None or "factor" not in scaling
+                                 else float(scaling["factor"]))})
     return rows
 
 

@@ -63,7 +63,8 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         angle = float(np.arctan2(rk[0] * rq[1] - rk[1] * rq[0], rk @ rq))  # signed, from R_n k to R_m q
         circle = np.linspace(0, 2 * np.pi, 120)
         ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.88", lw=0.8)
-        for vec, color, ls, lw in ((q0, "C0", "--", 0.9), (k0, "C1", "--", 0.9), (rq, "C0", "-", 1.8), (rk, "C1", "-", 1.8)):
+        for vec, color, ls, lw in ((q0, "C0", "--", 0.9), (k0, "C1", "--", 0.9),
+                                   (rq, "C0", "-", 1.8), (rk, "C1", "-", 1.8)):
             ax.annotate("", xy=tuple(vec), xytext=(0, 0),
                         arrowprops={"arrowstyle": "->", "color": color, "lw": lw, "ls": ls})
         arg_q, arg_k = float(np.arctan2(q0[1], q0[0])), float(np.arctan2(k0[1], k0[0]))
@@ -81,7 +82,7 @@ def render_rope_rotation(axes, m: int = 3, n: int = 1, *, shift: int = 3, q=(1.0
         ax.set_ylim(-1.3 * radius, 1.3 * radius)
         ax.set_xticks([])
         ax.set_yticks([])
-        # one short line each, so that the caption stays under its own square panel (issue 37: it was cut)
+        # one short line each, so that the caption stays under its own square panel
         ax.set_xlabel(tr(f"dashed: q, k before turning;\nthin arcs: the turns {pm}θ, {pn}θ;\n"
                          "black arc: the angle between them",
                          f"虚线：旋转前的 q、k；\n细弧：转角 {pm}θ、{pn}θ；\n"
@@ -114,7 +115,8 @@ def render_rope_score(axes, m: int = 5, n: int = 2, *, q: torch.Tensor, k: torch
     relative = torch.arange(-span, span + 1)
     ax_rel.plot(relative.numpy(), curve, color="0.5", lw=1)
     ax_rel.plot([m - n], [score], "o", color="C3", ms=6)
-    ax_rel.set_xlabel(tr("m - n  (query - key; = -r, r = key - query)", "m - n（查询 - 键；= -r，r = 键 - 查询）"), fontsize=8)
+    ax_rel.set_xlabel(tr("m - n  (query - key; = -r, r = key - query)", "m - n（查询 - 键；= -r，r = 键 - 查询）"),
+                      fontsize=8)
     ax_rel.set_title(tr("score against m - n", "分数随 m - n 的变化"), fontsize=9)
     tidy(ax_rel)
     two_panels(axes)
@@ -155,8 +157,8 @@ def render_rope_decay_bound(ax, base: float = 10000.0, dim: int = 128, *, max_di
     distance = torch.arange(max_distance + 1)
     bound = rope_decay_bound(distance, dim, base).numpy()
     reference = _reference_bound(max_distance)
-    ax.plot(distance.numpy(), bound, color="C0", lw=2.0, label=tr(f"base {base:g}, dim {dim}", f"底数 {base:g}，维度 {dim}"),
-            zorder=2)
+    ax.plot(distance.numpy(), bound, color="C0", lw=2.0,
+            label=tr(f"base {base:g}, dim {dim}", f"底数 {base:g}，维度 {dim}"), zorder=2)
     ax.plot(distance.numpy(), reference, color="k", lw=0.8, ls=(0, (4, 3)), zorder=3,
             label=tr(f"reference: base {DECAY_REFERENCE['base']:g}, dim {DECAY_REFERENCE['dim']}",
                      f"参考：底数 {DECAY_REFERENCE['base']:g}，维度 {DECAY_REFERENCE['dim']}"))
@@ -228,7 +230,8 @@ def render_rope_precision(ax, errors: dict):
         "naive_bf16": (tr("naive: angles in bf16", "朴素：角度用 bf16 算"), {"color": "C3", "lw": 1.2}),
         "naive_fp32": (tr("naive: angles in float32", "朴素：角度用 float32 算"), {"color": "C1", "lw": 1.2}),
         "library_fp32": (tr("library, float32 input", "本库，float32 输入"), {"color": "C2", "lw": 1.2}),
-        "library_bf16": (tr("library, bf16 input", "本库，bf16 输入"), {"color": "C0", "lw": 1.0, "marker": "o", "ms": 3}),
+        "library_bf16": (tr("library, bf16 input", "本库，bf16 输入"),
+                         {"color": "C0", "lw": 1.0, "marker": "o", "ms": 3}),
     }
     for name, (label, style) in styles.items():
         if name in errors:

@@ -37,7 +37,8 @@ def render_context_shift(ax, length: int = 16, n_keep: int = 2, n_discard: int =
     ax.set_xticks([])
     ax.tick_params(labelsize=8, length=0)
     ax.set_xlabel(tr(f"cached tokens: kept (green), dropped (grey), moved by -{n_discard} (blue); the number is the "
-                     f"position RoPE uses", f"缓存的 token：保留（绿）、丢弃（灰）、左移 {n_discard}（蓝）；数字是 RoPE 用的位置"),
+                     f"position RoPE uses",
+                     f"缓存的 token：保留（绿）、丢弃（灰）、左移 {n_discard}（蓝）；数字是 RoPE 用的位置"),
                   fontsize=8)
     return {"before": before, "after": after}
 

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
-from ..relative import diagonal_spread
 from ..i18n import Text, tr
+from ..relative import diagonal_spread
 from ..rope import apply_rope, rope_matrix
 from ._style import tidy, to_numpy
 
@@ -47,7 +47,8 @@ def render_device_check(axes, device: str = "cpu", dtype: str = "float32", num_p
     if torch.device(device).type == "mps" and torch_dtype == torch.float64:
         for ax in axes:
             ax.set_axis_off()
-        ax_values.set_title(tr("mps has no float64: pick another dtype", "mps 不支持 float64：请换一种 dtype"), fontsize=9)
+        ax_values.set_title(tr("mps has no float64: pick another dtype", "mps 不支持 float64：请换一种 dtype"),
+                            fontsize=9)
         return {"device": device, "dtype": dtype, "library_error": float("nan"), "naive_error": float("nan"),
                 "seconds": 0.0}
     start = time.perf_counter()
@@ -165,7 +166,8 @@ def render_pe_dot(ax, d_model: int = 128, base: float = 10000.0, position: int =
     offsets = np.arange(-length + 1, length)
     omega = sinusoidal_frequencies(d_model, base=base, dtype=torch.float64).numpy()
     closed = np.cos(offsets[:, None] * omega[None, :]).sum(axis=1)
-    ax.plot(offsets + position, closed, color="lightgray", lw=2, label=tr("Σ cos(k·ω_i), any k", "Σ cos(k·ω_i)，任意 k"))
+    ax.plot(offsets + position, closed, color="lightgray", lw=2,
+            label=tr("Σ cos(k·ω_i), any k", "Σ cos(k·ω_i)，任意 k"))
     ax.plot(np.arange(length), dots, lw=1, label=f"PE({position})·PE(q)")
     ax.axvline(position, color="black", lw=0.6)
     ax.set_xlim(-0.5, length - 0.5)

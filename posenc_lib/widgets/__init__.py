@@ -5,9 +5,8 @@ One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, lea
 extension, production, multidim, serving, inference. BUILDERS maps a name to a zero-argument builder;
 tests and `make bench` walk it, so every builder a notebook uses is registered in its topic module's BUILDERS.
 """
-from . import (extension, inference, learned, multidim, permutation, production, relative, rope, serving,
-               sinusoidal)
-from ._base import InteractiveFigure
+from . import extension, inference, learned, multidim, permutation, production, relative, rope, serving, sinusoidal
+from ._base import InteractiveFigure as InteractiveFigure  # public: the class every builder returns
 from .extension import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403

@@ -59,7 +59,8 @@ def extension_explorer(extension: dict | None = None) -> InteractiveFigure:
     }
     return InteractiveFigure(render_extension, controls, figsize=(7.0, 3.8),
                              extra={"extension": extension},
-                             title=tr("context extension of the RoPE model (cached)", "RoPE 模型的上下文扩展（缓存结果）"))
+                             title=tr("context extension of the RoPE model (cached)",
+                                      "RoPE 模型的上下文扩展（缓存结果）"))
 
 
 BUILDERS: dict = {  # name -> zero-argument builder returning an InteractiveFigure
