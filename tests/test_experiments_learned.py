@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_lib import TinyLM
+from posenc_lib import TinyLM, position_similarity, similarity_by_distance
 from posenc_lib.experiments import learned as ld
 from posenc_lib.experiments.paths import data_dir
 
@@ -56,8 +56,8 @@ def test_shipped_snapshots_reproduce_with_a_short_run():
 def test_shipped_snapshots_show_structure_forming():
     """What notebook 04 claims: random at step 0, near positions alike and far ones not by the end, loss low."""
     snap = ld.load_learned_snapshots()
-    first = ld.similarity_by_distance(ld.position_similarity(snap["tables"][0]))
-    last = ld.similarity_by_distance(ld.position_similarity(snap["tables"][-1]))
+    first = similarity_by_distance(position_similarity(snap["tables"][0]))
+    last = similarity_by_distance(position_similarity(snap["tables"][-1]))
     assert first[1:].abs().max() < 0.2  # random init: no structure
     assert last[1] > 0.8 and last[16] < 0  # neighbours alike, distant positions opposed
     assert snap["losses"][-1] < 0.1 < snap["losses"][0]

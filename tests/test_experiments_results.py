@@ -7,10 +7,11 @@ import math
 
 import pytest
 
-from posenc_lib.experiments import (CORPUS_FILES, EXPERIMENT_ENCODINGS, EXTENSION_METHODS, VALID_FILES, VOCAB_SIZE,
+from posenc_lib.experiments import (CORPUS_FILES, EXPERIMENT_ENCODINGS, VALID_FILES, VOCAB_SIZE,
                                     config_from, eval_ends, evaluate, load_corpus)
 from posenc_lib.experiments import paths as P
 from posenc_lib.experiments import results as S
+from posenc_lib.scaling import EXTENSION_METHODS
 
 
 @pytest.fixture(scope="module")

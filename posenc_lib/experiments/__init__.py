@@ -39,7 +39,6 @@ Context extension (notebook 08): the RoPE models are re-evaluated at 2L..8L with
 (plain RoPE, position interpolation, YaRN, and the base raised as deployed: ABF), three seeds
 (config.finetune_seeds), and evaluated and probed again.
 """
-from ..scaling import EXTENSION_METHODS  # notebook 08 reads it here (E.EXTENSION_METHODS)
 from .config import EXPERIMENT_ENCODINGS, FINETUNE_ARMS, ExperimentConfig, config_from
 from .corpus import (
     CORPUS_FILES,
@@ -99,7 +98,7 @@ from .summary import (
 from .training import build_model, fit, seeded_tinylm, train, warmup_cosine_lr
 
 __all__ = [
-    "CORPUS_FILES", "Corpus", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTENSION_METHODS", "EXTRAPOLATION_FILE",
+    "CORPUS_FILES", "Corpus", "EXPERIMENT_ENCODINGS", "EXTENSION_FILE", "EXTRAPOLATION_FILE",
     "ExperimentConfig", "FINETUNE_ARMS", "MODEL_CONFIGS_FILE", "ROPE_STATE_FILE", "STATE_FILES", "UNK_ID",
     "VALID_FILES", "VOCAB_SIZE", "build_model", "config_from", "context_effect", "corpus_paths", "data_dir",
     "data_file", "decode", "early_positions", "encode", "encoding_summary", "eval_ends", "evaluate", "evaluate_sliding",

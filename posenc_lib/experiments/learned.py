@@ -29,7 +29,6 @@ import torch
 
 from .. import _checks
 from .._version import __version__
-from ..absolute import position_similarity, similarity_by_distance  # noqa: F401  (notebook 04 imports them here)
 from ..model import TinyLM
 from .paths import data_dir, data_file
 from .training import fit, seeded_tinylm
