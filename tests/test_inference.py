@@ -79,12 +79,23 @@ def test_a_scaling_that_changes_with_the_length_needs_unrotated_keys(scaling):
 
 # ------------------------------------------------------------------ positions from the mask
 def test_position_ids_follow_generate():
+    """The position_ids generate() passes to the model's forward (read by a forward pre-hook): the prefill's
+    are position_ids_from_mask's; the next step's are each row's last column's position + 1, the last real
+    position + 1 (KVCache.next_positions) for a row that ends in a real token."""
     mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
     assert position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, 0, 0]]
-    model = transformers.LlamaForCausalLM(_llama_config())
-    ids = torch.ones(3, 5, dtype=torch.long)
-    theirs = model._prepare_position_ids_for_generation(ids, {"attention_mask": mask})
-    assert torch.equal(position_ids_from_mask(mask), theirs)
+    model = transformers.LlamaForCausalLM(_llama_config()).eval()
+    passed = []
+    hook = model.register_forward_pre_hook(lambda module, args, kwargs: passed.append(kwargs["position_ids"]),
+                                           with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model.generate(torch.ones(3, 5, dtype=torch.long), attention_mask=mask, max_new_tokens=2, do_sample=False)
+    finally:
+        hook.remove()
+    prefill, step = passed
+    assert torch.equal(position_ids_from_mask(mask), prefill)
+    assert step[:2, 0].tolist() == [3, 5] and step[2, 0] == prefill[2, -1] + 1
     # with a cache: the next tokens continue from each row's last real position
     more = position_ids_from_mask(torch.tensor([[1, 1], [1, 1], [1, 1]]), start=torch.tensor([3, 5, 3]))
     assert more.tolist() == [[3, 4], [5, 6], [3, 4]]
