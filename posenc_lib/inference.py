@@ -7,6 +7,9 @@ steps, so a step computes q, k, v for the new tokens only:
            k_all, v_all = cache.update(layer, k, v)    (batch, heads, T_cached + T_new, head_dim)
            out = softmax(q k_all^T / sqrt(d) + bias) v_all
 
+`MultiHeadAttention(x_new, positions, cache=cache, layer=i)` (posenc_lib.attention) is that step, the
+same hook sequence as a full forward; `decode_step` runs a whole TinyLM so.
+
 What positions have to do with it, per place an encoding acts (posenc_lib.attention):
   * rotates q and k (RoPE): a cached key was rotated by ITS position n when it was made; the new query
     is rotated by its own position m, and q.k depends on m - n as in one full forward. So keys may be
@@ -19,6 +22,9 @@ What positions have to do with it, per place an encoding acts (posenc_lib.attent
     cache keeps the keys' positions beside them (`key_positions`).
   * added to the input (sinusoidal, learned): the new tokens get their positions at the embedding;
     a learned table has rows for positions < max_len only, so the cache cannot grow past it.
+  * edits the scores from more than positions (gates from q.k or from x): the keys are cached, the
+    layer's input x is not; what the score hook needs of each key's x is its token state
+    (`PositionalEncoding.token_state`), which the cache keeps beside the key (`KVCache.states`).
 
 Positions with padding. A batch of prompts of different lengths is padded; with left padding a row's
 real tokens start after its pads, so its positions must start there too. transformers' generate()
@@ -342,8 +348,7 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     x = model.token_embedding(idx)                                               # (B, T, D)
     x = model.encoding.add_to_input(x, positions)                               # learned: positions < max_len
     for layer, block in enumerate(model.blocks):
-        x = x + block.attn(block.ln1(x), positions, cache=cache, layer=layer, valid=valid, window=window)
-        x = x + block.mlp(block.ln2(x))
+        x = block(x, positions, cache=cache, layer=layer, valid=valid, window=window)
     return model.head(model.ln_f(x))
 
 
@@ -759,7 +764,7 @@ class RingBufferCache(KVCache):
         W, n, T = self.window, self.written[layer], k.shape[-2]
         names = sorted(state or {})                     # every per-token tensor goes through the same slots
         new = (k, v, positions, valid, *(state[name] for name in names))
-        held = (*self.layers[layer], *(self.states[layer][name] for name in names)) if n else \
+        held = (*self.layers[layer], *(self.states[layer][name] for name in names)) if self.layers[layer] else \
             tuple(t.narrow(_token_dim(t), 0, 0) for t in new)
         if n >= W:                                      # slot order -> text order: the oldest, n - W, is in slot n % W
             held = tuple(t.roll(-(n % W), _token_dim(t)) for t in held)

@@ -175,7 +175,7 @@ def test_posenc_lib_reproduces_llama_step_by_step():
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
     torch.testing.assert_close(theirs, full, atol=1e-5, rtol=0)
     # the cached keys are the same numbers: rotated at their positions, (batch, kv_heads, T, head_dim)
-    torch.testing.assert_close(ours_cache.layers[1][0], hf_cache.layers[1].keys, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours_cache.layers[1].keys, hf_cache.layers[1].keys, atol=1e-5, rtol=0)
     # and the check can fail: the last step's query at the wrong position
     wrong_cache = KVCache(2)
     with torch.no_grad():
