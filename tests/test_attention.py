@@ -311,6 +311,22 @@ def test_an_encoding_of_the_four_hooks_runs_as_the_edit_it_stands_for():
         torch.testing.assert_close(got[0], old(x)[:, t:t + 1], atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("window", [None, 3])
+def test_one_attention_path_whole_or_a_token_at_a_time(window):
+    """MultiHeadAttention over 7 tokens at once, and fed one token a step with a KV cache, agree (with and
+    without a sliding window: the one causal_mask for both); the window changes the output."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, encoding=ALiBi(2), causal=True)
+    x = torch.randn(2, 7, 16)
+    whole = mha(x, window=window)
+    cache = KVCache(1)
+    steps = torch.cat([mha(x[:, t:t + 1], cache=cache, window=window) for t in range(7)], 1)
+    torch.testing.assert_close(steps, whole, atol=1e-6, rtol=0)
+    if window is not None:
+        assert (whole[:, window:] - mha(x)[:, window:]).abs().max() > 1e-3
+        torch.testing.assert_close(whole[:, :window], mha(x)[:, :window], atol=0, rtol=0)
+
+
 def test_calling_an_extended_encoding_applies_its_first_hook():
     torch.manual_seed(0)
     x, q, k = torch.randn(1, 5, 32), torch.randn(1, 4, 5, 8), torch.randn(1, 4, 5, 8)
@@ -352,6 +368,11 @@ def test_mha_of_an_empty_sequence_is_empty():
     for kind in ENCODINGS:
         mha = MultiHeadAttention(16, 2, encoding=make_encoding(kind, d_model=16, num_heads=2), causal=True)
         assert mha(torch.zeros(2, 0, 16)).shape == (2, 0, 16), kind
+
+
+class _ScoresOfOneRow(PositionalEncoding):
+    def edit_scores(self, scores, inputs):
+        return scores[..., :1, :]
 
 
 # ------------------------------------------------------------------ bad input: (id, call, exception, message)
@@ -411,6 +432,15 @@ BAD = [
      r"positions must be an integer tensor"),
     ("MHA list positions", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), [0, 1, 2, 3, 4]), TypeError,
      r"positions must be a torch.Tensor"),
+    ("MHA window without causal", lambda: MultiHeadAttention(8, 2)(torch.randn(1, 5, 8), window=2), ValueError,
+     r"window: a sliding window masks a causal attention; this one has causal=False"),
+    ("MHA window float", lambda: MultiHeadAttention(8, 2, causal=True)(torch.randn(1, 5, 8), window=2.0), TypeError,
+     r"window must be"),
+    ("MHA scores edited to another shape", lambda: MultiHeadAttention(8, 2, encoding=_ScoresOfOneRow())(
+        torch.randn(1, 5, 8)), ValueError, r"encoding: _ScoresOfOneRow's scores must keep the shape \(batch, heads, "
+                                           r"q_len, k_len\) = \(1, 2, 5, 5\), got \(1, 2, 1, 5\)"),
+    ("causal_mask more queries than keys", lambda: causal_mask(3, 2, device="cpu"), ValueError,
+     r"causal attention needs q_len <= k_len .* got q_len=3, k_len=2"),
     ("MHA ALiBi heads", lambda: MultiHeadAttention(16, 4, encoding=ALiBi(2))(torch.randn(1, 5, 16)), ValueError,
      r"num_heads=2"),
     ("MHA T5 heads", lambda: MultiHeadAttention(16, 4, encoding=T5RelativeBias(2))(torch.randn(1, 5, 16)),
