@@ -181,15 +181,13 @@ class PositionalEncoding(nn.Module):
         return self.value_bias(probs, *check_probs(probs, q_positions, k_positions))
 
     def _scores_call(self, q, k, positions=None, x=None):
-        """Self-attention scores of q over k (equal lengths) edited by this encoding; x defaults to zeros."""
+        """Self-attention scores of q over k (as long as q) edited by this encoding; x defaults to zeros."""
         _checks.float_tensor("k", k)
         q_positions, k_positions = check_query(q, positions, None, owner=type(self).__name__)
         if x is None:
             x = q.new_zeros(q.shape[0], q.shape[2], q.shape[1] * q.shape[3])
-        work = _checks.compute_dtype(q.dtype)
-        scores = q.to(work) @ k.to(work).transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
         inputs = ScoreInputs(q, k, q_positions, k_positions, x, self.token_state(x, q_positions))
-        return self.edit_scores(scores, inputs)
+        return self.edit_scores(_scores(q, k), inputs)                          # (B, H, T, T)
 
     def _state_call(self, x, positions=None):
         return self.token_state(x, check_input(x, positions))

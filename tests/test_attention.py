@@ -311,6 +311,25 @@ def test_an_encoding_of_the_four_hooks_runs_as_the_edit_it_stands_for():
         torch.testing.assert_close(got[0], old(x)[:, t:t + 1], atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate"])
+def test_the_extended_hooks_compile_as_one_graph_whole_and_cached(name):
+    """No host read in the extended hooks' path: a whole forward and a prefill + step over a KV cache (token
+    state included) trace as one graph each and give the eager outputs."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4, encoding=extended_encodings()[name], causal=True)
+    x = torch.randn(2, 6, 32)
+
+    def cached(x):
+        cache = KVCache(1)
+        return torch.cat((mha(x[:, :5], cache=cache), mha(x[:, 5:], cache=cache)), 1)
+
+    for fn in (mha, cached):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, fullgraph=True, backend="eager")
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), fn(x), atol=1e-6, rtol=0)
+
+
 @pytest.mark.parametrize("window", [None, 3])
 def test_one_attention_path_whole_or_a_token_at_a_time(window):
     """MultiHeadAttention over 7 tokens at once, and fed one token a step with a KV cache, agree (with and
