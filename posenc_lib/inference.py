@@ -599,7 +599,7 @@ def _check_bias(key_valid, q_len, dtype) -> torch.Tensor:
 
 def _check_state(layer: int, state, k, held: dict | None) -> None:
     """A token state: None, or a dict name -> floating tensor (batch, *, T, *) with k's batch and T on k's device;
-    once a layer holds one, every update brings the same names with the same sizes besides the tokens."""
+    once a layer holds one, every update of it brings the same names, sizes (but T) and dtypes."""
     if state is None and held is None:
         return
     if not isinstance(state, dict):
@@ -690,8 +690,7 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
     Keep the first `n_keep` cached tokens, drop the next `n_discard`, and move every later one left by
     n_discard: its key turned by R(-n_discard) (`rerotate_keys`), its position lowered by n_discard, its
     value (and the encoding's token state) as it was. The next token then gets the position after the
-    last kept one. Exact for the
-    scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
+    last kept one. Exact for the scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
     were computed with the dropped tokens in their context, which no rotation undoes (notebook 13).
     One rotation for every layer (base or inv_freq, layout: those the keys were rotated with).
     Returns a new KVCache; the given one is left as it was."""
@@ -715,8 +714,10 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
                                            torch.cat((values[..., :n_keep, :], values[..., start:, :]), -2),
                                            torch.cat((positions[:, :n_keep], positions[:, start:] - n_discard), -1),
                                            torch.cat((valid[:, :n_keep], valid[:, start:]), -1))
-        kept = torch.cat((torch.arange(n_keep, device=keys.device), torch.arange(start, len(cache), device=keys.device)))
-        shifted.states[layer] = _take_states(cache.states[layer], kept)
+        if cache.states[layer] is not None:
+            kept = torch.cat((torch.arange(n_keep, device=keys.device), torch.arange(start, keys.shape[-2],
+                                                                                      device=keys.device)))
+            shifted.states[layer] = _take_states(cache.states[layer], kept)
     return shifted
 
 
