@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from posenc_lib import (ENCODINGS, ALiBi, LearnedEncoding, MultiHeadAttention, NoPE, RotaryEmbedding,
-                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, attention, make_encoding)
+                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, apply_rope, attention, make_encoding)
 from posenc_lib.attention import HOOKS, PositionalEncoding, ScoreInputs, causal_mask, where_it_acts
 from posenc_lib.inference import KVCache, RingBufferCache, SinkWindowCache, decode_step
 from posenc_lib.model import TinyLM
@@ -223,9 +223,28 @@ class KeyGateFromTheFirstRows(KeyGate):
         return scores - self.slopes.to(scores.dtype)[:, None, None] * gates.flip(-1).cumsum(-1).flip(-1)
 
 
+class ReRoPE(PositionalEncoding):
+    """ReRoPE (Su 2023), two score matrices merged: RoPE's own within `window` tokens, and past it every key
+    scored as if `window` tokens away. It rotates inside edit_scores (rotate_qk stays the identity, so a cache
+    holds the keys unrotated and each step sees them raw)."""
+
+    def __init__(self, window: int):
+        super().__init__()
+        self.window = window
+
+    def edit_scores(self, scores, inputs):
+        q, k, q_pos, k_pos = inputs.q, inputs.k, inputs.q_positions, inputs.k_positions
+        scale = math.sqrt(q.shape[-1])
+        near = apply_rope(q, q_pos) @ apply_rope(k, k_pos).transpose(-2, -1) / scale
+        far = apply_rope(q, torch.full_like(q_pos, self.window)) @ k.transpose(-2, -1) / scale
+        distance = relative_positions(q_pos, k_pos)[:, None].neg()                         # (B, 1, Tq, Tk) i - j
+        return torch.where(distance < self.window, near, far).to(scores.dtype)
+
+
 def extended_encodings():
-    """The three test encodings above, for a d_model=32, 4-head model."""
-    return {"key gate": KeyGate(4), "input slope": InputSlope(32, 4), "forget gate": ForgetGate(32, 4)}
+    """The test encodings above, for a d_model=32, 4-head model."""
+    return {"key gate": KeyGate(4), "input slope": InputSlope(32, 4), "forget gate": ForgetGate(32, 4),
+            "ReRoPE": ReRoPE(window=3)}
 
 
 def _decoded(model, ids, cache, prefill=4):
@@ -234,7 +253,7 @@ def _decoded(model, ids, cache, prefill=4):
 
 
 @pytest.mark.parametrize("rotated", [True, False])
-@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate"])
+@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate", "ReRoPE"])
 def test_an_encoding_reading_k_x_or_a_token_state_decodes_as_it_runs_whole(name, rotated):
     """Through the one attention path: a full forward and a prefill + one token a step over a KV cache
     give the same logits, for a score hook reading k (a sigmoid(q.k) gate), x (a slope from the input) and a
@@ -250,6 +269,20 @@ def test_an_encoding_reading_k_x_or_a_token_state_decodes_as_it_runs_whole(name,
         plain, _ = model(ids)
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
     assert (plain - full).abs().max() > 1e-2
+
+
+def test_rerope_is_rope_within_its_window_and_not_past_it():
+    """The merge of two score matrices through edit_scores: inside the window ReRoPE's logits are RoPE's (same
+    weights), past it they differ."""
+    torch.manual_seed(0)
+    model = TinyLM(23, encoding=ReRoPE(window=4), d_model=32, num_heads=4, num_layers=2).eval()
+    ids = torch.randint(0, 23, (1, 9), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        merged, _ = model(ids)
+        model.replace_encoding(RotaryEmbedding(8))
+        rope, _ = model(ids)
+    torch.testing.assert_close(merged[:, :4], rope[:, :4], atol=1e-5, rtol=0)
+    assert (merged[:, 4:] - rope[:, 4:]).abs().max() > 1e-3
 
 
 def test_the_checks_catch_a_score_hook_that_misplaces_the_queries():
@@ -311,7 +344,7 @@ def test_an_encoding_of_the_four_hooks_runs_as_the_edit_it_stands_for():
         torch.testing.assert_close(got[0], old(x)[:, t:t + 1], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate"])
+@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate", "ReRoPE"])
 def test_the_extended_hooks_compile_as_one_graph_whole_and_cached(name):
     """No host read in the extended hooks' path: a whole forward and a prefill + step over a KV cache (token
     state included) trace as one graph each and give the eager outputs."""

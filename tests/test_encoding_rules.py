@@ -11,7 +11,7 @@ from posenc_lib import apply_rope
 from posenc_lib import encoding_rules as R
 from posenc_lib.attention import PositionalEncoding
 from posenc_lib.model import ENCODINGS, TinyLMConfig
-from test_attention import ForgetGate, InputSlope, KeyGate, KeyGateFromTheFirstRows
+from test_attention import ForgetGate, InputSlope, KeyGate, KeyGateFromTheFirstRows, ReRoPE
 
 # ----------------------------------------------------------------------- encodings, good and broken
 class LogBucketBias(PositionalEncoding):
@@ -228,10 +228,11 @@ def test_the_worked_example_keeps_the_rules_in_every_form(encoding):
     assert R.rule_report(encoding) == {"name": R.encoding_name(encoding), "hooks": ["score_bias"], "problems": []}
 
 
-@pytest.mark.parametrize("cls", [KeyGate, InputSlope, ForgetGate], ids=["key gate", "input slope", "forget gate"])
+@pytest.mark.parametrize("cls", [KeyGate, InputSlope, ForgetGate, ReRoPE],
+                         ids=["key gate", "input slope", "forget gate", "ReRoPE"])
 def test_encodings_reading_k_x_or_a_token_state_keep_the_rules(cls):
     """The extended hooks under every rule, the cache rule included (tests/test_attention.py decodes them)."""
-    report = R.rule_report(_sized(cls))
+    report = R.rule_report((lambda config: ReRoPE(window=3)) if cls is ReRoPE else _sized(cls))
     assert report["problems"] == [] and "edit_scores" in report["hooks"]
     assert ("token_state" in report["hooks"]) == (cls is ForgetGate)
 
