@@ -8,10 +8,13 @@ TinyLM builds a registered one), a function config -> encoding, or a name in ENC
 
 The rules, each checked hook by hook so a problem names the hook that broke it:
 
-    implements a hook          at least one of add_to_input, rotate_qk, score_bias, value_bias
+    implements a hook          at least one of add_to_input, rotate_qk, score_bias, value_bias,
+                               edit_scores, token_state
     keeps shapes               add_to_input: x's shape; rotate_qk: (q', k') shaped as q, k;
                                score_bias: broadcastable to (batch, heads, Tq, Tk) without growing it;
-                               value_bias: broadcastable to (batch, heads, Tq, head_dim)
+                               value_bias: broadcastable to (batch, heads, Tq, head_dim);
+                               edit_scores: the scores' shape (batch, heads, Tq, Tk);
+                               token_state: None or a dict of (batch, *, T, *) tensors, tokens on dim 2
     keeps the dtype            float32 in, float32 out; float64 in (the encoding in float64), float64 out
     follows the device         the same calls on the meta device (no data: a stand-in for a GPU) must
                                work and return meta tensors; a tensor made without device= lands
@@ -25,6 +28,12 @@ The rules, each checked hook by hook so a problem names the hook that broke it:
                                whole TinyLM (logits at t when later tokens change or are removed)
     returns no NaN             no hook output (float64, random inputs) and no logit of the TinyLM is NaN
                                (checked before the future rule, which would otherwise call NaN != NaN a leak)
+    works from a cache         for the hooks that read keys and inputs (edit_scores, token_state), a KV cache's
+                               step must see what one full forward sees: edit_scores gives the last query's
+                               row alone (over every key, positions (batch, T) as a cache passes them) as
+                               in the whole, since the queries are the LAST Tq of the Tk keys; token_state
+                               gives the same states for the tokens fed in two chunks (a token's state may
+                               depend on its own x and position only: the cache never recomputes it)
 
 The checks run in float64 (the dtype rule also in float32, the device rule on meta, in float32) with
 the encoding's floating parameters nudged by random noise (so a table initialised to zeros cannot
@@ -41,7 +50,7 @@ import inspect
 import torch
 
 from . import _checks
-from .attention import HOOKS, PositionalEncoding, where_it_acts
+from .attention import HOOKS, PositionalEncoding, ScoreInputs, causal_mask, where_it_acts
 from .i18n import Text, tr, your_line
 from .model import ENCODINGS, TinyLM, TinyLMConfig
 
@@ -54,8 +63,9 @@ RULE_DEVICE = "ignores the device"
 RULE_IN_PLACE = "modifies its input in place"
 RULE_FUTURE = "leaks future positions"
 RULE_NAN = "returns NaN"
+RULE_CACHE = "differs from a cache"
 RULES = (RULE_BUILD, RULE_NO_HOOK, RULE_CRASH, RULE_SHAPE, RULE_DTYPE, RULE_DEVICE, RULE_IN_PLACE, RULE_FUTURE,
-         RULE_NAN)
+         RULE_NAN, RULE_CACHE)
 # what a learner reads for each rule (the RULE_* strings above stay the keys: they are compared, in English)
 _RULE_NAMES = {RULE_BUILD: Text("cannot be built", "无法构建"),
                RULE_NO_HOOK: Text("implements no hook", "没有实现任何钩子"),
@@ -65,7 +75,8 @@ _RULE_NAMES = {RULE_BUILD: Text("cannot be built", "无法构建"),
                RULE_DEVICE: Text("ignores the device", "忽略了设备"),
                RULE_IN_PLACE: Text("modifies its input in place", "原地修改了输入"),
                RULE_FUTURE: Text("leaks future positions", "泄露了未来位置"),
-               RULE_NAN: Text("returns NaN", "返回了 NaN")}
+               RULE_NAN: Text("returns NaN", "返回了 NaN"),
+               RULE_CACHE: Text("differs from a cache", "用 KV 缓存时结果不同")}
 
 # the checks' sizes: SEQ positions; the output at positions 0..SEEN-1 must not depend on what follows
 BATCH, SEQ, SEEN = 2, 9, 5
@@ -144,14 +155,14 @@ def _inputs(config: TinyLMConfig, dtype, device, seq: int = SEQ) -> dict:
     """Random inputs of every hook (causal attention probabilities for value_bias); on meta: empty."""
     shapes = {"x": (BATCH, seq, config.d_model), "q": (BATCH, config.num_heads, seq, config.head_dim),
               "k": (BATCH, config.num_heads, seq, config.head_dim)}
+    shapes["scores"] = (BATCH, config.num_heads, seq, seq)
     if torch.device(device).type == "meta":
         out = {name: torch.empty(shape, dtype=dtype, device=device) for name, shape in shapes.items()}
         out["probs"] = torch.empty(BATCH, config.num_heads, seq, seq, dtype=dtype, device=device)
     else:
         out = {name: torch.randn(shape, dtype=dtype, device=device) for name, shape in shapes.items()}
-        scores = torch.randn(BATCH, config.num_heads, seq, seq, dtype=dtype, device=device)
-        future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1)
-        out["probs"] = scores.masked_fill(future, float("-inf")).softmax(-1)  # rows sum to 1 over keys <= query
+        future = ~causal_mask(seq, seq, device=device)
+        out["probs"] = out["scores"].masked_fill(future, float("-inf")).softmax(-1)  # rows sum to 1 over keys <= query
     out["positions"] = torch.arange(seq, device=device)
     return out
 
@@ -165,7 +176,19 @@ def _call(enc, hook: str, inputs: dict):
         return enc.rotate_qk(inputs["q"], inputs["k"], pos, pos)
     if hook == "score_bias":
         return enc.score_bias(inputs["q"], pos, pos)
+    if hook == "token_state":
+        return enc.token_state(inputs["x"], pos)
+    if hook == "edit_scores":
+        return enc.edit_scores(inputs["scores"], _score_inputs(enc, inputs))
     return enc.value_bias(inputs["probs"], pos, pos)
+
+
+def _score_inputs(enc, inputs: dict, q_positions=None, k_positions=None) -> ScoreInputs:
+    """edit_scores' inputs for self-attention over inputs' tokens, with the encoding's token state of them."""
+    pos = inputs["positions"]
+    state = enc.token_state(inputs["x"], pos)
+    return ScoreInputs(inputs["q"], inputs["k"], pos if q_positions is None else q_positions,
+                       pos if k_positions is None else k_positions, inputs["x"], state)
 
 
 def _outputs(hook: str, out) -> list | str:
@@ -176,9 +199,19 @@ def _outputs(hook: str, out) -> list | str:
             return tr(f"must return the pair (q, k) of tensors, got {type(out).__name__}",
                       f"必须返回一对张量 (q, k)，得到的却是 {type(out).__name__}")
         return list(out)
+    if hook == "token_state" and isinstance(out, dict):
+        if all(isinstance(t, torch.Tensor) for t in out.values()):
+            return list(out.values())
+        return tr("must return None or a dict name -> tensor, got a dict holding other things",
+                  "必须返回 None 或 名字 -> 张量 的 dict，得到的 dict 里却有别的东西")
+    if out is None and hook == "edit_scores":
+        return tr("must return the scores (edited), got None", "必须返回（改写后的）分数，得到的却是 None")
     if out is None:
         return tr("must return x + (your term), got None",
                   "必须返回 x + (你的项)，得到的却是 None") if hook == "add_to_input" else []
+    if hook == "token_state":
+        return tr(f"must return None or a dict name -> tensor, got {type(out).__name__}",
+                  f"必须返回 None 或 名字 -> 张量 的 dict，得到的却是 {type(out).__name__}")
     if not isinstance(out, torch.Tensor):
         allowed = tr("a tensor", "张量") if hook == "add_to_input" else tr("a tensor or None", "张量或 None")
         return tr(f"must return {allowed}, got {type(out).__name__}",
@@ -210,6 +243,19 @@ def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
                       f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or (1, heads, q_len, k_len)",
                       f"返回的形状 {tuple(outs[0].shape)} 无法广播到注意力分数的 (batch, heads, q_len, k_len) = "
                       f"{target}；可以用 (heads, q_len, k_len) 或 (1, heads, q_len, k_len)")
+    if hook == "edit_scores" and outs[0].shape != inputs["scores"].shape:
+        return tr(f"returned shape {tuple(outs[0].shape)} for scores of shape {tuple(inputs['scores'].shape)}: return "
+                  f"the scores' shape (batch, heads, q_len, k_len)",
+                  f"分数的形状是 {tuple(inputs['scores'].shape)}，返回的形状却是 {tuple(outs[0].shape)}：应返回和分数"
+                  f"一样的形状 (batch, heads, q_len, k_len)")
+    if hook == "token_state":
+        seq = x.shape[1]
+        for t in outs:
+            if t.dim() != 4 or t.shape[0] != x.shape[0] or t.shape[2] != seq:
+                return tr(f"returned a state of shape {tuple(t.shape)} for x of shape {tuple(x.shape)}: each must be "
+                          f"(batch={x.shape[0]}, *, seq={seq}, *), the tokens on dim 2 as in a key",
+                          f"x 的形状是 {tuple(x.shape)}，返回的状态形状却是 {tuple(t.shape)}：每个状态都应是 "
+                          f"(batch={x.shape[0]}, *, seq={seq}, *)，像键一样把 token 放在第 2 维")
     if hook == "value_bias" and outs:
         target = (*probs.shape[:3], q.shape[-1])
         if not _broadcasts(outs[0].shape, target):
@@ -223,11 +269,10 @@ def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
 def _visible(hook: str, outs: list, seen: int, seq: int) -> list:
     """The parts of a hook's output that positions 0..seen-1 use (score_bias, broadcast to (seq, seq):
     only key <= query)."""
-    if hook == "score_bias" and outs:
+    if hook in ("score_bias", "edit_scores") and outs:
         bias = outs[0]
         full = bias.expand(*bias.shape[:-2], seq, seq)[..., :seen, :seen]
-        keep = torch.ones(seen, seen, dtype=torch.bool, device=bias.device).tril()
-        return [full.masked_fill(~keep, 0.0)]
+        return [full.masked_fill(~causal_mask(seen, seen, device=bias.device), 0.0)]
     return [t[..., :seen, :] for t in outs]  # x: (B, T, D) -> its first `seen` rows; q, k, terms: (..., T, d)
 
 
@@ -238,9 +283,13 @@ def _changed_future(inputs: dict) -> dict:
         t = inputs[name].clone()
         t.narrow(dim, SEEN, t.shape[dim] - SEEN).copy_(torch.randn_like(t.narrow(dim, SEEN, t.shape[dim] - SEEN)))
         out[name] = t
+    scores = inputs["scores"].clone()
+    scores[..., SEEN:, :] = torch.randn_like(scores[..., SEEN:, :])
+    scores[..., :SEEN, SEEN:] = torch.randn_like(scores[..., :SEEN, SEEN:])
+    out["scores"] = scores
     probs = inputs["probs"].clone()
     seq = probs.shape[-1]
-    future = torch.ones(seq, seq, dtype=torch.bool, device=probs.device).triu(1)[SEEN:]
+    future = ~causal_mask(seq, seq, device=probs.device)[SEEN:]
     probs[..., SEEN:, :] = torch.randn_like(probs[..., SEEN:, :]).masked_fill(future, float("-inf")).softmax(-1)
     out["probs"] = probs
     return out
@@ -249,7 +298,8 @@ def _changed_future(inputs: dict) -> dict:
 def _cut(inputs: dict) -> dict:
     """The inputs cut to positions 0..SEEN-1 (a causal model must not notice)."""
     return {"x": inputs["x"][:, :SEEN], "q": inputs["q"][..., :SEEN, :], "k": inputs["k"][..., :SEEN, :],
-            "probs": inputs["probs"][..., :SEEN, :SEEN], "positions": inputs["positions"][:SEEN]}
+            "probs": inputs["probs"][..., :SEEN, :SEEN], "positions": inputs["positions"][:SEEN],
+            "scores": inputs["scores"][..., :SEEN, :SEEN]}
 
 
 def _same(a: list, b: list) -> bool:
@@ -302,6 +352,8 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
         found.append(nan)  # NaN != NaN: the future rule below would call every NaN a leak
     if not found:
         found += _future_problems(enc64, hook, inputs, outs)
+    if not found and hook in ("edit_scores", "token_state"):
+        found += _cache_problems(enc64, hook, inputs, outs)
     try:
         out32 = _outputs(hook, _call(_nudged(enc, torch.float32), hook, _inputs(config, torch.float32, "cpu")))
         wrong = [] if isinstance(out32, str) else [t.dtype for t in out32 if t.dtype != torch.float32]
@@ -345,6 +397,7 @@ def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
                                                  f"在截短或改动过的序列上抛出了 {_error(err)}"))]
         if isinstance(again, str) or not _same(seen, _visible(hook, again, SEEN, other["positions"].numel())):
             part = (tr("the bias on keys <= query at", "偏置（键 <= 查询的部分）") if hook == "score_bias"
+                    else tr("the scores on keys <= query at", "分数（键 <= 查询的部分）") if hook == "edit_scores"
                     else tr("its output at", "输出"))
             return [problem(RULE_FUTURE, hook, tr(f"{part} positions 0..{SEEN - 1} changed when "
                                                   f"{how.format(s=SEEN, t=SEEN - 1)}: position t may use positions "
@@ -353,6 +406,37 @@ def _future_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
                                                   f"位置 0..{SEEN - 1} 的{part}{how.format(s=SEEN, t=SEEN - 1)}："
                                                   f"位置 t 只能用到 <= t 的位置（在整个序列上取均值、求和、从末尾做 "
                                                   f"cumsum，或用到长度 T，都会把后面的 token 混进来）"))]
+    return []
+
+
+def _cache_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
+    """What a KV cache's step computes against the whole: edit_scores for the last query alone over every key
+    (positions (batch, T), as a cache passes them); token_state for the tokens fed in two chunks."""
+    x, pos = inputs["x"], inputs["positions"]
+    try:
+        if hook == "token_state":
+            chunks = [enc64.token_state(x[:, part], pos[part]) for part in (slice(None, SEEN), slice(SEEN, None))]
+            again = [torch.cat([chunk[name] for chunk in chunks], 2) for name in enc64.token_state(x, pos)]
+            how = tr(f"the tokens were fed in two chunks (0..{SEEN - 1}, then the rest), as a cache feeds them: "
+                     f"a token's state may use its own x and position only",
+                     f"token 分两段送入（0..{SEEN - 1}，然后其余的），就像缓存那样：一个 token 的状态只能用它自己的 "
+                     f"x 和位置")
+        else:
+            last = {**inputs, "q": inputs["q"][..., -1:, :], "x": x[:, -1:]}
+            batched = pos.expand(x.shape[0], -1)                                   # (B, T), as a cache passes them
+            scores_inputs = _score_inputs(enc64, inputs, batched[:, -1:], batched)._replace(q=last["q"], x=last["x"])
+            again = [enc64.edit_scores(inputs["scores"][..., -1:, :], scores_inputs)]
+            outs = [outs[0][..., -1:, :]]
+            how = tr("the last query came alone over every key, as in a cached decoding step: the queries are the "
+                     "LAST q_len of the k_len keys (causal_mask(q_len, k_len) says which keys each may see)",
+                     "最后一个查询单独对所有键计算，就像缓存解码的一步：查询是 k_len 个键里的最后 q_len 个"
+                     "（causal_mask(q_len, k_len) 给出每个查询能看到哪些键）")
+    except Exception as err:  # noqa: BLE001
+        return [problem(RULE_CRASH, hook, tr(f"as a cache calls it (fewer queries than keys, positions (batch, seq)) "
+                                             f"it raised {_error(err)}",
+                                             f"按缓存的方式调用（查询少于键，位置为 (batch, seq)）时抛出了 {_error(err)}"))]
+    if not _same(outs, again):
+        return [problem(RULE_CACHE, hook, tr(f"its output changed when {how}", f"{how}，它的输出就变了"))]
     return []
 
 
@@ -424,8 +508,8 @@ def _no_hook_problem(enc: PositionalEncoding) -> str:
     hints = [tr(f"{name}() looks like a misspelt {match[0]}()", f"{name}() 像是拼错了的 {match[0]}()")
              for name, match in near.items() if match]
     if "forward" in own:
-        hints.append(tr("forward() is not a hook: MultiHeadAttention and TinyLM call the four hooks, never forward",
-                        "forward() 不是钩子：MultiHeadAttention 和 TinyLM 只调用那四个钩子，从不调用 forward"))
+        hints.append(tr("forward() is not a hook: MultiHeadAttention and TinyLM call the hooks, never forward",
+                        "forward() 不是钩子：MultiHeadAttention 和 TinyLM 只调用那些钩子，从不调用 forward"))
     hint = f"{tr(' (', '（')}{tr('; ', '；').join(hints)}{tr(')', '）')}" if hints else ""
     return problem(RULE_NO_HOOK, cls.__name__, tr(f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
                                                   f"information: the model would be NoPE{hint}",

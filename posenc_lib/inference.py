@@ -7,6 +7,9 @@ steps, so a step computes q, k, v for the new tokens only:
            k_all, v_all = cache.update(layer, k, v)    (batch, heads, T_cached + T_new, head_dim)
            out = softmax(q k_all^T / sqrt(d) + bias) v_all
 
+`MultiHeadAttention(x_new, positions, cache=cache, layer=i)` (posenc_lib.attention) is that step, the
+same hook sequence as a full forward; `decode_step` runs a whole TinyLM so.
+
 What positions have to do with it, per place an encoding acts (posenc_lib.attention):
   * rotates q and k (RoPE): a cached key was rotated by ITS position n when it was made; the new query
     is rotated by its own position m, and q.k depends on m - n as in one full forward. So keys may be
@@ -19,6 +22,9 @@ What positions have to do with it, per place an encoding acts (posenc_lib.attent
     cache keeps the keys' positions beside them (`key_positions`).
   * added to the input (sinusoidal, learned): the new tokens get their positions at the embedding;
     a learned table has rows for positions < max_len only, so the cache cannot grow past it.
+  * edits the scores from more than positions (gates from q.k or from x): the keys are cached, the
+    layer's input x is not; what the score hook needs of each key's x is its token state
+    (`PositionalEncoding.token_state`), which the cache keeps beside the key (`KVCache.states`).
 
 Positions with padding. A batch of prompts of different lengths is padded; with left padding a row's
 real tokens start after its pads, so its positions must start there too. transformers' generate()
@@ -47,7 +53,7 @@ from typing import NamedTuple
 import torch
 
 from . import _checks
-from .attention import MultiHeadAttention, attention
+from .attention import attention, causal_mask
 from .configs import from_hf_config
 from .model import TinyLM
 
@@ -108,8 +114,7 @@ def document_mask(lengths, *, device=None) -> torch.Tensor:
     lengths = _checks.lengths("lengths", lengths, max_total=MAX_MASKED, why="the mask is T x T bools")
     device = _checks.device("device", device)
     doc = torch.cat([torch.full((n,), d, device=device) for d, n in enumerate(lengths)])
-    i = torch.arange(doc.numel(), device=device)
-    return (doc[:, None] == doc[None, :]) & (i[None, :] <= i[:, None])
+    return (doc[:, None] == doc[None, :]) & causal_mask(doc.numel(), doc.numel(), device=device)
 
 
 # ------------------------------------------------------------------------------ the caches
@@ -127,6 +132,14 @@ def _refuse_packed_rows(positions: torch.Tensor, valid: torch.Tensor) -> None:
                          f"inferred from position_ids, applies only without a cache and without attention_mask)")
 
 
+class CacheEntry(NamedTuple):
+    """What a cache holds for one layer, per token, in slot order."""
+    keys: torch.Tensor        # (batch, kv_heads, Tk, head_dim): rotated, or raw if the cache is not `rotated`
+    values: torch.Tensor      # (batch, kv_heads, Tk, head_dim_v)
+    positions: torch.Tensor   # (batch, Tk): each token's position in the text
+    valid: torch.Tensor       # (batch, Tk) bool: False at a pad
+
+
 class CachedKeys(NamedTuple):
     """What a cache hands the attention after an update, for the keys it holds and the new queries."""
     keys: torch.Tensor             # (batch, kv_heads, Tk, head_dim): rotated, or raw if the cache is not `rotated`
@@ -134,14 +147,34 @@ class CachedKeys(NamedTuple):
     key_positions: torch.Tensor    # (batch, Tk): the positions the scores must use for the keys
     query_positions: torch.Tensor  # (batch, Tq): ... and for the new queries
     key_valid: torch.Tensor        # (batch, Tk) bool: False at a pad
+    state: dict | None = None      # the encoding's token state of every key, name -> (batch, *, Tk, *)
+
+
+def _entry(held) -> CacheEntry | None:
+    """A layer's entry as a CacheEntry (a plain 4-tuple written into `layers` is read the same way)."""
+    return None if held is None else CacheEntry(*held)
+
+
+def _cat_states(held: dict | None, new: dict | None) -> dict | None:
+    """The cached token states followed by the new ones, name by name, along the tokens (dim 2)."""
+    if new is None:
+        return held
+    return new if held is None else {name: torch.cat((held[name], t), 2) for name, t in new.items()}
+
+
+def _take_states(state: dict | None, index: torch.Tensor) -> dict | None:
+    """The token states of the slots `index` (1-D), in that order."""
+    return None if state is None else {name: t.index_select(2, index) for name, t in state.items()}
 
 
 class KVCache:
     """Keys, values, their positions and which of them are real tokens, per layer; grows by concatenation.
 
-    update(layer, k, v, positions, valid=None) -> CachedKeys of everything cached in that layer so far.
-    k: (batch, kv_heads, T, head_dim), v: (batch, kv_heads, T, head_dim_v); positions (T,) or (batch, T)
-    ints on k's device; valid (batch, T) bool (None: all real). rotated=True: k arrives already rotated
+    update(layer, k, v, positions, valid=None, state=None) -> CachedKeys of everything cached in that layer
+    so far. k: (batch, kv_heads, T, head_dim), v: (batch, kv_heads, T, head_dim_v); positions (T,) or
+    (batch, T) ints on k's device; valid (batch, T) bool (None: all real); state: the encoding's token
+    state of the new tokens (`PositionalEncoding.token_state`: name -> (batch, *, T, *) tensors), kept
+    beside their keys in `states[layer]` and handed back for every key. rotated=True: k arrives already rotated
     by its position and is kept so (transformers' DynamicCache); rotated=False: k arrives unrotated and
     the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
     as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
@@ -154,20 +187,21 @@ class KVCache:
         self.num_layers = _checks.at_most("num_layers", _checks.positive_int("num_layers", num_layers),
                                           _checks.MAX_LAYERS, "one entry per layer")
         self.rotated = _checks.boolean("rotated", rotated)
-        self.layers: list = [None] * self.num_layers  # (keys, values, positions (B, Tk), valid (B, Tk)) or None
+        self.layers: list = [None] * self.num_layers  # CacheEntry per layer, None before its first update
+        self.states: list = [None] * self.num_layers  # the encoding's token state per layer: name -> (B, *, Tk, *)
 
     def __len__(self) -> int:
         """Tokens cached (in layer 0; every layer holds the same number)."""
-        return 0 if self.layers[0] is None else self.layers[0][0].shape[-2]
+        return 0 if self.layers[0] is None else _entry(self.layers[0]).keys.shape[-2]
 
     def next_positions(self) -> torch.Tensor | None:
         """(batch,) the position each row's next token gets: its last real position + 1 (None if empty)."""
         if self.layers[0] is None:
             return None
-        _, _, positions, valid = self.layers[0]
-        return ((positions + 1) * valid).amax(-1)
+        held = _entry(self.layers[0])
+        return ((held.positions + 1) * held.valid).amax(-1)
 
-    def _check(self, layer, k, v, positions, valid):
+    def _check(self, layer, k, v, positions, valid, state=None):
         _checks.index("layer", layer, self.num_layers, "num_layers")
         for name, t in (("k", k), ("v", v)):
             _checks.float_tensor(name, t)
@@ -187,9 +221,10 @@ class KVCache:
         _checks.same_device("k", k, valid=valid)
         if _checks.values_are_cheap(positions):
             _refuse_packed_rows(positions, valid)
-        held = self.layers[layer]
+        held = _entry(self.layers[layer])
+        _check_state(layer, state, k, self.states[layer] if held is not None else None)
         if held is not None:
-            keys, values = held[0], held[1]
+            keys, values = held.keys, held.values
             if k.shape[-1] != keys.shape[-1] or v.shape[-1] != values.shape[-1]:
                 raise ValueError(f"k must have the cached head size: the cache holds keys of head_dim "
                                  f"{keys.shape[-1]} and values of {values.shape[-1]} in layer {layer}, got k of "
@@ -199,7 +234,7 @@ class KVCache:
                                  f"{layer}, got {tuple(k.shape[:2])}")
             _like_cached(layer, keys, values, k, v)
             if _checks.values_are_cheap(positions):
-                last = torch.where(held[3], held[2], -1).amax(-1)          # (B,) last real cached position
+                last = torch.where(held.valid, held.positions, -1).amax(-1)  # (B,) last real cached position
                 first = torch.where(valid, positions, _checks.MAX_POSITION).amin(-1)
                 back = (first <= last) & valid.any(-1)
                 if bool(back.any()):
@@ -210,15 +245,16 @@ class KVCache:
         return positions, valid
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor,
-               valid: torch.Tensor | None = None) -> CachedKeys:
-        positions, valid = self._check(layer, k, v, positions, valid)
-        held = self.layers[layer]
+               valid: torch.Tensor | None = None, *, state: dict | None = None) -> CachedKeys:
+        positions, valid = self._check(layer, k, v, positions, valid, state)
+        new = k.shape[-2]
+        held = _entry(self.layers[layer])
         if held is not None:  # torch.cat makes new tensors: the caller's k and v stay as they were
-            k, v = torch.cat((held[0], k), dim=-2), torch.cat((held[1], v), dim=-2)
-            positions, valid = torch.cat((held[2], positions), -1), torch.cat((held[3], valid), -1)
-        self.layers[layer] = (k, v, positions, valid)
-        new = positions.shape[-1] - (0 if held is None else held[2].shape[-1])
-        return CachedKeys(k, v, positions, positions[:, positions.shape[-1] - new:], valid)
+            k, v = torch.cat((held.keys, k), dim=-2), torch.cat((held.values, v), dim=-2)
+            positions, valid = torch.cat((held.positions, positions), -1), torch.cat((held.valid, valid), -1)
+            state = _cat_states(self.states[layer], state)
+        self.layers[layer], self.states[layer] = CacheEntry(k, v, positions, valid), state
+        return CachedKeys(k, v, positions, positions[:, positions.shape[-1] - new:], valid, state)
 
 
 class SinkWindowCache(KVCache):
@@ -235,74 +271,44 @@ class SinkWindowCache(KVCache):
         self.num_sinks = _checks.positive_int("num_sinks", num_sinks, allow_zero=True)
         self.window = _checks.positive_int("window", window)
 
-    def update(self, layer, k, v, positions, valid=None) -> CachedKeys:
+    def update(self, layer, k, v, positions, valid=None, *, state=None) -> CachedKeys:
         if valid is not None:
             raise ValueError("valid: SinkWindowCache takes no padding (one stream per row)")
         if isinstance(k, torch.Tensor) and k.dim() == 4 and k.shape[-2] > self.window:
             raise ValueError(f"k: at most window={self.window} new tokens per update, got {k.shape[-2]}")
-        super().update(layer, k, v, positions)
+        super().update(layer, k, v, positions, state=state)
         keys, values, text, valid = self.layers[layer]
         if keys.shape[-2] > self.num_sinks + self.window:  # evict the middle: keep sinks + the last `window`
             keep = torch.cat((torch.arange(self.num_sinks, device=keys.device),
                               torch.arange(keys.shape[-2] - self.window, keys.shape[-2], device=keys.device)))
             keys, values, text, valid = keys[:, :, keep], values[:, :, keep], text[:, keep], valid[:, keep]
-            self.layers[layer] = (keys, values, text, valid)
+            self.layers[layer] = CacheEntry(keys, values, text, valid)
+            self.states[layer] = _take_states(self.states[layer], keep)
         slots = torch.arange(keys.shape[-2], device=keys.device).expand(keys.shape[0], -1)  # (B, Tk)
-        return CachedKeys(keys, values, slots, slots[:, slots.shape[-1] - k.shape[-2]:], valid)
+        return CachedKeys(keys, values, slots, slots[:, slots.shape[-1] - k.shape[-2]:], valid, self.states[layer])
 
     def text_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, Tk): the positions in the text of the tokens kept in `layer` (None if empty)."""
         layer = _checks.index("layer", layer, self.num_layers, "num_layers")
-        return None if self.layers[layer] is None else self.layers[layer][2]
+        return None if self.layers[layer] is None else _entry(self.layers[layer]).positions
 
 
 # ------------------------------------------------------------------------------ attention over a cache
 def cache_mask_bias(key_valid: torch.Tensor, q_len: int, dtype: torch.dtype, *, window: int | None = None
                     ) -> torch.Tensor:
-    """(batch, 1, Tq, Tk) bias, 0 where a new query may attend a cached key and -inf elsewhere.
+    """(batch, 1, Tq, Tk) bias, 0 where a new query may attend a cached key and -inf elsewhere
+    (`attention.causal_mask` as a bias, for code that adds its own terms to it, as llama_decode_step does).
 
     The queries are the last Tq of the Tk slots; query i sees slots j <= i (causal, by slot) that hold
     real tokens. A pad query sees only itself, so its row is never all -inf (its output is unused).
     window: a sliding window of w slots, transformers' rule (masking_utils.sliding_window_overlay):
     also i - w < j, at the prefill and at every step past the window; None: every earlier slot."""
     key_valid = _check_bias(key_valid, q_len, dtype)
-    batch, k_len = key_valid.shape
-    i = torch.arange(k_len - q_len, k_len, device=key_valid.device)[:, None]   # (Tq, 1) slot of each query
-    j = torch.arange(k_len, device=key_valid.device)[None, :]                  # (1, Tk)
-    allowed = (j <= i) & (key_valid[:, None, :] | (j == i))                    # (B, Tq, Tk)
     if window is not None:
-        allowed = allowed & (j > i - _checks.positive_int("window", window))
-    bias = torch.zeros(allowed.shape, dtype=dtype, device=key_valid.device)
+        window = _checks.positive_int("window", window)
+    allowed = causal_mask(q_len, key_valid.shape[-1], device=key_valid.device, window=window, key_valid=key_valid)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=key_valid.device)      # (B, Tq, Tk)
     return bias.masked_fill(~allowed, float("-inf"))[:, None]
-
-
-def cached_attention(attn, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, layer: int,
-                     valid: torch.Tensor | None = None, *, window: int | None = None) -> torch.Tensor:
-    """One posenc_lib MultiHeadAttention layer `attn` for the new tokens x (batch, T, d_model) over a cache.
-
-    The encoding's hooks, as MultiHeadAttention calls them, with the keys from the cache:
-    rotate q and k (before caching if cache.rotated, else all cached keys at their key_positions),
-    score bias and value term at (query_positions, key_positions); window: a sliding window of that many
-    slots (`cache_mask_bias`). Returns (batch, T, d_model)."""
-    _check_layer_input(attn, x, cache)
-    B, T, D = x.shape
-    enc, H, hd = attn.encoding, attn.num_heads, attn.head_dim
-    q, k, v = attn.qkv(x).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)           # 3 x (B, H, T, hd)
-    if cache.rotated:
-        q, k = enc.rotate_qk(q, k, positions, positions)                        # k rotated once, at its position
-    got = cache.update(layer, k, v, positions, valid)
-    keys = got.keys
-    if not cache.rotated:                                                       # every key rotated at this step
-        q, keys = enc.rotate_qk(q, keys, got.query_positions, got.key_positions)
-    bias = cache_mask_bias(got.key_valid, T, q.dtype, window=window)
-    position_bias = enc.score_bias(q, got.query_positions, got.key_positions)
-    if position_bias is not None:
-        bias = bias + position_bias
-    out, weights = attention(q, keys, got.values, bias=bias, return_weights=True)
-    extra = enc.value_bias(weights, got.query_positions, got.key_positions)
-    if extra is not None:
-        out = out + extra.to(out.dtype)
-    return attn.proj(out.transpose(1, 2).reshape(B, T, D))
 
 
 def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
@@ -342,8 +348,7 @@ def decode_step(model, idx: torch.Tensor, cache: KVCache, *, positions: torch.Te
     x = model.token_embedding(idx)                                               # (B, T, D)
     x = model.encoding.add_to_input(x, positions)                               # learned: positions < max_len
     for layer, block in enumerate(model.blocks):
-        x = x + cached_attention(block.attn, block.ln1(x), positions, cache, layer, valid, window=window)
-        x = x + block.mlp(block.ln2(x))
+        x = block(x, positions, cache=cache, layer=layer, valid=valid, window=window)
     return model.head(model.ln_f(x))
 
 
@@ -592,22 +597,28 @@ def _check_bias(key_valid, q_len, dtype) -> torch.Tensor:
     return key_valid
 
 
-def _check_layer_input(attn, x, cache) -> None:
-    """cached_attention's layer, input and cache: a MultiHeadAttention, x (batch, T >= 1, d_model) of its dtype on its
-    device, a KVCache (positions, valid and layer are checked by the cache and the encoding)."""
-    if not isinstance(attn, MultiHeadAttention):
-        raise TypeError(f"attn must be a posenc_lib MultiHeadAttention (a TinyLM block's .attn), got "
-                        f"{type(attn).__name__}")
-    _checks.float_tensor("x", x)
-    d_model = attn.num_heads * attn.head_dim
-    if x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
-        raise ValueError(f"x must have shape (batch, seq >= 1, d_model={d_model}), got {tuple(x.shape)}")
-    weight = attn.qkv.weight
-    _checks.same_device("attn", weight, x=x)
-    if x.dtype != weight.dtype:
-        raise ValueError(f"x must have attn's dtype {weight.dtype}, got {x.dtype}")
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"cache must be a posenc_lib KVCache, got {type(cache).__name__}")
+def _check_state(layer: int, state, k, held: dict | None) -> None:
+    """A token state: None, or a dict name -> floating tensor (batch, *, T, *) with k's batch and T on k's device;
+    once a layer holds one, every update of it brings the same names, sizes (but T) and dtypes."""
+    if state is None and held is None:
+        return
+    if not isinstance(state, dict):
+        held_here = "" if held is None else f" (layer {layer} holds one)"
+        raise TypeError(f"state must be a dict name -> tensor, the encoding's token_state{held_here}, got "
+                        f"{type(state).__name__}")
+    if held is not None and sorted(state) != sorted(held):
+        raise ValueError(f"state must have the cached names {sorted(held)} in layer {layer}, got {sorted(state)}")
+    for name, t in state.items():
+        _checks.float_tensor(f"state[{name!r}]", t)
+        if t.dim() != 4 or t.shape[0] != k.shape[0] or t.shape[2] != k.shape[2]:
+            raise ValueError(f"state[{name!r}] must have shape (batch={k.shape[0]}, *, seq={k.shape[2]}, *), the "
+                             f"tokens on dim 2 as in k, got {tuple(t.shape)}")
+        _checks.same_device("k", k, **{f"state[{name!r}]": t})
+        if held is not None and (t.shape[1] != held[name].shape[1] or t.shape[3] != held[name].shape[3]
+                                 or t.dtype != held[name].dtype):
+            raise ValueError(f"state[{name!r}] must match the cached one (shape (batch, {held[name].shape[1]}, seq, "
+                             f"{held[name].shape[3]}), {held[name].dtype}) in layer {layer}, got {tuple(t.shape)}, "
+                             f"{t.dtype}")
 
 
 def _step_mask(attention_mask, ids) -> torch.Tensor | None:
@@ -678,8 +689,8 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
 
     Keep the first `n_keep` cached tokens, drop the next `n_discard`, and move every later one left by
     n_discard: its key turned by R(-n_discard) (`rerotate_keys`), its position lowered by n_discard, its
-    value as it was. The next token then gets the position after the last kept one. Exact for the
-    scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
+    value (and the encoding's token state) as it was. The next token then gets the position after the
+    last kept one. Exact for the scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
     were computed with the dropped tokens in their context, which no rotation undoes (notebook 13).
     One rotation for every layer (base or inv_freq, layout: those the keys were rotated with).
     Returns a new KVCache; the given one is left as it was."""
@@ -691,7 +702,7 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
     if n_keep + n_discard > len(cache):
         raise ValueError(f"n_keep + n_discard must be at most the {len(cache)} cached tokens, got "
                          f"{n_keep} + {n_discard} = {n_keep + n_discard}")
-    valid = cache.layers[0][3]
+    valid = _entry(cache.layers[0]).valid
     if _checks.values_are_cheap(valid) and not bool(valid.all()):
         raise ValueError("cache: context_shift takes a cache without padding (rows shift by the same slots); "
                          "shift a padded batch one row at a time")
@@ -699,15 +710,20 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
     shifted = KVCache(cache.num_layers, rotated=True)
     for layer, (keys, values, positions, valid) in enumerate(cache.layers):
         moved = rerotate_keys(keys[..., start:, :], -n_discard, base=base, inv_freq=inv_freq, layout=layout)
-        shifted.layers[layer] = (torch.cat((keys[..., :n_keep, :], moved), -2),
-                                 torch.cat((values[..., :n_keep, :], values[..., start:, :]), -2),
-                                 torch.cat((positions[:, :n_keep], positions[:, start:] - n_discard), -1),
-                                 torch.cat((valid[:, :n_keep], valid[:, start:]), -1))
+        shifted.layers[layer] = CacheEntry(torch.cat((keys[..., :n_keep, :], moved), -2),
+                                           torch.cat((values[..., :n_keep, :], values[..., start:, :]), -2),
+                                           torch.cat((positions[:, :n_keep], positions[:, start:] - n_discard), -1),
+                                           torch.cat((valid[:, :n_keep], valid[:, start:]), -1))
+        if cache.states[layer] is not None:
+            kept = torch.cat((torch.arange(n_keep, device=keys.device), torch.arange(start, keys.shape[-2],
+                                                                                      device=keys.device)))
+            shifted.states[layer] = _take_states(cache.states[layer], kept)
     return shifted
 
 
 def _token_dim(t: torch.Tensor) -> int:
-    """The token axis of what a cache holds: k, v (batch, heads, T, head_dim) -> 2; positions, valid (batch, T) -> 1."""
+    """The token axis of what a cache holds: k, v and token states (batch, *, T, *) -> 2; positions, valid
+    (batch, T) -> 1."""
     return 2 if t.dim() == 4 else 1
 
 
@@ -734,21 +750,23 @@ class RingBufferCache(KVCache):
         self.window = _checks.positive_int("window", window)
         self.written = [0] * self.num_layers          # tokens written so far, per layer (a Python int: no sync)
 
-    def update(self, layer, k, v, positions, valid=None) -> CachedKeys:
+    def update(self, layer, k, v, positions, valid=None, *, state=None) -> CachedKeys:
         if valid is not None:
             raise ValueError("valid: RingBufferCache takes no padding (one stream per row)")
         if isinstance(positions, torch.Tensor) and positions.dim() != 1:
             raise ValueError(f"positions must have shape (seq,): one stream, the same positions in every row, "
                              f"got {tuple(positions.shape)}")
-        positions, valid = self._check(layer, k, v, positions, None)                 # (B, T) each
+        positions, valid = self._check(layer, k, v, positions, None, state)       # (B, T) each
         if self.layers[layer] is not None and _checks.values_are_cheap(positions):
-            expected = int(self.layers[layer][2][0].max()) + 1
+            expected = int(_entry(self.layers[layer]).positions[0].max()) + 1
             if int(positions[0, 0]) != expected:
                 raise ValueError(f"positions must continue by one: the cache's last position is {expected - 1}, "
                                  f"got {int(positions[0, 0])} (a ring buffer drops the token n - W by counting)")
         W, n, T = self.window, self.written[layer], k.shape[-2]
-        new = (k, v, positions, valid)
-        held = self.layers[layer] or tuple(t.narrow(_token_dim(t), 0, 0) for t in new)
+        names = sorted(state or {})                     # every per-token tensor goes through the same slots
+        new = (k, v, positions, valid, *(state[name] for name in names))
+        held = (*self.layers[layer], *(self.states[layer][name] for name in names)) if self.layers[layer] else \
+            tuple(t.narrow(_token_dim(t), 0, 0) for t in new)
         if n >= W:                                      # slot order -> text order: the oldest, n - W, is in slot n % W
             held = tuple(t.roll(-(n % W), _token_dim(t)) for t in held)
         drop = 1 if n >= W else 0                       # the token n - W: outside the first new token's window
@@ -757,14 +775,17 @@ class RingBufferCache(KVCache):
         everything = (torch.cat((h, t), _token_dim(t)) for h, t in zip(held, new))
         kept = min(n + T, W)
         first = n + T - kept                            # the count of the oldest token kept: it goes to slot first % W
-        self.layers[layer] = tuple(t.narrow(_token_dim(t), t.shape[_token_dim(t)] - kept, kept)
-                                   .roll(first % W, _token_dim(t)) for t in everything)
+        stored = [t.narrow(_token_dim(t), t.shape[_token_dim(t)] - kept, kept).roll(first % W, _token_dim(t))
+                  for t in everything]
+        self.layers[layer] = CacheEntry(*stored[:4])
+        self.states[layer] = dict(zip(names, stored[4:])) if names else None
         self.written[layer] = n + T
-        return CachedKeys(seen[0], seen[1], seen[2], positions, seen[3])
+        keys, values, key_positions, key_valid, *states = seen
+        return CachedKeys(keys, values, key_positions, positions, key_valid, dict(zip(names, states)) if names else None)
 
     def slot_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, slots): the text position of the key in each slot of `layer` (None if empty)."""
-        return None if self.layers[layer] is None else self.layers[layer][2]
+        return None if self.layers[layer] is None else _entry(self.layers[layer]).positions
 
 
 def window_mask_bias(query_positions: torch.Tensor, key_positions: torch.Tensor, window: int,
@@ -844,7 +865,7 @@ def tree_mask(parents, *, prefix_len: int = 0, device=None) -> torch.Tensor:
         seen.append((seen[p] if p >= 0 else set()) | {i})
     rows = [[j in s for j in range(len(parents))] for s in seen]                 # (N, N) ancestors-or-self
     total = prefix_len + len(parents)
-    mask = torch.ones(total, total, dtype=torch.bool, device=device).tril()      # the prefix: causal
+    mask = causal_mask(total, total, device=device)                               # the prefix: causal
     mask[prefix_len:, prefix_len:] = torch.tensor(rows, dtype=torch.bool, device=device)
     return mask
 

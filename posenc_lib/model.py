@@ -155,8 +155,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model),
                                  nn.Dropout(dropout))
 
-    def forward(self, x, positions):
-        x = x + self.attn(self.ln1(x), positions)
+    def forward(self, x, positions, **cache_args):  # cache_args: MultiHeadAttention's cache, layer, valid, window
+        x = x + self.attn(self.ln1(x), positions, **cache_args)
         return x + self.mlp(self.ln2(x))
 
 

@@ -5,8 +5,11 @@ import pytest
 import torch
 
 from posenc_lib import (ENCODINGS, ALiBi, LearnedEncoding, MultiHeadAttention, NoPE, RotaryEmbedding,
-                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, attention, make_encoding)
-from posenc_lib.attention import HOOKS, PositionalEncoding, where_it_acts
+                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, apply_rope, attention, make_encoding)
+from posenc_lib.attention import HOOKS, PositionalEncoding, ScoreInputs, causal_mask, where_it_acts
+from posenc_lib.inference import KVCache, RingBufferCache, SinkWindowCache, decode_step
+from posenc_lib.model import TinyLM
+from posenc_lib.relative import relative_positions
 
 POSITIONAL = [kind for kind in ENCODINGS if kind != "nope"]
 
@@ -115,6 +118,9 @@ def test_protocol_has_one_hook_per_place():
     assert base.add_to_input(x, torch.arange(3)) is x
     assert base.rotate_qk(q, q, None, None) == (q, q)
     assert base.score_bias(q, None, None) is None and base.value_bias(q, None, None) is None
+    scores = torch.randn(1, 1, 3, 3)
+    assert base.edit_scores(scores, ScoreInputs(q, q, torch.arange(3), torch.arange(3), x, None)) is scores
+    assert base.token_state(x, torch.arange(3)) is None
     overridden = {kind: where_it_acts(make_encoding(kind, d_model=8, num_heads=2)) for kind in ENCODINGS}
     assert overridden == {"nope": [], "sinusoidal": ["add_to_input"], "learned": ["add_to_input"],
                           "t5": ["score_bias"], "shaw": ["score_bias", "value_bias"], "rope": ["rotate_qk"],
@@ -159,6 +165,232 @@ def test_a_new_encoding_gets_the_call_of_its_place():
     assert where_it_acts(_Offset) == ["rotate_qk"] and set(HOOKS) >= set(where_it_acts(ShawRelativePosition))
 
 
+# ------------------------------------------------------------------ the extended hooks: k, x and a per-token state
+class KeyGate(PositionalEncoding):
+    """CoPE-like (Golovneva et al. 2024), cut down: key j counts as sigmoid(q_i . k_j) of a step, and the score
+    of key j falls by slope_h times the steps counted from j to the query. Reads k (edit_scores)."""
+
+    def __init__(self, num_heads: int):
+        super().__init__()
+        self.slopes = torch.nn.Parameter(torch.linspace(0.25, 1.0, num_heads))
+
+    def edit_scores(self, scores, inputs):
+        q, k = inputs.q, inputs.k
+        gates = torch.sigmoid(q @ k.transpose(-2, -1)).to(scores.dtype)                    # (B, H, Tq, Tk)
+        gates = gates.masked_fill(~causal_mask(q.shape[-2], k.shape[-2], device=q.device), 0.0)
+        steps = gates.flip(-1).cumsum(-1).flip(-1)                                          # sum over keys j..i
+        return scores - self.slopes.to(scores.dtype)[:, None, None] * steps
+
+
+class InputSlope(PositionalEncoding):
+    """An ALiBi whose slope each query reads off its own input: -softplus(w_h . x_i) * (i - j). Reads x."""
+
+    def __init__(self, d_model: int, num_heads: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(0.3 * torch.randn(num_heads, d_model, generator=torch.Generator().manual_seed(3)))
+
+    def edit_scores(self, scores, inputs):
+        slope = torch.nn.functional.softplus(inputs.x @ self.weight.T).transpose(1, 2)[..., None]   # (B, H, Tq, 1)
+        distance = relative_positions(inputs.q_positions, inputs.k_positions)[:, None]           # (B, 1, Tq, Tk)
+        return scores + (slope * distance.to(slope.dtype)).to(scores.dtype)
+
+
+class ForgetGate(PositionalEncoding):
+    """The Forgetting Transformer's gate (Lin et al. 2025): token t forgets by f_t = sigmoid(w_h . x_t), and the
+    score of key j at query i adds log f_{j+1} + ... + log f_i. Keeps log f_t per token (token_state)."""
+
+    def __init__(self, d_model: int, num_heads: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(num_heads, d_model, generator=torch.Generator().manual_seed(4)))
+
+    def token_state(self, x, positions):
+        return {"log_forget": torch.nn.functional.logsigmoid(x @ self.weight.T).transpose(1, 2)[..., None]}  # (B,H,T,1)
+
+    def edit_scores(self, scores, inputs):
+        total = inputs.state["log_forget"][..., 0].to(scores.dtype).cumsum(-1)          # (B, H, Tk)
+        queries = total[..., total.shape[-1] - scores.shape[-2]:]                         # the last Tq keys
+        return scores + queries[..., :, None] - total[..., None, :]
+
+
+class KeyGateFromTheFirstRows(KeyGate):
+    """A mistake the checks must catch: the gates masked as if the queries were the first Tq keys (a square
+    causal mask cut to Tq rows), not the last."""
+
+    def edit_scores(self, scores, inputs):
+        q, k = inputs.q, inputs.k
+        gates = torch.sigmoid(q @ k.transpose(-2, -1)).to(scores.dtype)
+        gates = gates.masked_fill(~torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril(), 0.0)
+        return scores - self.slopes.to(scores.dtype)[:, None, None] * gates.flip(-1).cumsum(-1).flip(-1)
+
+
+class ReRoPE(PositionalEncoding):
+    """ReRoPE (Su 2023), two score matrices merged: RoPE's own within `window` tokens, and past it every key
+    scored as if `window` tokens away. It rotates inside edit_scores (rotate_qk stays the identity, so a cache
+    holds the keys unrotated and each step sees them raw)."""
+
+    def __init__(self, window: int):
+        super().__init__()
+        self.window = window
+
+    def edit_scores(self, scores, inputs):
+        q, k, q_pos, k_pos = inputs.q, inputs.k, inputs.q_positions, inputs.k_positions
+        scale = math.sqrt(q.shape[-1])
+        near = apply_rope(q, q_pos) @ apply_rope(k, k_pos).transpose(-2, -1) / scale
+        far = apply_rope(q, torch.full_like(q_pos, self.window)) @ k.transpose(-2, -1) / scale
+        distance = relative_positions(q_pos, k_pos)[:, None].neg()                         # (B, 1, Tq, Tk) i - j
+        return torch.where(distance < self.window, near, far).to(scores.dtype)
+
+
+def extended_encodings():
+    """The test encodings above, for a d_model=32, 4-head model."""
+    return {"key gate": KeyGate(4), "input slope": InputSlope(32, 4), "forget gate": ForgetGate(32, 4),
+            "ReRoPE": ReRoPE(window=3)}
+
+
+def _decoded(model, ids, cache, prefill=4):
+    steps = [decode_step(model, ids[:, :prefill], cache)]
+    return torch.cat(steps + [decode_step(model, ids[:, t:t + 1], cache) for t in range(prefill, ids.shape[1])], 1)
+
+
+@pytest.mark.parametrize("rotated", [True, False])
+@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate", "ReRoPE"])
+def test_an_encoding_reading_k_x_or_a_token_state_decodes_as_it_runs_whole(name, rotated):
+    """Through the one attention path: a full forward and a prefill + one token a step over a KV cache
+    give the same logits, for a score hook reading k (a sigmoid(q.k) gate), x (a slope from the input) and a
+    state kept per cached token (a forget gate); each encoding changes the logits (it is not a no-op)."""
+    encoding = extended_encodings()[name]
+    torch.manual_seed(0)
+    model = TinyLM(23, encoding=encoding, d_model=32, num_heads=4, num_layers=2).eval()
+    ids = torch.randint(0, 23, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full, _ = model(ids)
+        steps = _decoded(model, ids, KVCache(2, rotated=rotated))
+        model.replace_encoding(NoPE())
+        plain, _ = model(ids)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
+    assert (plain - full).abs().max() > 1e-2
+
+
+def test_rerope_is_rope_within_its_window_and_not_past_it():
+    """The merge of two score matrices through edit_scores: inside the window ReRoPE's logits are RoPE's (same
+    weights), past it they differ."""
+    torch.manual_seed(0)
+    model = TinyLM(23, encoding=ReRoPE(window=4), d_model=32, num_heads=4, num_layers=2).eval()
+    ids = torch.randint(0, 23, (1, 9), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        merged, _ = model(ids)
+        model.replace_encoding(RotaryEmbedding(8))
+        rope, _ = model(ids)
+    torch.testing.assert_close(merged[:, :4], rope[:, :4], atol=1e-5, rtol=0)
+    assert (merged[:, 4:] - rope[:, 4:]).abs().max() > 1e-3
+
+
+def test_the_checks_catch_a_score_hook_that_misplaces_the_queries():
+    """Queries are the last Tq of the Tk keys: a hook that reads them as the first Tq runs whole as the
+    right one does (Tq = Tk) and goes wrong from the first cached step."""
+    torch.manual_seed(0)
+    model = TinyLM(23, encoding=KeyGateFromTheFirstRows(4), d_model=32, num_heads=4, num_layers=2).eval()
+    ids = torch.randint(0, 23, (1, 8), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full, _ = model(ids)
+        steps = _decoded(model, ids, KVCache(2))
+        model.replace_encoding(KeyGate(4))
+        right, _ = model(ids)
+    torch.testing.assert_close(full, right, atol=0, rtol=0)
+    torch.testing.assert_close(steps[:, :4], full[:, :4], atol=1e-5, rtol=0)    # the prefill: Tq = Tk
+    assert (steps[:, 4:] - full[:, 4:]).abs().max() > 1e-2
+
+
+def test_the_token_state_follows_its_token_through_eviction_and_slots():
+    """A sink + window cache evicts a token's state with its key; a ring buffer keeps it in the key's slot;
+    a layer's state is handed back for every key the step attends."""
+    batch, heads, hd = 1, 2, 4
+    sink, ring = SinkWindowCache(1, num_sinks=2, window=3), RingBufferCache(1, window=4)
+    for t in range(9):
+        k = torch.randn(batch, heads, 1, hd)
+        state = {"position": torch.full((batch, heads, 1, 1), float(t))}          # the state names its token
+        got_sink = sink.update(0, k, k, torch.tensor([t]), state=state)
+        got_ring = ring.update(0, k, k, torch.tensor([t]), state=state)
+        assert got_sink.state["position"][0, 0, :, 0].tolist() == sink.text_positions()[0].tolist()
+        assert got_ring.state["position"][0, 0, :, 0].tolist() == got_ring.key_positions[0].tolist()
+    assert sink.states[0]["position"][0, 0, :, 0].tolist() == [0, 1, 6, 7, 8]
+    assert ring.states[0]["position"][0, 0, :, 0].tolist() == ring.slot_positions()[0].tolist() == [8, 5, 6, 7]
+
+
+class _OldBias(PositionalEncoding):
+    """A learner's encoding written against the four hooks only: a score bias of -(i - j) / 4."""
+
+    def score_bias(self, q, q_positions, k_positions):
+        return -relative_positions(q_positions, k_positions).to(q.dtype)[:, None] / 4
+
+
+class _SameAsEditedScores(PositionalEncoding):
+    def edit_scores(self, scores, inputs):
+        return scores - relative_positions(inputs.q_positions, inputs.k_positions).to(scores.dtype)[:, None] / 4
+
+
+def test_an_encoding_of_the_four_hooks_runs_as_the_edit_it_stands_for():
+    """An old subclass (score_bias only) goes through edit_scores' default: the same outputs as the same
+    bias written as an edit of the scores, whole and cached."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 16)
+    old, new = (MultiHeadAttention(16, 2, encoding=enc, causal=True) for enc in (_OldBias(), _SameAsEditedScores()))
+    new.load_state_dict(old.state_dict())
+    torch.testing.assert_close(old(x), new(x), atol=0, rtol=0)
+    caches = KVCache(1), KVCache(1)
+    for t in range(6):
+        got = [mha(x[:, t:t + 1], cache=cache) for mha, cache in zip((old, new), caches)]
+        torch.testing.assert_close(got[0], got[1], atol=0, rtol=0)
+        torch.testing.assert_close(got[0], old(x)[:, t:t + 1], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["key gate", "input slope", "forget gate", "ReRoPE"])
+def test_the_extended_hooks_compile_as_one_graph_whole_and_cached(name):
+    """No host read in the extended hooks' path: a whole forward and a prefill + step over a KV cache (token
+    state included) trace as one graph each and give the eager outputs."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4, encoding=extended_encodings()[name], causal=True)
+    x = torch.randn(2, 6, 32)
+
+    def cached(x):
+        cache = KVCache(1)
+        return torch.cat((mha(x[:, :5], cache=cache), mha(x[:, 5:], cache=cache)), 1)
+
+    for fn in (mha, cached):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, fullgraph=True, backend="eager")
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), fn(x), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_one_attention_path_whole_or_a_token_at_a_time(window):
+    """MultiHeadAttention over 7 tokens at once, and fed one token a step with a KV cache, agree (with and
+    without a sliding window: the one causal_mask for both); the window changes the output."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, encoding=ALiBi(2), causal=True)
+    x = torch.randn(2, 7, 16)
+    whole = mha(x, window=window)
+    cache = KVCache(1)
+    steps = torch.cat([mha(x[:, t:t + 1], cache=cache, window=window) for t in range(7)], 1)
+    torch.testing.assert_close(steps, whole, atol=1e-6, rtol=0)
+    if window is not None:
+        assert (whole[:, window:] - mha(x)[:, window:]).abs().max() > 1e-3
+        torch.testing.assert_close(whole[:, :window], mha(x)[:, :window], atol=0, rtol=0)
+
+
+def test_calling_an_extended_encoding_applies_its_first_hook():
+    torch.manual_seed(0)
+    x, q, k = torch.randn(1, 5, 32), torch.randn(1, 4, 5, 8), torch.randn(1, 4, 5, 8)
+    gate = ForgetGate(32, 4)
+    assert where_it_acts(gate) == ["edit_scores", "token_state"]
+    expected = gate.edit_scores(q @ k.transpose(-2, -1) / math.sqrt(8),
+                                ScoreInputs(q, k, torch.arange(5), torch.arange(5), x, gate.token_state(x, None)))
+    torch.testing.assert_close(gate(q, k, x=x), expected, atol=1e-6, rtol=0)
+    assert torch.equal(causal_mask(2, 4, device="cpu"), torch.tensor([[True, True, True, False], [True] * 4]))
+    assert causal_mask(3, 3, device="cpu", window=1).equal(torch.eye(3, dtype=torch.bool))
+
+
 # ------------------------------------------------------------------ MultiHeadAttention
 @pytest.mark.parametrize("enc", [SinusoidalEncoding(16), LearnedEncoding(10, 16)], ids=["sinusoidal", "learned"])
 def test_mha_adds_an_input_encoding_before_q_k_v(enc):
@@ -188,6 +420,11 @@ def test_mha_of_an_empty_sequence_is_empty():
     for kind in ENCODINGS:
         mha = MultiHeadAttention(16, 2, encoding=make_encoding(kind, d_model=16, num_heads=2), causal=True)
         assert mha(torch.zeros(2, 0, 16)).shape == (2, 0, 16), kind
+
+
+class _ScoresOfOneRow(PositionalEncoding):
+    def edit_scores(self, scores, inputs):
+        return scores[..., :1, :]
 
 
 # ------------------------------------------------------------------ bad input: (id, call, exception, message)
@@ -247,6 +484,15 @@ BAD = [
      r"positions must be an integer tensor"),
     ("MHA list positions", lambda: MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), [0, 1, 2, 3, 4]), TypeError,
      r"positions must be a torch.Tensor"),
+    ("MHA window without causal", lambda: MultiHeadAttention(8, 2)(torch.randn(1, 5, 8), window=2), ValueError,
+     r"window: a sliding window masks a causal attention; this one has causal=False"),
+    ("MHA window float", lambda: MultiHeadAttention(8, 2, causal=True)(torch.randn(1, 5, 8), window=2.0), TypeError,
+     r"window must be"),
+    ("MHA scores edited to another shape", lambda: MultiHeadAttention(8, 2, encoding=_ScoresOfOneRow())(
+        torch.randn(1, 5, 8)), ValueError, r"encoding: _ScoresOfOneRow's scores must keep the shape \(batch, heads, "
+                                           r"q_len, k_len\) = \(1, 2, 5, 5\), got \(1, 2, 1, 5\)"),
+    ("causal_mask more queries than keys", lambda: causal_mask(3, 2, device="cpu"), ValueError,
+     r"causal attention needs q_len <= k_len .* got q_len=3, k_len=2"),
     ("MHA ALiBi heads", lambda: MultiHeadAttention(16, 4, encoding=ALiBi(2))(torch.randn(1, 5, 16)), ValueError,
      r"num_heads=2"),
     ("MHA T5 heads", lambda: MultiHeadAttention(16, 4, encoding=T5RelativeBias(2))(torch.randn(1, 5, 16)),

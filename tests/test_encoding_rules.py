@@ -11,6 +11,7 @@ from posenc_lib import apply_rope
 from posenc_lib import encoding_rules as R
 from posenc_lib.attention import PositionalEncoding
 from posenc_lib.model import ENCODINGS, TinyLMConfig
+from test_attention import ForgetGate, InputSlope, KeyGate, KeyGateFromTheFirstRows, ReRoPE
 
 # ----------------------------------------------------------------------- encodings, good and broken
 class LogBucketBias(PositionalEncoding):
@@ -157,6 +158,36 @@ class NotAnEncoding(nn.Module):
     pass
 
 
+class GatesEveryKey(KeyGate):
+    """A sigmoid(q.k) gate counted over every key, the later ones too (no causal mask before the sum)."""
+
+    def edit_scores(self, scores, inputs):
+        gates = torch.sigmoid(inputs.q @ inputs.k.transpose(-2, -1)).to(scores.dtype)
+        return scores - self.slopes.to(scores.dtype)[:, None, None] * gates.flip(-1).cumsum(-1).flip(-1)
+
+
+class RunningForgetState(ForgetGate):
+    """A forget state summed along the tokens it was given: right in one forward, wrong chunk by chunk."""
+
+    def token_state(self, x, positions):
+        return {"log_forget": super().token_state(x, positions)["log_forget"].cumsum(2)}
+
+
+class StateAsAList(ForgetGate):
+    def token_state(self, x, positions):
+        return [super().token_state(x, positions)["log_forget"]]
+
+
+class ScoresOfOneHead(KeyGate):
+    def edit_scores(self, scores, inputs):
+        return super().edit_scores(scores, inputs)[:, :1]
+
+
+def _sized(cls):
+    """A factory config -> cls(d_model, num_heads) or cls(num_heads): the test encodings' own signatures."""
+    return lambda config: cls(config.num_heads) if issubclass(cls, KeyGate) else cls(config.d_model, config.num_heads)
+
+
 BROKEN = [  # (id, encoding, [fragments one of the problems must contain], number of problems)
     ("t over T", NormalisedIndex, [R.RULE_FUTURE, "add_to_input", "cut"], 2),
     ("t over T, no device", NormalisedIndex, [R.RULE_DEVICE, "add_to_input", "device=x.device"], 2),
@@ -175,6 +206,12 @@ BROKEN = [  # (id, encoding, [fragments one of the problems must contain], numbe
     ("NoPE", "nope", [R.RULE_NO_HOOK, "NoPE"], 1),
     ("crash", Crashes, [R.RULE_CRASH, "score_bias", "RuntimeError"], 1),
     ("not a PositionalEncoding", NotAnEncoding, [R.RULE_BUILD, "subclass", "PositionalEncoding"], 1),
+    ("queries as the first rows", _sized(KeyGateFromTheFirstRows),
+     [R.RULE_CACHE, "edit_scores", "LAST q_len of the k_len keys"], 1),
+    ("gates over later keys", _sized(GatesEveryKey), [R.RULE_FUTURE, "edit_scores", "scores on keys <= query"], 1),
+    ("state summed along the tokens", _sized(RunningForgetState), [R.RULE_CACHE, "token_state", "two chunks"], 1),
+    ("state a list", _sized(StateAsAList), [R.RULE_SHAPE, "token_state", "dict name -> tensor, got list"], 2),
+    ("scores of one head", _sized(ScoresOfOneHead), [R.RULE_SHAPE, "edit_scores", "(2, 1, 9, 9)", "(2, 4, 9, 9)"], 1),
     ("factory returns no encoding", lambda config: 3, [R.RULE_BUILD, "must return a PositionalEncoding"], 1),
 ]
 
@@ -189,6 +226,15 @@ def test_every_built_in_encoding_keeps_the_rules(name):
                          ids=["class", "instance", "function"])
 def test_the_worked_example_keeps_the_rules_in_every_form(encoding):
     assert R.rule_report(encoding) == {"name": R.encoding_name(encoding), "hooks": ["score_bias"], "problems": []}
+
+
+@pytest.mark.parametrize("cls", [KeyGate, InputSlope, ForgetGate, ReRoPE],
+                         ids=["key gate", "input slope", "forget gate", "ReRoPE"])
+def test_encodings_reading_k_x_or_a_token_state_keep_the_rules(cls):
+    """The extended hooks under every rule, the cache rule included (tests/test_attention.py decodes them)."""
+    report = R.rule_report((lambda config: ReRoPE(window=3)) if cls is ReRoPE else _sized(cls))
+    assert report["problems"] == [] and "edit_scores" in report["hooks"]
+    assert ("token_state" in report["hooks"]) == (cls is ForgetGate)
 
 
 @pytest.mark.parametrize("encoding", [RopeBase500, LearnedSlopes], ids=["RoPE base 500", "learned slopes"])

@@ -8,8 +8,8 @@ cache and a left-padded batch by posenc_lib's ALiBi bias and cache."""
 import pytest
 import torch
 
-from posenc_lib import ENCODINGS, ALiBi, TinyLM, attention
-from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, cached_attention, check_mask,
+from posenc_lib import ENCODINGS, ALiBi, MultiHeadAttention, TinyLM, attention
+from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, check_mask,
                                   decode_step, document_mask, llama_decode_step, packed_position_ids,
                                   position_ids_from_mask)
 
@@ -79,12 +79,23 @@ def test_a_scaling_that_changes_with_the_length_needs_unrotated_keys(scaling):
 
 # ------------------------------------------------------------------ positions from the mask
 def test_position_ids_follow_generate():
+    """The position_ids generate() passes to the model's forward (read by a forward pre-hook): the prefill's
+    are position_ids_from_mask's; the next step's are each row's last column's position + 1, the last real
+    position + 1 (KVCache.next_positions) for a row that ends in a real token."""
     mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
     assert position_ids_from_mask(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, 0, 0]]
-    model = transformers.LlamaForCausalLM(_llama_config())
-    ids = torch.ones(3, 5, dtype=torch.long)
-    theirs = model._prepare_position_ids_for_generation(ids, {"attention_mask": mask})
-    assert torch.equal(position_ids_from_mask(mask), theirs)
+    model = transformers.LlamaForCausalLM(_llama_config()).eval()
+    passed = []
+    hook = model.register_forward_pre_hook(lambda module, args, kwargs: passed.append(kwargs["position_ids"]),
+                                           with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model.generate(torch.ones(3, 5, dtype=torch.long), attention_mask=mask, max_new_tokens=2, do_sample=False)
+    finally:
+        hook.remove()
+    prefill, step = passed
+    assert torch.equal(position_ids_from_mask(mask), prefill)
+    assert step[:2, 0].tolist() == [3, 5] and step[2, 0] == prefill[2, -1] + 1
     # with a cache: the next tokens continue from each row's last real position
     more = position_ids_from_mask(torch.tensor([[1, 1], [1, 1], [1, 1]]), start=torch.tensor([3, 5, 3]))
     assert more.tolist() == [[3, 4], [5, 6], [3, 4]]
@@ -164,7 +175,7 @@ def test_posenc_lib_reproduces_llama_step_by_step():
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
     torch.testing.assert_close(theirs, full, atol=1e-5, rtol=0)
     # the cached keys are the same numbers: rotated at their positions, (batch, kv_heads, T, head_dim)
-    torch.testing.assert_close(ours_cache.layers[1][0], hf_cache.layers[1].keys, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours_cache.layers[1].keys, hf_cache.layers[1].keys, atol=1e-5, rtol=0)
     # and the check can fail: the last step's query at the wrong position
     wrong_cache = KVCache(2)
     with torch.no_grad():
@@ -408,12 +419,18 @@ def _step(cache, k=None, v=None, positions=None, valid=None, layer=0):
     return cache.update(layer, k, k if v is None else v, torch.tensor([3]) if positions is None else positions, valid)
 
 
-def _attend(x=None, cache=None, attn=None, layer=0, positions=None):
-    model = _model()
+def _attend(x=None, cache=None, layer=0, positions=None, attn=None, **kw):
+    attn = _model().blocks[0].attn if attn is None else attn
     x = torch.randn(1, 2, 32) if x is None else x
-    return cached_attention(model.blocks[0].attn if attn is None else attn, x,
-                            torch.arange(2) if positions is None else positions,
-                            KVCache(2) if cache is None else cache, layer)
+    return attn(x, torch.arange(2) if positions is None else positions, cache=KVCache(2) if cache is None else cache,
+                layer=layer, **kw)
+
+
+def _cached_with_state():
+    """A cache whose layer 0 holds 3 tokens and a token state "g" of shape (1, 2, 3, 1)."""
+    cache = KVCache(1)
+    cache.update(0, K, K, torch.arange(3), state={"g": K[..., :1]})
+    return cache
 
 
 def _decode(ids=None, cache=None, **kw):
@@ -547,9 +564,23 @@ BAD = [  # (id, call, error type, what the message must say)
      r"layer must be an int in \[0, num_layers=2\), got 2"),
     ("text_positions string layer", lambda: SinkWindowCache(2).text_positions("0"), TypeError,
      r"layer must be an int in \[0, num_layers=2\), got str"),
-    # cached_attention
-    ("attention attn a Linear", lambda: _attend(attn=torch.nn.Linear(32, 32)), TypeError,
-     r"attn must be a posenc_lib MultiHeadAttention.*got Linear"),
+    # MultiHeadAttention with a cache
+    ("attention not causal", lambda: _attend(attn=MultiHeadAttention(32, 4)), ValueError,
+     r"cache: a KV cache holds the earlier tokens of a causal decoder; this attention has causal=False"),
+    ("attention window 0", lambda: _attend(window=0), ValueError, r"window must be"),
+    ("attention state a list", lambda: KVCache(1).update(0, K, K, torch.arange(3), state=[K]), TypeError,
+     r"state must be a dict name -> tensor, the encoding's token_state, got list"),
+    ("attention state 3-D", lambda: KVCache(1).update(0, K, K, torch.arange(3), state={"g": K[0]}), ValueError,
+     r"state\['g'\] must have shape \(batch=1, \*, seq=3, \*\), the tokens on dim 2 as in k, got \(2, 3, 8\)"),
+    ("attention state dropped", lambda: _cached_with_state().update(0, K[..., :1, :], K[..., :1, :],
+                                                                   torch.tensor([3])), TypeError,
+     r"state must be a dict name -> tensor, the encoding's token_state \(layer 0 holds one\), got NoneType"),
+    ("attention state renamed", lambda: _cached_with_state().update(0, K[..., :1, :], K[..., :1, :], torch.tensor([3]),
+                                                                    state={"h": K[..., :1, :1]}), ValueError,
+     r"state must have the cached names \['g'\] in layer 0, got \['h'\]"),
+    ("attention state resized", lambda: _cached_with_state().update(0, K[..., :1, :], K[..., :1, :], torch.tensor([3]),
+                                                                    state={"g": K[..., :1, :2]}), ValueError,
+     r"state\['g'\] must match the cached one \(shape \(batch, 2, seq, 1\), torch.float32\) in layer 0"),
     ("attention int x", lambda: _attend(x=torch.ones(1, 2, 32, dtype=LONG)), TypeError, r"x must be a floating-point"),
     ("attention x 2-D", lambda: _attend(x=torch.randn(2, 32)), ValueError,
      r"x must have shape \(batch, seq >= 1, d_model=32\), got \(2, 32\)"),
@@ -557,9 +588,9 @@ BAD = [  # (id, call, error type, what the message must say)
     ("attention x empty", lambda: _attend(x=torch.randn(1, 0, 32), positions=torch.arange(0)), ValueError,
      r"x must have shape \(batch, seq >= 1"),
     ("attention x float64", lambda: _attend(x=torch.randn(1, 2, 32, dtype=torch.float64)), ValueError,
-     r"x must have attn's dtype torch.float32, got torch.float64"),
+     r"x must have the attention's dtype torch.float32, got torch.float64"),
     ("attention x on meta", lambda: _attend(x=torch.randn(1, 2, 32, device=META)), ValueError,
-     r"x must be on attn's device \(cpu\), got meta"),
+     r"qkv must be on x's device \(meta\), got cpu"),
     ("attention cache a list", lambda: _attend(cache=[]), TypeError, r"cache must be a posenc_lib KVCache, got list"),
     ("attention layer", lambda: _attend(layer=5), ValueError, r"layer must be an int in \[0, num_layers=2\)"),
     ("attention positions", lambda: _attend(positions=torch.arange(3)), ValueError, r"positions must have shape"),

@@ -11,7 +11,7 @@ import torch
 
 from posenc_lib import ALiBi, apply_rope
 from posenc_lib.experiments.results import load_model_configs
-from posenc_lib.inference import (KVCache, RingBufferCache, context_shift, llama_decode_step, packed_position_ids,
+from posenc_lib.inference import (CacheEntry, KVCache, RingBufferCache, context_shift, llama_decode_step, packed_position_ids,
                                   rerotate_keys, token_tree, tree_mask, tree_positions, usable_context_length,
                                   window_mask_bias)
 
@@ -82,9 +82,9 @@ def _shift_then_step(num_layers, n_keep=2, n_discard=4):
 
 def test_context_shift_keeps_n_keep_drops_n_discard_and_renumbers_the_rest():
     _, _, cache, shifted = _shift_then_step(1)
-    assert shifted.layers[0][2][0].tolist() == list(range(8)) + [8]                  # 8 kept, then the next token
-    assert len(cache) == 12 and cache.layers[0][2][0].tolist() == list(range(12))   # the given cache is unchanged
-    torch.testing.assert_close(shifted.layers[0][3], torch.ones(1, 9, dtype=torch.bool))
+    assert shifted.layers[0].positions[0].tolist() == list(range(8)) + [8]           # 8 kept, then the next token
+    assert len(cache) == 12 and cache.layers[0].positions[0].tolist() == list(range(12))  # the given cache: unchanged
+    torch.testing.assert_close(shifted.layers[0].valid, torch.ones(1, 9, dtype=torch.bool))
 
 
 def test_context_shift_is_exact_for_one_layer():
@@ -117,24 +117,26 @@ def _mistral(window):
 
 
 @pytest.mark.parametrize("prompt", [3, 4, 7], ids=["shorter than W", "equal to W", "longer than W"])
-def test_ring_buffer_returns_the_keys_transformers_sliding_window_cache_returns(prompt, monkeypatch):
-    """transformers' DynamicSlidingWindowLayer.update is recorded (what it was given, what it returned, what it
-    keeps); the ring buffer gets the same keys and values and must return the same tensors, at the positions
-    transformers' sliding-window mask lets each query see."""
-    from transformers import cache_utils
+def test_ring_buffer_returns_the_keys_transformers_sliding_window_cache_returns(prompt):
+    """What transformers' attention receives from its DynamicSlidingWindowLayer (the keys and values it returned,
+    the new ones last, and how many it keeps) is recorded by an attention function registered through
+    transformers.AttentionInterface; the ring buffer gets the same new keys and values and must return the same
+    tensors, at the positions transformers' sliding-window mask lets each query see."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
     from transformers.masking_utils import sliding_window_causal_mask_function
     W, recorded = 4, []
-    update = cache_utils.DynamicSlidingWindowLayer.update
-
-    def recording(self, k, v, *args, **kwargs):
-        out = update(self, k, v, *args, **kwargs)
-        recorded.append((k, v, out[0], out[1], self.keys.shape[-2]))
-        return out
-
-    monkeypatch.setattr(cache_utils.DynamicSlidingWindowLayer, "update", recording)
     model, ids = _mistral(W), torch.randint(1, 50, (1, prompt + 5), generator=torch.Generator().manual_seed(prompt))
+    hf_cache = transformers.DynamicCache(config=model.config)
+
+    def recording(module, query, key, value, attention_mask, **kwargs):
+        new = query.shape[-2]
+        kept = hf_cache.layers[module.layer_idx].keys.shape[-2]
+        recorded.append((key[..., -new:, :], value[..., -new:, :], key, value, kept))
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    transformers.AttentionInterface.register("posenc_ring_probe", recording)
+    model.set_attn_implementation("posenc_ring_probe")
     with torch.no_grad():
-        hf_cache = transformers.DynamicCache(config=model.config)
         model(ids[:, :prompt], cache=hf_cache, use_cache=True)
         for t in range(prompt, prompt + 5):
             model(ids[:, t:t + 1], cache=hf_cache, use_cache=True)
@@ -150,7 +152,7 @@ def test_ring_buffer_returns_the_keys_transformers_sliding_window_cache_returns(
         theirs = torch.tensor([[bool(allowed(zero, zero, q, kp)) for kp in got.key_positions[0]]
                                for q in got.query_positions[0]])
         assert torch.equal(mine[0, 0], theirs)
-        assert kept == min(start + T, W - 1) and ring.layers[layer][0].shape[-2] == min(start + T, W)   # W - 1 vs W
+        assert kept == min(start + T, W - 1) and ring.layers[layer].keys.shape[-2] == min(start + T, W)   # W - 1 vs W
         start += T if layer == 1 else 0
     slots = ring.slot_positions()[0]
     assert sorted(slots.tolist()) == list(range(start - W, start)) and all(int(p) % W == s for s, p in enumerate(slots))
@@ -220,10 +222,10 @@ def _reuse(num_layers, b=4, d=6):
         moved_gap = 0.0
         for layer, ((k, v, pos, valid), alone) in enumerate(zip(at_zero.layers, at_b.layers)):
             moved = rerotate_keys(k, b)
-            moved_gap = max(moved_gap, _gap(moved, alone[0]))
+            moved_gap = max(moved_gap, _gap(moved, alone.keys))
             held = cache.layers[layer]
-            cache.layers[layer] = (torch.cat((held[0], moved), -2), torch.cat((held[1], v), -2),
-                                   torch.cat((held[2], pos + b), -1), torch.cat((held[3], valid), -1))
+            cache.layers[layer] = CacheEntry(torch.cat((held.keys, moved), -2), torch.cat((held.values, v), -2),
+                                             torch.cat((held.positions, pos + b), -1), torch.cat((held.valid, valid), -1))
         step = llama_decode_step(model, nxt, cache, torch.tensor([b + d]))[0, -1]
         whole = model(torch.cat((prefix, chunk, nxt), 1)).logits[0, -1]
     return moved_gap, _gap(step, whole)
@@ -325,7 +327,7 @@ def _cache(layers=1, tokens=6, padded=False):
         valid[0, 0] = False
     k = torch.zeros(1, 1, tokens, 4)
     for layer in range(layers):
-        cache.layers[layer] = (k, k, torch.arange(tokens)[None], valid)
+        cache.layers[layer] = CacheEntry(k, k, torch.arange(tokens)[None], valid)
     return cache
 
 
@@ -409,10 +411,24 @@ def test_the_serving_functions_on_each_device(device):
     for t in range(5):
         got = ring.update(0, keys[..., t:t + 1, :], keys[..., t:t + 1, :], torch.tensor([t], device=device))
     bias = window_mask_bias(got.query_positions, got.key_positions, 3)
-    made = (moved, shifted.layers[0][0], shifted.layers[0][2], got.keys, got.key_positions, bias,
+    made = (moved, shifted.layers[0].keys, shifted.layers[0].positions, got.keys, got.key_positions, bias,
             tree_positions([-1, 0, 0], device=device), tree_mask([-1, 0, 0], prefix_len=2, device=device))
     assert all(t.device.type == device.type for t in made)
     if device.type != "meta":
         assert _gap(moved.cpu(), apply_rope(raw, torch.arange(6) - 2)) < 1e-5
-        assert shifted.layers[0][2].tolist() == [[0, 1, 2, 3]] and got.key_positions.tolist() == [[2, 3, 4]]
+        assert shifted.layers[0].positions.tolist() == [[0, 1, 2, 3]] and got.key_positions.tolist() == [[2, 3, 4]]
         assert (bias == 0).all()
+
+
+def test_context_shift_keeps_each_token_state_with_its_key():
+    """An encoding's token state (PositionalEncoding.token_state) stays with its token: the dropped tokens' states
+    go, the kept ones' are as they were made; the given cache keeps its own."""
+    keys = torch.randn(1, 2, 10, 8, generator=torch.Generator().manual_seed(0))
+    cache = KVCache(1)
+    cache.update(0, keys, keys, torch.arange(10), state={"made_at": torch.arange(10.0).view(1, 1, 10, 1)})
+    shifted = context_shift(cache, 3, n_keep=2)
+    assert shifted.states[0]["made_at"].flatten().tolist() == [0, 1, 5, 6, 7, 8, 9]
+    assert cache.states[0]["made_at"].flatten().tolist() == list(range(10))
+    got = shifted.update(0, keys[..., :1, :], keys[..., :1, :], torch.tensor([7]),
+                         state={"made_at": torch.full((1, 1, 1, 1), 10.0)})
+    assert got.state["made_at"].flatten().tolist() == [0, 1, 5, 6, 7, 8, 9, 10]
