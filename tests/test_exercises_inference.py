@@ -2,12 +2,11 @@
 mistake (the pads numbered, counting from 1, the query not rotated, the cached keys rotated twice, text
 positions where StreamingLLM counts in the cache ...), and right answers in another valid form pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_rope
 from posenc_lib.exercises import inference as ex
 from posenc_lib.inference import SinkWindowCache, position_ids_from_mask
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

@@ -3,11 +3,10 @@ names the mistake."""
 import warnings
 
 import torch
+from exercise_mistakes import assert_named, each_mistake
 from torch.nn import functional as F
 
 from posenc_lib.exercises import learned as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

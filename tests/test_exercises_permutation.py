@@ -2,10 +2,9 @@
 that names the mistake, and right answers written another valid way pass."""
 import pytest
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib.exercises import permutation as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

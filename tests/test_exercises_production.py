@@ -5,11 +5,10 @@ import math
 
 import numpy as np
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_decoupled_rope, apply_rope, from_hf_config, rope_inv_freq
 from posenc_lib.exercises import production as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

@@ -3,12 +3,11 @@ mistake (the wrong sign of the shift, the keys not turned, the flattened index w
 causal mask of the flattened tree, W + 1 or W - 1 keys where the window holds W, slots for positions, packed
 positions that run on), and right answers in another valid form pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_rope
 from posenc_lib.exercises import serving as ex
-from posenc_lib.inference import RingBufferCache, context_shift, KVCache, tree_mask, tree_positions
-
-from exercise_mistakes import assert_named, each_mistake
+from posenc_lib.inference import KVCache, RingBufferCache, context_shift, tree_mask, tree_positions
 
 S = ex.SOLUTIONS
 

@@ -16,13 +16,12 @@ import torch
 from torch import nn
 
 from ..attention import PositionalEncoding
-from ..experiments import summarize
 from ..encoding_rules import rule_report
+from ..experiments import summarize
 from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import (FAR_POSITION, ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision,
-                      same, tensor)
+from ._common import FAR_POSITION, ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -201,7 +200,7 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
         got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
         right = _theta(dim, base) / factor
-        refuse_low_precision(got, right, what, lambda gap: tr(
+        refuse_low_precision(got, right, what, lambda gap, right=right: tr(
             f"At position 32,768 that turns the slowest pair by {gap * 32768 * float(right[-1]):.2g} rad too much "
             f"or too little. Compute theta in float32 or float64 (RoPE's inv_freq is a float32 buffer even in a "
             f"bf16 model)",
@@ -265,7 +264,7 @@ def check_ntk_base(ntk_base) -> None:
         right = base * factor ** (dim / (dim - 2))
         if math.isclose(got, right, rel_tol=1e-6):
             continue
-        lowest = lambda b: b ** (-(dim - 2) / dim)  # noqa: E731  the lowest frequency theta_{dim/2-1}
+        lowest = lambda b, dim=dim: b ** (-(dim - 2) / dim)  # noqa: E731  the lowest frequency theta_{dim/2-1}
         hints = [
             (base * factor, tr("base * factor divides the lowest frequency by only factor^((d-2)/d) = "
                                f"{factor ** ((dim - 2) / dim):.3f}, not by the factor; the exponent must be d/(d-2)",

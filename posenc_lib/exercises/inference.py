@@ -17,7 +17,7 @@ import torch
 from ..i18n import tr
 from ..inference import position_ids_from_mask
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, integers, ignored, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_left_pad_positions", "check_query_against_cache", "check_window_positions"]
 
@@ -85,7 +85,7 @@ def check_query_against_cache(fn) -> None:
     keys = apply_rope(raw, torch.arange(n), base=base)                     # (n, d), rotated at 0 .. n-1
     for m in (n, n + 4):                                                   # the next token, and one later
         q_before, keys_before = q.clone(), keys.clone()
-        answer = _half_width_named(lambda: call(fn, q, m, keys, base, what=tr("your function", "你的函数")), d)
+        answer = _half_width_named(lambda m=m: call(fn, q, m, keys, base, what=tr("your function", "你的函数")), d)
         got = as_tensor(answer, tr("your scores", "你的分数"))
         if isinstance(answer, torch.Tensor) and answer.dtype != q.dtype:
             raise ExerciseError(tr(f"your scores are {answer.dtype}, q and the keys are {q.dtype}: keep their dtype "

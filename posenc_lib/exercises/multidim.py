@@ -20,8 +20,19 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, integers, keep_dtype,
-                      name_the_mistake, ok, same)
+from ._common import (
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    integers,
+    keep_dtype,
+    name_the_mistake,
+    ok,
+    same,
+)
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]

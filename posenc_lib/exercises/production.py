@@ -25,8 +25,19 @@ from ..experiments.results import load_model_configs
 from ..i18n import tr
 from ..rope import apply_decoupled_rope, apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
-from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, name_the_mistake,
-                      number, ok, same)
+from ._common import (
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    keep_dtype,
+    name_the_mistake,
+    number,
+    ok,
+    same,
+)
 
 __all__ = ["attempt", "check_slow_pairs", "check_partial_rope", "check_layer_base", "check_nope_layers",
            "check_yarn_score_scale"]

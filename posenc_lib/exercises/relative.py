@@ -16,10 +16,9 @@ import math
 import torch
 
 from ..alibi import alibi_slopes
-from ..relative import t5_relative_bucket
 from ..i18n import tr
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision,
-                      same)
+from ..relative import t5_relative_bucket
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision, same
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
 
@@ -194,7 +193,7 @@ def check_alibi_slopes(fn) -> None:
         got = as_tensor(call(fn, n, what=tr(f"your function ({n} heads)", f"你的函数（{n} 个头）")),
                         tr("your function", "你的函数")).reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
-        def cost(gap):
+        def cost(gap, got=got, want=want):
             far = float((got.double() - want).abs().max()) * 4096  # the bias error at distance 4096
             return tr(f"The bias -slope * distance is then off by {gap:.2%} of itself, up to {far:.2g} at distance "
                       f"4096. Compute the slopes in float32 or float64",

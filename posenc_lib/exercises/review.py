@@ -15,9 +15,9 @@ import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
 from ..experiments.results import load_model_configs
-from ..model import ENCODING_LABELS, encoding_label
 from ..i18n import Text, tr
 from ..inference import usable_context_length
+from ..model import ENCODING_LABELS, encoding_label
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok

@@ -18,9 +18,9 @@ import math
 import torch
 
 from ..absolute import layout_permutation
+from ..i18n import tr
 from ..rope import apply_rope, rope_complex, rotate_every_two, rotate_half
 from ..scaling import rope_inv_freq
-from ..i18n import tr
 from ._common import ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, ok, same, tensor
 
 __all__ = [

@@ -18,8 +18,7 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake,
-                      ok, same)
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]

@@ -18,10 +18,25 @@ import math
 import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
-from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, float32_note, ignored,
-                      keep_dtype, name_the_mistake, number, ok, refuse_low_precision, same, tensor, your_line)
+from ..relative import diagonal_spread
+from ._common import (
+    SIGNIFICANT_BITS,
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    keep_dtype,
+    name_the_mistake,
+    number,
+    ok,
+    refuse_low_precision,
+    same,
+    tensor,
+    your_line,
+)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -276,7 +291,7 @@ def check_wavelengths(wavelengths) -> None:
         got = as_tensor(call(wavelengths, d, base, what=what), what)
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
-        refuse_low_precision(got, right, what, lambda gap: tr(
+        refuse_low_precision(got, right, what, lambda gap, got=got, right=right: tr(
             f"The longest wavelength is off by {float((got.double() - right).abs().max()):.3g} positions. Compute "
             f"them in float32 or float64",
             f"最长的波长偏了 {float((got.double() - right).abs().max()):.3g} 个位置。要用 float32 或 float64 来算"))
