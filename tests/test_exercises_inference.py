@@ -23,7 +23,8 @@ def _mask_in_place(mask):
 
 def _query_with(rotate_at=None, keys_again=False, layout="half"):
     def fn(q, m, keys, base=10000.0):
-        query = q if rotate_at is None else apply_rope(q[None], torch.tensor([rotate_at(m)]), base=base, layout=layout)[0]
+        query = q if rotate_at is None else apply_rope(q[None], torch.tensor([rotate_at(m)]), base=base,
+                                                       layout=layout)[0]
         if keys_again:
             keys = apply_rope(keys, torch.arange(keys.shape[0]), base=base)
         return keys @ query

@@ -88,8 +88,10 @@ def _last_positions_loss_on(last_positions_loss, nll: torch.Tensor, L: int) -> N
         (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
                                        "你只用了第一个窗口；要对所有窗口取平均")),
     ]
-    _diagnose(got, hints, tr(f"{what}: got {got:.4f}, expected {right:.4f}", f"{what}：得到 {got:.4f}，应为 {right:.4f}"),
-              tr("nll[:, -L:].mean() is the mean over the last L positions", "最后 L 个位置的平均是 nll[:, -L:].mean()"),
+    _diagnose(got, hints, tr(f"{what}: got {got:.4f}, expected {right:.4f}",
+                             f"{what}：得到 {got:.4f}，应为 {right:.4f}"),
+              tr("nll[:, -L:].mean() is the mean over the last L positions",
+                 "最后 L 个位置的平均是 nll[:, -L:].mean()"),
               rel_tol=1e-6, abs_tol=1e-6)
 
 
@@ -217,7 +219,8 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         if tuple(got.shape) != (dim // 2,):
             raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}) should have shape ({dim // 2},), got "
                                    f"{tuple(got.shape)}",
-                                   f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，得到的是 {tuple(got.shape)}"))
+                                   f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，"
+                                   f"得到的是 {tuple(got.shape)}"))
         hints = [
             (_theta(dim) / factor, ignored("base", f"{base:g}", 10000)),
             (_theta(dim, base) * factor, tr("you multiplied theta by the factor: positions would turn FASTER, pushing "
@@ -249,8 +252,8 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
     note = "" if far <= 1e-9 else tr(
         f" Note: your frequencies look float32: right here, but at position {FAR_POSITION:,} they turn a pair up to "
         f"{far:.1g} rad off, more further out; the task asks for float64.",
-        f"注意：你的频率看来是 float32：在这里没问题，但到位置 {FAR_POSITION:,} 时，会让某一对的角度偏到 {far:.1g} 弧度，"
-        "位置越远偏得越多；题目要求用 float64。")
+        f"注意：你的频率看来是 float32：在这里没问题，但到位置 {FAR_POSITION:,} 时，"
+        f"会让某一对的角度偏到 {far:.1g} 弧度，位置越远偏得越多；题目要求用 float64。")
     ok(tr("PI divides every frequency by the factor: position m at the new length turns like m / factor did in "
           "training.",
           "PI 把每个频率都除以因子：在新长度下，位置 m 转过的角度和训练时位置 m / factor 的一样。") + note)
