@@ -38,7 +38,8 @@ HOME = {
 SLIDER_NOTE = {
     "en": "<b>Sliders.</b> In JupyterLab this cell shows the figure above with sliders to move; on the web "
           "you see its static copy (above) and what to see in it.",
-    "zh": "<b>滑块。</b>在 JupyterLab 中，这个单元格显示上面那张图并配上可以拖动的滑块；网页版只有上面的静态图和看图要点。",
+    "zh": "<b>滑块。</b>在 JupyterLab 中，这个单元格显示上面那张图并配上可以拖动的滑块；"
+          "网页版只有上面的静态图和看图要点。",
 }
 # posenc_lib.widgets stores, as a live figure's only output, one bracketed line that sends the reader to
 # JupyterLab ("[live figure with sliders: run this cell in JupyterLab; ...]", "[带滑块的交互图：...]").

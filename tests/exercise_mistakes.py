@@ -6,8 +6,6 @@
     def test_mistake_is_named(check, answer, fragments):
         assert_named(check, answer, fragments)
 """
-import contextlib
-import io
 
 import pytest
 

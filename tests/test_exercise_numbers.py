@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from notebook_sync import ROOT, read_cells, source
 
 LABEL = re.compile(r"^\*\*(\d+)\.(\d+)\b", re.M)                    # **6.2 Half-split RoPE ...**

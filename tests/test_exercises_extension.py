@@ -4,12 +4,11 @@ import math
 
 import pytest
 import torch
+from exercise_mistakes import assert_named, each_mistake
 from torch import nn
 
 from posenc_lib.attention import PositionalEncoding
 from posenc_lib.exercises import extension as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 
@@ -24,7 +23,7 @@ def _loss_in_place(nll, L):
 
 
 def _rise_from(combine):
-    """rise(results, m) = combine(mean loss at mL, mean loss at L) for every encoding with both."""
+    """rise(results, m) = combine(far, near): the mean losses at mL and at L, for every encoding with both."""
     def rise(results, multiple):
         return {enc: None if row[str(multiple)] is None else combine(row[str(multiple)]["mean"], row["1"]["mean"])
                 for enc, row in results["summary"].items()}
@@ -115,11 +114,11 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("first window", ex.check_last_positions_loss, lambda nll, L: nll[0, -L:].mean(), ["first window"]),
     ("sum", ex.check_last_positions_loss, lambda nll, L: nll[:, -L:].sum(), ["sum"]),
     ("nll in place", ex.check_last_positions_loss, _loss_in_place, ["in place"]),
-    ("rise flipped", ex.check_rise, _rise_from(lambda m, l: l - m), ["sign is flipped"]),
-    ("rise ratio", ex.check_rise, _rise_from(lambda m, l: m / l), ["ratio"]),
-    ("loss not rise", ex.check_rise, _rise_from(lambda m, l: m), ["subtract the loss at L"]),
+    ("rise flipped", ex.check_rise, _rise_from(lambda far, near: near - far), ["sign is flipped"]),
+    ("rise ratio", ex.check_rise, _rise_from(lambda far, near: far / near), ["ratio"]),
+    ("loss not rise", ex.check_rise, _rise_from(lambda far, near: far), ["subtract the loss at L"]),
     ("seed 0", ex.check_rise, _rise_seed0, ["seed 0 only"]),
-    ("rise relative", ex.check_rise, _rise_from(lambda m, l: (m - l) / l), ["relative to the loss at L"]),
+    ("rise relative", ex.check_rise, _rise_from(lambda far, near: (far - near) / near), ["relative to the loss at L"]),
     ("rise summed over seeds", ex.check_rise, _rise_summed, ["summed over the 2 seeds"]),
     ("rise from the length before", ex.check_rise, _rise_from_previous, ["from 2L", "measured from L"]),
     ("learned NaN", ex.check_rise, _rise_learned(math.nan), ["None, not NaN"]),

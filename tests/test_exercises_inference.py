@@ -2,12 +2,11 @@
 mistake (the pads numbered, counting from 1, the query not rotated, the cached keys rotated twice, text
 positions where StreamingLLM counts in the cache ...), and right answers in another valid form pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_rope
 from posenc_lib.exercises import inference as ex
 from posenc_lib.inference import SinkWindowCache, position_ids_from_mask
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 
@@ -24,7 +23,8 @@ def _mask_in_place(mask):
 
 def _query_with(rotate_at=None, keys_again=False, layout="half"):
     def fn(q, m, keys, base=10000.0):
-        query = q if rotate_at is None else apply_rope(q[None], torch.tensor([rotate_at(m)]), base=base, layout=layout)[0]
+        query = q if rotate_at is None else apply_rope(q[None], torch.tensor([rotate_at(m)]), base=base,
+                                                       layout=layout)[0]
         if keys_again:
             keys = apply_rope(keys, torch.arange(keys.shape[0]), base=base)
         return keys @ query

@@ -3,11 +3,10 @@ names the mistake."""
 import warnings
 
 import torch
+from exercise_mistakes import assert_named, each_mistake
 from torch.nn import functional as F
 
 from posenc_lib.exercises import learned as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 
@@ -60,7 +59,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("dims compared", ex.check_cosine_similarity, lambda P: F.normalize(P, dim=0).T @ F.normalize(P, dim=0),
      ["(dim, dim)", "rows"]),
     ("in place", ex.check_cosine_similarity, _normalised_in_place, ["in place"]),
-    ("norms * norms.T on 1-D norms", ex.check_cosine_similarity, _cosine_with_1d_norms, ["not symmetric", ".T does nothing"]),
+    ("norms * norms.T on 1-D norms", ex.check_cosine_similarity, _cosine_with_1d_norms,
+     ["not symmetric", ".T does nothing"]),
     ("one norm", ex.check_cosine_similarity, lambda P: (P @ P.T) / P.norm(dim=-1, keepdim=True), ["BOTH norms"]),
     ("F.cosine_similarity(P, P)", ex.check_cosine_similarity, lambda P: F.cosine_similarity(P, P),
      ["6 ones", "P[:, None]"]),

@@ -1,12 +1,11 @@
 """Checkers of notebook 11 (posenc_lib.exercises.multidim): typical wrong answers get the message that names
 the mistake, and right answers in another valid form (a list instead of a tensor, float32) pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib.exercises import multidim as ex
 from posenc_lib.multidim import apply_axial_rope
 from posenc_lib.rope import apply_rope
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

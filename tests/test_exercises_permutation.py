@@ -2,10 +2,9 @@
 that names the mistake, and right answers written another valid way pass."""
 import pytest
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib.exercises import permutation as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 
@@ -31,7 +30,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      ["torch.int64", "float matrix"]),
     ("P bool", ex.check_permutation_matrix, lambda perm: torch.eye(len(perm), dtype=torch.bool)[perm],
      ["torch.bool", "float matrix"]),
-    ("weights[perm, perm]", ex.check_permuted_weights, lambda w, perm: w[perm, perm], ["picks", "weights[perm][:, perm]"]),
+    ("weights[perm, perm]", ex.check_permuted_weights, lambda w, perm: w[perm, perm],
+     ["picks", "weights[perm][:, perm]"]),
     ("rows only", ex.check_permuted_weights, lambda w, perm: w[torch.as_tensor(perm)],
      ["rows (queries) but not the columns"]),
     ("columns only", ex.check_permuted_weights, lambda w, perm: w[:, torch.as_tensor(perm)],

@@ -5,11 +5,10 @@ import math
 
 import numpy as np
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_decoupled_rope, apply_rope, from_hf_config, rope_inv_freq
 from posenc_lib.exercises import production as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 
@@ -64,7 +63,8 @@ def _partial_low_precision_angles(x, positions, fraction, base, dtype):
     angles = positions[:, None].to(dtype) * (base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)).to(dtype)
     cos, sin = torch.cat((angles.cos(),) * 2, -1).to(x.dtype), torch.cat((angles.sin(),) * 2, -1).to(x.dtype)
     head = x[..., :rot]
-    return torch.cat((head * cos + torch.cat((-head[..., rot // 2:], head[..., :rot // 2]), -1) * sin, x[..., rot:]), -1)
+    return torch.cat((head * cos + torch.cat((-head[..., rot // 2:], head[..., :rot // 2]), -1) * sin,
+                      x[..., rot:]), -1)
 
 
 MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)

@@ -3,11 +3,10 @@ names the mistake."""
 import math
 
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import alibi_slopes
 from posenc_lib.exercises import relative as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from posenc_lib import experiments as E
-from posenc_lib.exercises import ExerciseError
-from posenc_lib.exercises import review as ex
+from posenc_lib.exercises import ExerciseError, review as ex
 
 
 @pytest.fixture(scope="module")

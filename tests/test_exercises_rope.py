@@ -2,11 +2,10 @@
 message that names the mistake, and right answers in another valid form (float32, Meta's complex64)
 pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_rope, layout_permutation
 from posenc_lib.exercises import rope as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

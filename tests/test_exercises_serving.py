@@ -3,12 +3,11 @@ mistake (the wrong sign of the shift, the keys not turned, the flattened index w
 causal mask of the flattened tree, W + 1 or W - 1 keys where the window holds W, slots for positions, packed
 positions that run on), and right answers in another valid form pass."""
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import apply_rope
 from posenc_lib.exercises import serving as ex
-from posenc_lib.inference import RingBufferCache, context_shift, KVCache, tree_mask, tree_positions
-
-from exercise_mistakes import assert_named, each_mistake
+from posenc_lib.inference import KVCache, RingBufferCache, context_shift, tree_mask, tree_positions
 
 S = ex.SOLUTIONS
 
@@ -75,7 +74,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
     ("mask: no diagonal", ex.check_tree_mask,
      lambda parents: S["tree_mask"](parents) & ~torch.eye(len(parents), dtype=torch.bool), ["diagonal"]),
     ("mask: additive", ex.check_tree_mask,
-     lambda parents: torch.where(S["tree_mask"](parents), 0.0, float("-inf")), ["additive mask", "bool tensor", "-inf"]),
+     lambda parents: torch.where(S["tree_mask"](parents), 0.0, float("-inf")),
+     ["additive mask", "bool tensor", "-inf"]),
     ("tree: float positions", ex.check_tree_positions,
      lambda parents, start=0: S["tree_positions"](parents, start).float(), ["integers", "torch.float32"]),
     ("mask: transposed", ex.check_tree_mask, lambda parents: S["tree_mask"](parents).T, ["transposed"]),
@@ -88,7 +88,8 @@ MISTAKES = [  # (id, check, wrong answer, fragments its message must contain)
      _ring(lambda p, w: sorted(q % w for q in range(max(p - w + 1, 0), p + 1))), ["those are slots"]),
     ("ring: slot = position", ex.check_ring_window,
      _ring(lambda p, w: list(range(max(p - w + 1, 0), p + 1)), slot_rule=lambda p, w: p), ["% "]),
-    ("shift: float32 cache", ex.check_context_shift, lambda k, keep, drop, b: S["context_shift"](k, keep, drop, b).float(),
+    ("shift: float32 cache", ex.check_context_shift,
+     lambda k, keep, drop, b: S["context_shift"](k, keep, drop, b).float(),
      ["torch.float32 for cached_keys in torch.float64"]),
     ("ring: one value", ex.check_ring_window, lambda p, w: p % w, ["(slot, visible)"]),
     ("ring: slot = position // W", ex.check_ring_window,

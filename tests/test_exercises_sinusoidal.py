@@ -4,11 +4,10 @@ import math
 
 import pytest
 import torch
+from exercise_mistakes import assert_named, each_mistake
 
 from posenc_lib import diagonal_spread, layout_permutation, offset_matrix, sinusoidal_table
 from posenc_lib.exercises import sinusoidal as ex
-
-from exercise_mistakes import assert_named, each_mistake
 
 S = ex.SOLUTIONS
 

@@ -8,9 +8,20 @@ _common holds what they share: ExerciseError, attempt, call (the learner's funct
 line), the success line, the coercions of an answer (a NaN named) and name_the_mistake (a wrong answer
 compared with the exercise's table of known mistakes).
 """
-from . import (extension, inference, learned, multidim, permutation, production, relative, review, rope, serving,
-               sinusoidal)
-from ._common import ExerciseError, attempt
+from . import (
+    extension,
+    inference,
+    learned,
+    multidim,
+    permutation,
+    production,
+    relative,
+    review,
+    rope,
+    serving,
+    sinusoidal,
+)
+from ._common import ExerciseError as ExerciseError, attempt as attempt  # re-exported: the notebooks import them
 from .extension import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403

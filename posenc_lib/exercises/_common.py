@@ -109,8 +109,9 @@ def _no_nan(value: torch.Tensor, what: str) -> torch.Tensor:
     if value.is_floating_point() and value.device.type != "meta" and bool(torch.isnan(value).any()):
         raise ExerciseError(tr(f"{what} contains NaN ({int(torch.isnan(value).sum())} of {value.numel()} values): "
                                "look for 0/0, inf - inf or a log/sqrt of a negative number",
-                               f"{spaced(what)}含有 NaN（{value.numel()} 个值中有 {int(torch.isnan(value).sum())} 个）："
-                               "检查一下有没有 0/0、inf - inf，或对负数取 log/sqrt"))
+                               f"{spaced(what)}含有 NaN（{value.numel()} 个值中有 "
+                               f"{int(torch.isnan(value).sum())} 个）：检查一下有没有 0/0、inf - inf，"
+                               "或对负数取 log/sqrt"))
     return value
 
 
@@ -124,7 +125,8 @@ def as_tensor(value, what: str) -> torch.Tensor:
         raise
     except Exception as error:  # noqa: BLE001
         raise ExerciseError(tr(f"{what} must return a tensor (or a list of numbers), got {type(value).__name__}",
-                                f"{spaced(what)}必须返回张量（或数字列表），实际返回的是 {type(value).__name__}")) from error
+                                f"{spaced(what)}必须返回张量（或数字列表），"
+                                f"实际返回的是 {type(value).__name__}")) from error
 
 
 def integers(value, what: str, *, flat: bool = False) -> torch.Tensor:
@@ -170,7 +172,8 @@ def refuse_low_precision(got: torch.Tensor, right: torch.Tensor, what: str, cost
     bits = SIGNIFICANT_BITS[got.dtype]
     raise ExerciseError(tr(f"{what} is {got.dtype}, which keeps {bits} significant bits: off by up to {gap:.2%} of "
                            f"the right values. {cost(gap)}",
-                           f"{what} 是 {got.dtype}，只有 {bits} 位有效二进制位：与正确值最多相差 {gap:.2%}。{cost(gap)}"))
+                           f"{what} 是 {got.dtype}，只有 {bits} 位有效二进制位：与正确值最多相差 {gap:.2%}。"
+                           f"{cost(gap)}"))
 
 
 def same(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-6, rtol: float = 0.0) -> bool:
@@ -182,9 +185,9 @@ def keep_dtype(got: torch.Tensor, x: torch.Tensor, what: str, name: str = "x") -
     """A result whose dtype is not that of the input `name` (x) is named: a float32 result for a float64 x, a
     float32 buffer filled for a bf16 one. A function on activations or weights returns their own dtype."""
     if got.dtype != x.dtype:
-        raise ExerciseError(tr(f"{what} returned {got.dtype} for {name} in {x.dtype}: return {name}'s dtype (compute in "
-                               f"float64 if you like, then .to({name}.dtype); a buffer from torch.zeros(shape) is "
-                               f"float32 whatever {name} is, torch.zeros_like({name}) is not)",
+        raise ExerciseError(tr(f"{what} returned {got.dtype} for {name} in {x.dtype}: return {name}'s dtype "
+                               f"(compute in float64 if you like, then .to({name}.dtype); a buffer from "
+                               f"torch.zeros(shape) is float32 whatever {name} is, torch.zeros_like({name}) is not)",
                                f"{name} 是 {x.dtype}，{spaced(what)}返回的却是 {got.dtype}：结果要用 {name} 的 dtype"
                                f"（中间可以用 float64 算，最后 .to({name}.dtype)；torch.zeros(shape) 建的缓冲区不管 "
                                f"{name} 是什么都是 float32，torch.zeros_like({name}) 则不是）"))

@@ -16,13 +16,12 @@ import torch
 from torch import nn
 
 from ..attention import PositionalEncoding
-from ..experiments import summarize
 from ..encoding_rules import rule_report
+from ..experiments import summarize
 from ..experiments.own_encoding import experiment_config
 from ..i18n import tr
 from ..scaling import rope_inv_freq
-from ._common import (FAR_POSITION, ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision,
-                      same, tensor)
+from ._common import FAR_POSITION, ExerciseError, attempt, call, ignored, number, ok, refuse_low_precision, same, tensor
 
 __all__ = ["attempt", "check_last_positions_loss", "check_rise", "check_encoding_rules", "check_pi_inv_freq",
            "check_ntk_base"]
@@ -89,8 +88,10 @@ def _last_positions_loss_on(last_positions_loss, nll: torch.Tensor, L: int) -> N
         (float(nll[0, -L:].mean()), tr("you used only the first window; average over every window",
                                        "你只用了第一个窗口；要对所有窗口取平均")),
     ]
-    _diagnose(got, hints, tr(f"{what}: got {got:.4f}, expected {right:.4f}", f"{what}：得到 {got:.4f}，应为 {right:.4f}"),
-              tr("nll[:, -L:].mean() is the mean over the last L positions", "最后 L 个位置的平均是 nll[:, -L:].mean()"),
+    _diagnose(got, hints, tr(f"{what}: got {got:.4f}, expected {right:.4f}",
+                             f"{what}：得到 {got:.4f}，应为 {right:.4f}"),
+              tr("nll[:, -L:].mean() is the mean over the last L positions",
+                 "最后 L 个位置的平均是 nll[:, -L:].mean()"),
               rel_tol=1e-6, abs_tol=1e-6)
 
 
@@ -201,7 +202,7 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         what = f"pi_inv_freq({dim}, {factor}, base={base:g})"
         got = tensor(call(pi_inv_freq, dim, factor, base=base, what=what), what)
         right = _theta(dim, base) / factor
-        refuse_low_precision(got, right, what, lambda gap: tr(
+        refuse_low_precision(got, right, what, lambda gap, right=right: tr(
             f"At position 32,768 that turns the slowest pair by {gap * 32768 * float(right[-1]):.2g} rad too much "
             f"or too little. Compute theta in float32 or float64 (RoPE's inv_freq is a float32 buffer even in a "
             f"bf16 model)",
@@ -218,7 +219,8 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
         if tuple(got.shape) != (dim // 2,):
             raise ExerciseError(tr(f"pi_inv_freq({dim}, {factor}) should have shape ({dim // 2},), got "
                                    f"{tuple(got.shape)}",
-                                   f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，得到的是 {tuple(got.shape)}"))
+                                   f"pi_inv_freq({dim}, {factor}) 的形状应为 ({dim // 2},)，"
+                                   f"得到的是 {tuple(got.shape)}"))
         hints = [
             (_theta(dim) / factor, ignored("base", f"{base:g}", 10000)),
             (_theta(dim, base) * factor, tr("you multiplied theta by the factor: positions would turn FASTER, pushing "
@@ -250,8 +252,8 @@ def check_pi_inv_freq(pi_inv_freq) -> None:
     note = "" if far <= 1e-9 else tr(
         f" Note: your frequencies look float32: right here, but at position {FAR_POSITION:,} they turn a pair up to "
         f"{far:.1g} rad off, more further out; the task asks for float64.",
-        f"注意：你的频率看来是 float32：在这里没问题，但到位置 {FAR_POSITION:,} 时，会让某一对的角度偏到 {far:.1g} 弧度，"
-        "位置越远偏得越多；题目要求用 float64。")
+        f"注意：你的频率看来是 float32：在这里没问题，但到位置 {FAR_POSITION:,} 时，"
+        f"会让某一对的角度偏到 {far:.1g} 弧度，位置越远偏得越多；题目要求用 float64。")
     ok(tr("PI divides every frequency by the factor: position m at the new length turns like m / factor did in "
           "training.",
           "PI 把每个频率都除以因子：在新长度下，位置 m 转过的角度和训练时位置 m / factor 的一样。") + note)
@@ -265,7 +267,7 @@ def check_ntk_base(ntk_base) -> None:
         right = base * factor ** (dim / (dim - 2))
         if math.isclose(got, right, rel_tol=1e-6):
             continue
-        lowest = lambda b: b ** (-(dim - 2) / dim)  # noqa: E731  the lowest frequency theta_{dim/2-1}
+        lowest = lambda b, dim=dim: b ** (-(dim - 2) / dim)  # noqa: E731  the lowest frequency theta_{dim/2-1}
         hints = [
             (base * factor, tr("base * factor divides the lowest frequency by only factor^((d-2)/d) = "
                                f"{factor ** ((dim - 2) / dim):.3f}, not by the factor; the exponent must be d/(d-2)",

@@ -17,7 +17,7 @@ import torch
 from ..i18n import tr
 from ..inference import position_ids_from_mask
 from ..rope import apply_rope
-from ._common import ExerciseError, as_tensor, attempt, call, integers, ignored, name_the_mistake, ok, same
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_left_pad_positions", "check_query_against_cache", "check_window_positions"]
 
@@ -38,16 +38,18 @@ def check_left_pad_positions(fn) -> None:
             raise ExerciseError(tr("your function changed the mask in place: return a new tensor",
                                    "你的函数原地改动了掩码：请返回一个新张量"))
         if tuple(got.shape) != tuple(mask.shape):
-            raise ExerciseError(tr(f"expected one position per token, shape {tuple(mask.shape)}, got {tuple(got.shape)}",
+            raise ExerciseError(tr(f"expected one position per token, shape {tuple(mask.shape)}, got "
+                                   f"{tuple(got.shape)}",
                                    f"每个 token 一个位置，形状应为 {tuple(mask.shape)}，得到的是 {tuple(got.shape)}"))
         real = mask.bool()
         want = position_ids_from_mask(mask)
         if torch.equal(got[real], want[real]):
             if bool((got[~real] < 0).any()):
                 raise ExerciseError(tr("a pad got a negative position (cumsum - 1 gives -1 before the first real "
-                                       "token): a table lookup would read its last row; put 0 there, as generate() does",
-                                       "有填充位置得到了负数（cumsum - 1 在第一个真实 token 之前是 -1）：查表时会读到最后一行；"
-                                       "像 generate() 那样在那里填 0"))
+                                       "token): a table lookup would read its last row; put 0 there, as generate() "
+                                       "does",
+                                       "有填充位置得到了负数（cumsum - 1 在第一个真实 token 之前是 -1）："
+                                       "查表时会读到最后一行；像 generate() 那样在那里填 0"))
             continue
         columns = torch.arange(mask.shape[1]).expand_as(mask)
         from_the_end = real.long().flip(-1).cumsum(-1).flip(-1) - 1
@@ -56,7 +58,8 @@ def check_left_pad_positions(fn) -> None:
                                "token is then not at 0, and a learned or sinusoidal table (or a decode step that "
                                "counts on from the real tokens) sees other positions than for the unpadded prompt",
                                "你把每个槽位都编了号，包括填充：左填充时一行的第一个真实 token 就不在 0 了，"
-                               "可学习位置嵌入或正弦表（以及只按真实 token 继续计数的解码步）看到的位置就和未填充时不同")),
+                               "可学习位置嵌入或正弦表（以及只按真实 token 继续计数的解码步）"
+                               "看到的位置就和未填充时不同")),
             (want[real] + 1, tr("off by one: positions start at 0 (cumsum(mask) - 1), you started at 1",
                                 "差了一：位置从 0 开始（cumsum(mask) - 1），你从 1 开始")),
             (from_the_end[real], tr("you counted from the end of the row: the first real token is position 0",
@@ -85,7 +88,7 @@ def check_query_against_cache(fn) -> None:
     keys = apply_rope(raw, torch.arange(n), base=base)                     # (n, d), rotated at 0 .. n-1
     for m in (n, n + 4):                                                   # the next token, and one later
         q_before, keys_before = q.clone(), keys.clone()
-        answer = _half_width_named(lambda: call(fn, q, m, keys, base, what=tr("your function", "你的函数")), d)
+        answer = _half_width_named(lambda m=m: call(fn, q, m, keys, base, what=tr("your function", "你的函数")), d)
         got = as_tensor(answer, tr("your scores", "你的分数"))
         if isinstance(answer, torch.Tensor) and answer.dtype != q.dtype:
             raise ExerciseError(tr(f"your scores are {answer.dtype}, q and the keys are {q.dtype}: keep their dtype "
@@ -106,7 +109,8 @@ def check_query_against_cache(fn) -> None:
                                f"{[round(float(v), 4) for v in got.reshape(-1)][:n]}",
                                f"m = {m} 时分数应为 {[round(float(v), 4) for v in want]}，得到的是 "
                                f"{[round(float(v), 4) for v in got.reshape(-1)][:n]}"))
-    ok(tr("the new query turned by its own position, the cached keys left as they were: the scores of one full forward.",
+    ok(tr("the new query turned by its own position, the cached keys left as they were: the scores of one full "
+          "forward.",
           "新的查询按自己的位置旋转，缓存的键原样不动：和一次完整前向的分数相同。"))
 
 
@@ -129,7 +133,7 @@ def _half_width_named(run, d):
 
 def _query_mistakes(q, keys, m, base):
     """(what each known mistake returns, its message) for check_query_against_cache, computed one at a time."""
-    def scored(position, layout="half"):                                 # the cached keys against q turned to `position`
+    def scored(position, layout="half"):                                # the cached keys against q turned to `position`
         return keys @ apply_rope(q[None], torch.tensor([position]), base=base, layout=layout)[0]
 
     unrotated = tr("the query was not rotated: the cached keys carry their positions, so the new "
@@ -190,8 +194,8 @@ def check_window_positions(fn) -> None:
                   for shift in (1, -1) if seen - window - shift > sinks]])
             raise ExerciseError(tr(f"after {seen} tokens with {sinks} sinks and a window of {window} the cache holds "
                                    f"{right}, got {kept}",
-                                   f"处理了 {seen} 个 token、{sinks} 个注意力汇聚点、窗口为 {window} 时，缓存中应为 {right}，"
-                                   f"得到的是 {kept}"))
+                                   f"处理了 {seen} 个 token、{sinks} 个注意力汇聚点、窗口为 {window} 时，"
+                                   f"缓存中应为 {right}，得到的是 {kept}"))
         if positions == kept and kept != list(range(len(kept))):
             raise ExerciseError(tr("those are the text positions: StreamingLLM numbers the keys by their slot in the "
                                    "cache, 0 .. len-1, so distances stay within what the model was trained on",

@@ -21,7 +21,8 @@ __all__ = ["attempt", "check_cosine_similarity", "check_lag_targets", "check_saf
 def check_cosine_similarity(fn) -> None:
     """fn(table (T, d)) -> (T, T) cosine similarity of every pair of ROWS (positions)."""
     gen = torch.Generator().manual_seed(4)
-    table = torch.randn(6, 10, generator=gen, dtype=torch.float64) * torch.linspace(0.5, 3.0, 6, dtype=torch.float64)[:, None]
+    table = (torch.randn(6, 10, generator=gen, dtype=torch.float64)
+             * torch.linspace(0.5, 3.0, 6, dtype=torch.float64)[:, None])
     before = table.clone()
     got = as_tensor(call(fn, table, what=tr("your function", "你的函数")), tr("your function", "你的函数"))
     if not torch.equal(table, before):
@@ -66,7 +67,8 @@ def check_cosine_similarity(fn) -> None:
                                "否则长向量看起来和谁都“相似”"))
     columns = F.normalize(table, dim=0)
     if same(got, columns @ columns.T):
-        raise ExerciseError(tr("you normalised each column (dim=0); normalise each row (dim=-1): one row = one position",
+        raise ExerciseError(tr("you normalised each column (dim=0); normalise each row (dim=-1): one row = one "
+                               "position",
                                "你归一化的是每一列（dim=0）；应归一化每一行（dim=-1）：一行就是一个位置"))
     for scores, what in ((want, tr("the cosines", "余弦")), (table @ table.T, tr("the dot products", "点积"))):
         if same(got, scores.softmax(-1), atol=1e-5):
@@ -102,8 +104,10 @@ def check_lag_targets(fn) -> None:
             raise ExerciseError(tr("your function changed `tokens` in place: build a new targets tensor",
                                    "你的函数原地修改了 `tokens`：请新建一个 targets 张量"))
         if got.shape != tokens.shape:
-            raise ExerciseError(tr(f"targets must have the shape of tokens {tuple(tokens.shape)}, got {tuple(got.shape)}",
-                                   f"targets 必须和 tokens 形状相同，即 {tuple(tokens.shape)}，实际是 {tuple(got.shape)}"))
+            raise ExerciseError(tr(f"targets must have the shape of tokens {tuple(tokens.shape)}, got "
+                                   f"{tuple(got.shape)}",
+                                   f"targets 必须和 tokens 形状相同，即 {tuple(tokens.shape)}，"
+                                   f"实际是 {tuple(got.shape)}"))
         if got.dtype != torch.long:
             raise ExerciseError(tr(f"targets must be int64 class indices (F.cross_entropy), got {got.dtype}",
                                    f"targets 必须是 int64 的类别下标（F.cross_entropy 的要求），实际是 {got.dtype}"))
@@ -111,8 +115,8 @@ def check_lag_targets(fn) -> None:
         if torch.equal(got, want):
             continue
         if torch.equal(got[:, :-lag], tokens[:, lag:]):
-            raise ExerciseError(tr(f"(lag={lag}) your targets are the token {lag} places AHEAD (the future); the task is "
-                                   f"to copy the token {lag} places BACK: targets[:, t] = tokens[:, t - {lag}]",
+            raise ExerciseError(tr(f"(lag={lag}) your targets are the token {lag} places AHEAD (the future); the "
+                                   f"task is to copy the token {lag} places BACK: targets[:, t] = tokens[:, t - {lag}]",
                                    f"（lag={lag}）你的 targets 取的是往后第 {lag} 个 token（来自未来）；任务是复制"
                                    f"往前第 {lag} 个 token：targets[:, t] = tokens[:, t - {lag}]"))
         if torch.equal(got[:, lag:], tokens[:, :-lag]):
@@ -121,16 +125,17 @@ def check_lag_targets(fn) -> None:
                 raise ExerciseError(tr(f"(lag={lag}) the first {lag} targets wrapped around to the last tokens "
                                        f"(torch.roll does that): positions t < lag have no token lag places back; "
                                        f"set them to -100 so F.cross_entropy ignores them",
-                                       f"（lag={lag}）前 {lag} 个 target 绕回去取了末尾的 token（torch.roll 就会这样）："
-                                       f"t < lag 的位置往前数 lag 个并没有 token；把它们设为 -100，"
+                                       f"（lag={lag}）前 {lag} 个 target 绕回去取了末尾的 token（torch.roll 就会"
+                                       "这样）：t < lag 的位置往前数 lag 个并没有 token；把它们设为 -100，"
                                        f"F.cross_entropy 就会忽略它们"))
-            raise ExerciseError(tr(f"(lag={lag}) positions t < {lag} have no token {lag} places back: their target must be "
-                                   f"-100 (F.cross_entropy's ignore_index), got {head[0].tolist()}",
+            raise ExerciseError(tr(f"(lag={lag}) positions t < {lag} have no token {lag} places back: their target "
+                                   f"must be -100 (F.cross_entropy's ignore_index), got {head[0].tolist()}",
                                    f"（lag={lag}）t < {lag} 的位置往前数 {lag} 个并没有 token：它们的 target 必须是 "
                                    f"-100（F.cross_entropy 的 ignore_index），实际是 {head[0].tolist()}"))
         for off in (lag - 1, lag + 1):
             if 0 < off < tokens.shape[1] and torch.equal(got[:, off:], tokens[:, :-off]):
-                raise ExerciseError(tr(f"(lag={lag}) off by one: your targets copy the token {off} places back, not {lag}",
+                raise ExerciseError(tr(f"(lag={lag}) off by one: your targets copy the token {off} places back, not "
+                                       f"{lag}",
                                        f"（lag={lag}）差了一位：你的 targets 复制的是往前第 {off} 个 token，"
                                        f"而不是第 {lag} 个"))
         raise ExerciseError(tr(f"(lag={lag}) wrong targets: expected {want[0].tolist()}, got {got[0].tolist()} "
@@ -160,7 +165,8 @@ def check_safe_lookup(fn) -> None:
                "要从表里读：max_len = table.shape[0]")
     try:
         got = as_tensor(call(fn, longer, past_eight, what=tr("your function on a table of 12 rows",
-                                                             "你的函数在 12 行的表上")), tr("your function", "你的函数"))
+                                                             "你的函数在 12 行的表上")),
+                        tr("your function", "你的函数"))
     except ExerciseError as error:
         if isinstance(error.__cause__, ValueError):  # the learner's range check refused valid positions
             raise ExerciseError(tr(f"{fixed} ({error})", f"{fixed}（{error}）")) from error
@@ -217,14 +223,16 @@ def _name_a_silent_fix(result, table, bad) -> None:
         return
     max_len = table.shape[0]
     wraps = [(bad % max_len, tr("wrapped them round modulo max_len", "把它们按 max_len 取模绕回来了"))]
-    for fixed, how in ((bad.clamp(0, max_len - 1), tr("clamped them to 0 .. max_len - 1", "把它们截到了 0 .. max_len - 1")),
+    for fixed, how in ((bad.clamp(0, max_len - 1), tr("clamped them to 0 .. max_len - 1",
+                                                      "把它们截到了 0 .. max_len - 1")),
                        *(wraps if bool((bad >= 0).all()) else [])):  # -1 % max_len is Python's own negative index
         if not torch.equal(fixed, bad) and same(result, table[fixed]):
-            raise ExerciseError(tr(f"no error for positions {bad.tolist()}: you {how}, and position {int(bad[fixed != bad][0])} "
-                                   f"silently reads row {int(fixed[fixed != bad][0])}, so a too-long input trains "
-                                   "or runs on the wrong rows without a word. Raise a ValueError naming max_len",
-                                   f"位置 {bad.tolist()} 没有报错：你{how}，位置 {int(bad[fixed != bad][0])} 悄无声息地读到了"
-                                   f"第 {int(fixed[fixed != bad][0])} 行，过长的输入就这样一声不响地用错了行。"
+            raise ExerciseError(tr(f"no error for positions {bad.tolist()}: you {how}, and position "
+                                   f"{int(bad[fixed != bad][0])} silently reads row {int(fixed[fixed != bad][0])}, so "
+                                   "a too-long input trains or runs on the wrong rows without a word. Raise a "
+                                   "ValueError naming max_len",
+                                   f"位置 {bad.tolist()} 没有报错：你{how}，位置 {int(bad[fixed != bad][0])} 悄无声息"
+                                   f"地读到了第 {int(fixed[fixed != bad][0])} 行，过长的输入就这样一声不响地用错了行。"
                                    "应抛出写明 max_len 的 ValueError"))
 
 

@@ -20,8 +20,19 @@ import torch
 from ..i18n import tr
 from ..multidim import apply_axial_rope, mrope_axes, mrope_position_ids
 from ..rope import apply_rope
-from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, integers, keep_dtype,
-                      name_the_mistake, ok, same)
+from ._common import (
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    integers,
+    keep_dtype,
+    name_the_mistake,
+    ok,
+    same,
+)
 
 __all__ = ["attempt", "check_patch_positions", "check_axial_rope", "check_text_image_positions",
            "check_mrope_axes"]
@@ -228,7 +239,8 @@ def check_text_image_positions(fn) -> None:
     so far + 1)."""
     for before, height, width, after in ((3, 2, 3, 2), (1, 4, 2, 3)):
         args = (before, height, width, after)
-        got = integers(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")), tr("your function", "你的函数"))
+        got = integers(call(fn, *args, what=tr(f"your function{args}", f"你的函数{args}")),
+                       tr("your function", "你的函数"))
         want = mrope_position_ids([("text", before), ("image", (1, height, width)), ("text", after)],
                                   spatial_merge_size=1)
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.long(), want):
@@ -254,10 +266,11 @@ def check_text_image_positions(fn) -> None:
                                    f"让图像排在文本之后"))
         if torch.equal(got[:, image], want[:, image] + 1):
             raise ExerciseError(tr(f"off by one: the image starts at {before + 1}; the first free id after "
-                                   f"{before} text tokens (ids 0 .. {before - 1}) is {before}, and the image's (t, h, w) "
-                                   f"start there: {before} + (0, row, col)",
-                                   f"差了一位：你的图像从 {before + 1} 开始；{before} 个文本 token（id 0 .. {before - 1}）"
-                                   f"之后第一个空闲的 id 是 {before}，图像的 (t, h, w) 从那里开始：{before} + (0, row, col)"))
+                                   f"{before} text tokens (ids 0 .. {before - 1}) is {before}, and the image's "
+                                   f"(t, h, w) start there: {before} + (0, row, col)",
+                                   f"差了一位：你的图像从 {before + 1} 开始；"
+                                   f"{before} 个文本 token（id 0 .. {before - 1}）之后第一个空闲的 id 是 {before}，"
+                                   f"图像的 (t, h, w) 从那里开始：{before} + (0, row, col)"))
         if torch.equal(got[1:, image], want[1:, image].flip(0)):
             raise ExerciseError(tr("h and w are swapped: h is the row (changes slowest), w the column (changes "
                                    "fastest)",
@@ -330,8 +343,8 @@ def check_mrope_axes(fn) -> None:
                                    "interleaved=False 是分块布局：先 s_t 对 t，再 s_h 对 h，最后 s_w 对 w"))
         if interleaved and torch.equal(got, torch.arange(want.numel()) % 3):
             raise ExerciseError(tr(f"that is i % 3 for every pair: t h w repeats only while every axis has pairs left "
-                                   f"(3 * s_h = {3 * section[1]} pairs for {list(section)}); the {want.numel() - 3 * min(section[1:])} "
-                                   "leftover pairs all go to t",
+                                   f"(3 * s_h = {3 * section[1]} pairs for {list(section)}); the "
+                                   f"{want.numel() - 3 * min(section[1:])} leftover pairs all go to t",
                                    f"这是对每一对都取 i % 3：t h w 只在每个轴都还有剩余的对时才循环"
                                    f"（{list(section)} 时是 3 * s_h = {3 * section[1]} 对）；"
                                    f"多出来的 {want.numel() - 3 * min(section[1:])} 对全都归 t"))

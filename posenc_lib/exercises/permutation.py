@@ -42,10 +42,12 @@ def check_permutation_matrix(permutation_matrix) -> None:
             raise ExerciseError(tr(f"permutation_matrix({perm}) should be ({t}, {t}), got {tuple(p.shape)}",
                                    f"permutation_matrix({perm}) 的形状应为 ({t}, {t})，实际是 {tuple(p.shape)}"))
         ones = (p == 1).sum()
-        if int(ones) != t or int((p == 0).sum()) != t * t - t or not torch.all(p.sum(0) == 1) or not torch.all(p.sum(1) == 1):
+        if (int(ones) != t or int((p == 0).sum()) != t * t - t or not torch.all(p.sum(0) == 1)
+                or not torch.all(p.sum(1) == 1)):
             raise ExerciseError(tr(f"permutation_matrix({perm}) is not a permutation matrix: it needs exactly one 1 in "
                                    f"every row and every column, zeros elsewhere",
-                                   f"permutation_matrix({perm}) 不是置换矩阵：每行、每列都必须恰好有一个 1，其余全为 0"))
+                                   f"permutation_matrix({perm}) 不是置换矩阵：每行、每列都必须恰好有一个 1，"
+                                   "其余全为 0"))
         x = torch.randn(t, 3, generator=gen, dtype=torch.float64)
         if torch.equal(p @ x, x[list(perm)]):
             continue
@@ -56,7 +58,8 @@ def check_permutation_matrix(permutation_matrix) -> None:
                                    f"必须是第 perm[i] 个 token：P[i, perm[i]] = 1"))
         if torch.equal(p.T @ x, x[list(perm)]):
             raise ExerciseError(tr(f"for perm={perm} you built the transpose: P @ x gives x[inverse perm]. Row i of "
-                                   f"P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: P[i, perm[i]] = 1",
+                                   "P @ x must be token perm[i], so the 1 of row i sits in column perm[i]: "
+                                   "P[i, perm[i]] = 1",
                                    f"perm={perm} 时你构造的是转置：P @ x 得到的是 x[逆置换]。P @ x 的第 i 行必须是第 "
                                    f"perm[i] 个 token，所以第 i 行的 1 要放在第 perm[i] 列：P[i, perm[i]] = 1"))
         raise ExerciseError(tr(f"for perm={perm}, P @ x is not x[perm]", f"perm={perm} 时，P @ x 不等于 x[perm]"))
@@ -160,15 +163,15 @@ def check_invariant_readout(readout) -> None:
                                    "(mean, sum or max over dim 0) for one vector that every order gives",
                                    "你的 readout 给每个 token 保留一个输出（T, D），顺序跟着 token 走：token 换了序，"
                                    "它的行也按同样的方式换序。这是等变，不是不变（“自注意力是置换不变的”正是常见的误解）："
-                                   "逐 token 的 readout 同样看不出顺序。要沿序列维做池化（在第 0 维上取 mean、sum 或 max），"
-                                   "得到一个任何顺序都相同的向量"))
+                                   "逐 token 的 readout 同样看不出顺序。要沿序列维做池化（在第 0 维上取 mean、"
+                                   "sum 或 max），得到一个任何顺序都相同的向量"))
         worst = max(worst, float((got - reference).abs().max()))
     if worst > 1e-6:
         if reference.numel() == out.numel():
             raise ExerciseError(tr("your readout keeps every token in order (a flatten/concat): reordering the tokens "
                                    "reorders it; pool over the sequence axis instead",
-                                   "你的 readout 按顺序保留了每个 token（flatten/concat）：token 一换序，结果也跟着换序；"
-                                   "应改为沿序列维做池化"))
+                                   "你的 readout 按顺序保留了每个 token（flatten/concat）：token 一换序，"
+                                   "结果也跟着换序；应改为沿序列维做池化"))
         raise ExerciseError(tr(f"your readout changes by up to {worst:.3g} when the tokens are reordered: it is not "
                                f"permutation-invariant (pool over the sequence axis: mean, sum or max)",
                                f"token 换序后，你的 readout 最多变化 {worst:.3g}：它不是置换不变的"

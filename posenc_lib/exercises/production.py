@@ -25,8 +25,19 @@ from ..experiments.results import load_model_configs
 from ..i18n import tr
 from ..rope import apply_decoupled_rope, apply_rope
 from ..scaling import rope_inv_freq, rotary_dim
-from ._common import (ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, name_the_mistake,
-                      number, ok, same)
+from ._common import (
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    keep_dtype,
+    name_the_mistake,
+    number,
+    ok,
+    same,
+)
 
 __all__ = ["attempt", "check_slow_pairs", "check_partial_rope", "check_layer_base", "check_nope_layers",
            "check_yarn_score_scale"]
@@ -57,8 +68,8 @@ def check_slow_pairs(fn) -> None:
     if answers == right:
         ok(tr(f"pairs with less than one turn: {[int(a) for a in answers]} (Llama 2, Llama 3 at 8k, Qwen2.5 at 128k, "
               "a 64-dim head at 2k).",
-              f"转不满一圈的频率对个数：{[int(a) for a in answers]}（依次是 Llama 2、8k 上下文的 Llama 3、128k 上下文的 "
-              f"Qwen2.5、2k 上下文下 64 维的注意力头）。"))
+              f"转不满一圈的频率对个数：{[int(a) for a in answers]}（依次是 Llama 2、8k 上下文的 Llama 3、"
+              "128k 上下文的 Qwen2.5、2k 上下文下 64 维的注意力头）。"))
         return
 
     def matches(**kw):
@@ -71,8 +82,8 @@ def check_slow_pairs(fn) -> None:
     if matches(exponent=1.0):
         raise ExerciseError(tr("frequency exponent: theta_i = base ** (-2i / head_dim) for pair i = 0 .. head_dim/2 - "
                                "1; you used i / head_dim, which spans only the square root of the base",
-                               "频率的指数不对：第 i 对（i = 0 .. head_dim/2 - 1）的 theta_i = base ** (-2i / head_dim)；"
-                               "你用的是 i / head_dim，只覆盖到底数的平方根"))
+                               "频率的指数不对：第 i 对（i = 0 .. head_dim/2 - 1）"
+                               "的 theta_i = base ** (-2i / head_dim)；你用的是 i / head_dim，只覆盖到底数的平方根"))
     if matches(turn=1.0):
         raise ExerciseError(tr("a full turn is 2 pi radians: the wavelength is 2 pi / theta_i tokens, not 1 / theta_i",
                                "转一整圈是 2 pi 弧度：波长是 2 pi / theta_i 个 token，不是 1 / theta_i"))
@@ -116,7 +127,8 @@ def _partial_rope_low_precision(x, positions, fraction, base):
     turned_head = torch.cat((-head[..., rot // 2:], head[..., :rot // 2]), -1)
     for dtype, name, bits in ((torch.bfloat16, "bf16", 8), (torch.float16, "fp16", 11)):
         for angles in ((positions.double()[:, None] * theta).to(dtype), positions[:, None].to(dtype) * theta.to(dtype)):
-            for cos, sin in ((angles.double().cos(), angles.double().sin()), (angles.cos().double(), angles.sin().double())):
+            for cos, sin in ((angles.double().cos(), angles.double().sin()),
+                             (angles.cos().double(), angles.sin().double())):
                 cos, sin = torch.cat((cos,) * 2, -1), torch.cat((sin,) * 2, -1)
                 yield name, bits, torch.cat((head * cos + turned_head * sin, x[..., rot:]), -1)
 
@@ -152,8 +164,8 @@ def check_partial_rope(fn) -> None:
         known_mistakes = (  # (what that mistake returns, what to tell the learner)
             (apply_rope(x, positions, base=base),
              tr(f"you rotated all {d} dims: a partial-rotary model (GPT-NeoX rotary_pct, Phi partial_rotary_factor) "
-                f"turns only the first rot = int(d * factor) = {rot}; the other {d - rot} carry no position and must pass "
-                "through unchanged",
+                f"turns only the first rot = int(d * factor) = {rot}; the other {d - rot} carry no position and must "
+                "pass through unchanged",
                 f"你把全部 {d} 维都转了：部分旋转的模型（GPT-NeoX 的 rotary_pct、Phi 的 partial_rotary_factor）"
                 f"只转前 rot = int(d * factor) = {rot} 维；其余 {d - rot} 维不带位置信息，必须原样输出")),
             (apply_decoupled_rope(x, positions, rope_dim=rot, base=base, layout="half"),
@@ -199,8 +211,8 @@ def check_partial_rope(fn) -> None:
                                f"{float((got.double() - want).abs().max()):.3g}",
                                f"旋转维度上的值不对：最大 |差值| 为 "
                                f"{float((got.double() - want).abs().max()):.3g}"))
-    ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + rot/2), theta over rot, the rest copied: partial rotary "
-          "as GPT-NeoX and Phi do it.",
+    ok(tr("RoPE on the first int(d * factor) dims, pairs (i, i + rot/2), theta over rot, the rest copied: partial "
+          "rotary as GPT-NeoX and Phi do it.",
           "只对前 int(d * factor) 维做 RoPE，按 (i, i + rot/2) 配对，theta 在 rot 维上计算，其余照抄："
           "这正是 GPT-NeoX 和 Phi 的部分旋转。") + float32_note(gap, int(positions.max())))
 
@@ -252,8 +264,8 @@ def check_layer_base(fn) -> None:
         if got == [local] * n:
             raise ExerciseError(tr(f"every layer got rope_local_base_freq = {local:g}; every {pattern}th layer is "
                                    f"global and uses rope_theta = {glob:g}",
-                                   f"每一层都用了 rope_local_base_freq = {local:g}；每 {pattern} 层中的最后一层是全局层，"
-                                   f"用的是 rope_theta = {glob:g}"))
+                                   f"每一层都用了 rope_local_base_freq = {local:g}；"
+                                   f"每 {pattern} 层中的最后一层是全局层，用的是 rope_theta = {glob:g}"))
         if got == [local if g else glob for g in is_global]:
             raise ExerciseError(tr("local and global swapped: rope_theta belongs to the global layers (every "
                                    "sliding_window_pattern-th), rope_local_base_freq to the sliding-window ones",
@@ -356,8 +368,8 @@ def check_nope_layers(fn) -> None:
         if got == [i + 1 for i in want]:
             raise ExerciseError(tr(f"layer numbers from 1: you returned {got[:4]}..., the layers are indexed from 0 "
                                    f"(model.layers[i]), so {want[:4]}...",
-                                   f"你把层从 1 开始编号了，返回的是 {got[:4]}……；层的下标从 0 开始（model.layers[i]），"
-                                   f"应为 {want[:4]}……"))
+                                   f"你把层从 1 开始编号了，返回的是 {got[:4]}……；"
+                                   f"层的下标从 0 开始（model.layers[i]），应为 {want[:4]}……"))
         if interval != 4 and got == [i for i in range(n) if (i + 1) % 4 == 0]:
             raise ExerciseError(tr(f"right for an interval of 4, wrong for no_rope_layer_interval = {interval}: read "
                                    "it from the config (4 is only the default)",
@@ -398,16 +410,17 @@ def check_yarn_score_scale(fn) -> None:
     if close([math.sqrt(r) for r in right]):
         raise ExerciseError(tr("that is the attention factor itself, 0.1 ln s + 1; it multiplies cos and sin, so the "
                                "rotated q AND the rotated k carry it: q.k is multiplied by its square",
-                               "这是注意力因子（attention factor）本身，0.1 ln s + 1；它乘在 cos 和 sin 上，旋转后的 q 和 k "
-                               "各带一份：q.k 乘的是它的平方"))
+                               "这是注意力因子（attention factor）本身，0.1 ln s + 1；它乘在 cos 和 sin 上，"
+                               "旋转后的 q 和 k 各带一份：q.k 乘的是它的平方"))
     if close([r ** 2 for r in right]):
         raise ExerciseError(tr("you counted the factor twice, (0.1 ln s + 1)^4: once on cos and sin (q.k gets its "
                                "square) and again on the score. It goes in one place: DeepSeek-V3 moves the square "
                                "into the softmax scale and sets the factor on cos and sin to 1, so applying both would "
                                "count it twice. Here: the square, (0.1 ln s + 1)^2",
                                "你把这个因子算了两次，成了 (0.1 ln s + 1)^4：一次乘在 cos 和 sin 上（q.k 因此乘了"
-                               "它的平方），又在分数上乘了一次。它只该出现在一处：DeepSeek-V3 把平方挪进 softmax 的缩放，"
-                               "同时把 cos 和 sin 上的因子设为 1，两样都做就算了两次。这里的答案是平方 (0.1 ln s + 1)^2"))
+                               "它的平方），又在分数上乘了一次。它只该出现在一处："
+                               "DeepSeek-V3 把平方挪进 softmax 的缩放，同时把 cos 和 sin 上的因子设为 1，"
+                               "两样都做就算了两次。这里的答案是平方 (0.1 ln s + 1)^2"))
     for log, name in ((math.log10, "log10"), (math.log2, "log2")):
         if close([(0.1 * log(s) + 1) ** 2 for s in _FACTORS]):
             raise ExerciseError(tr(f"ln is the natural logarithm (math.log), not {name}",

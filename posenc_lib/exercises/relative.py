@@ -16,10 +16,9 @@ import math
 import torch
 
 from ..alibi import alibi_slopes
-from ..relative import t5_relative_bucket
 from ..i18n import tr
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision,
-                      same)
+from ..relative import t5_relative_bucket
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, name_the_mistake, ok, refuse_low_precision, same
 
 __all__ = ["attempt", "check_relative_positions", "check_t5_bucket", "check_alibi_slopes"]
 
@@ -57,8 +56,8 @@ def _relative_positions_of_length(fn, length: int) -> None:
     if torch.equal(got, want):
         return
     if torch.equal(got, -want):
-        raise ExerciseError(tr("relative position has the wrong sign: it is key - query (j - i, T5's memory - context), "
-                               "so a key in the query's past is negative",
+        raise ExerciseError(tr("relative position has the wrong sign: it is key - query (j - i, T5's memory - "
+                               "context), so a key in the query's past is negative",
                                "相对位置的符号反了：它是键 - 查询（j - i，即 T5 的 memory - context），"
                                "所以位于查询之前的键为负"))
     if torch.equal(got, want.abs()):
@@ -97,8 +96,8 @@ def check_t5_bucket(fn) -> None:
             want = t5_relative_bucket(r, bidirectional=bidirectional, num_buckets=num_buckets,
                                       max_distance=max_distance)
             if got.shape != want.shape:
-                raise ExerciseError(tr(f"({setting}) expected one bucket per relative position, shape {tuple(want.shape)}, "
-                                       f"got {tuple(got.shape)}",
+                raise ExerciseError(tr(f"({setting}) expected one bucket per relative position, shape "
+                                       f"{tuple(want.shape)}, got {tuple(got.shape)}",
                                        f"（{setting}）每个相对位置应对应一个桶，形状应为 {tuple(want.shape)}，"
                                        f"实际是 {tuple(got.shape)}"))
             if got.is_floating_point() or got.is_complex() or got.dtype == torch.bool:
@@ -129,7 +128,8 @@ def check_t5_bucket(fn) -> None:
                                        f"{int(got.max())}. Clamp the log buckets to n - 1 (distances past max_distance "
                                        f"share the last bucket)",
                                        f"（{setting}）桶号必须在 [0, num_buckets) 内，实际是 {int(got.min())} .. "
-                                       f"{int(got.max())}。把对数分桶截断到 n - 1（超过 max_distance 的距离共用最后一个桶）")
+                                       f"{int(got.max())}。把对数分桶截断到 n - 1（超过 max_distance 的距离共用最后"
+                                       "一个桶）")
                                     + (tr(", and in the bidirectional form each side has num_buckets // 2 buckets",
                                           "；双向形式下每一侧各有 num_buckets // 2 个桶") if bidirectional else ""))
             if not bidirectional and bool((got[r > 0] != 0).any()):
@@ -194,7 +194,7 @@ def check_alibi_slopes(fn) -> None:
         got = as_tensor(call(fn, n, what=tr(f"your function ({n} heads)", f"你的函数（{n} 个头）")),
                         tr("your function", "你的函数")).reshape(-1)
         want = alibi_slopes(n, dtype=torch.float64)
-        def cost(gap):
+        def cost(gap, got=got, want=want):
             far = float((got.double() - want).abs().max()) * 4096  # the bias error at distance 4096
             return tr(f"The bias -slope * distance is then off by {gap:.2%} of itself, up to {far:.2g} at distance "
                       f"4096. Compute the slopes in float32 or float64",
@@ -213,18 +213,20 @@ def check_alibi_slopes(fn) -> None:
         power = (n & (n - 1)) == 0
         naive = torch.tensor([2.0 ** (-8.0 * h / n) for h in range(1, n + 1)], dtype=torch.float64)
         if power:
-            if same(got, torch.tensor([2.0 ** (-8.0 * h / n) for h in range(n)], dtype=torch.float64), atol=0, rtol=1e-6):
-                raise ExerciseError(tr(f"({n} heads) off by one: h runs from 1 to n, so the first slope is 2^(-8/n), not 1",
+            if same(got, torch.tensor([2.0 ** (-8.0 * h / n) for h in range(n)], dtype=torch.float64), atol=0,
+                    rtol=1e-6):
+                raise ExerciseError(tr(f"({n} heads) off by one: h runs from 1 to n, so the first slope is 2^(-8/n), "
+                                       "not 1",
                                        f"（{n} 个头）差了一位：h 从 1 取到 n，所以第一个斜率是 2^(-8/n)，不是 1"))
             raise ExerciseError(tr(f"({n} heads) for a power of two the slopes are 2^(-8h/n), h = 1..n: a geometric "
                                    f"sequence starting at and stepping by 2^(-8/n); expected {want.tolist()}",
                                    f"（{n} 个头）头数是 2 的幂时，斜率为 2^(-8h/n)，h = 1..n：首项和公比都是 "
                                    f"2^(-8/n) 的等比数列；应为 {want.tolist()}"))
         if same(got, naive, atol=0, rtol=1e-6):
-            raise ExerciseError(tr(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. The paper "
-                                   f"only trains power-of-two head counts; for other counts the authors' code "
-                                   f"(get_slopes, a 'workaround' in its own comment, used by BLOOM and this library) takes "
-                                   f"all slopes of the largest power of two below n, then every other slope "
+            raise ExerciseError(tr(f"({n} heads) you applied the power-of-two formula 2^(-8h/n) with n = {n}. The "
+                                   "paper only trains power-of-two head counts; for other counts the authors' code "
+                                   "(get_slopes, a 'workaround' in its own comment, used by BLOOM and this library) "
+                                   "takes all slopes of the largest power of two below n, then every other slope "
                                    f"(h = 1, 3, 5, ...) of twice that",
                                    f"（{n} 个头）你把 2 的幂的公式 2^(-8h/n) 直接套在了 n = {n} 上。论文只训练过头数"
                                    f"为 2 的幂的模型；其他头数时，作者的代码（get_slopes，其注释自称是个“workaround”，"
@@ -234,17 +236,17 @@ def check_alibi_slopes(fn) -> None:
         doubled = alibi_slopes(2 * closest, dtype=torch.float64)
         if same(got, doubled[:n], atol=0, rtol=1e-6):
             extra = torch.log2(doubled[0::2][:n - closest]).tolist()
-            raise ExerciseError(tr(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the authors' code "
-                                   f"(get_slopes) keeps all {closest} slopes of {closest} heads and adds the slopes of "
-                                   f"{2 * closest} heads with odd h = 1, 3, 5, ... (its [0::2]): here "
+            raise ExerciseError(tr(f"({n} heads) you took the first {n} slopes of {2 * closest} heads; the authors' "
+                                   f"code (get_slopes) keeps all {closest} slopes of {closest} heads and adds the "
+                                   f"slopes of {2 * closest} heads with odd h = 1, 3, 5, ... (its [0::2]): here "
                                    f"{', '.join(f'2^{v:g}' for v in extra)}",
                                    f"（{n} 个头）你取的是 {2 * closest} 个头的前 {n} 个斜率；作者的代码（get_slopes）"
                                    f"保留 {closest} 个头的全部 {closest} 个斜率，再补上 {2 * closest} 个头中 h 为奇数 "
                                    f"1, 3, 5, ... 的斜率（即它的 [0::2]）：这里是 "
                                    f"{', '.join(f'2^{v:g}' for v in extra)}"))
         if len(set(round(v, 12) for v in got.tolist())) < n:
-            raise ExerciseError(tr(f"({n} heads) two heads share a slope: the extra slopes must be 2^(-8h/{2 * closest}) "
-                                   f"for ODD h; even h repeats slopes of {closest} heads",
+            raise ExerciseError(tr(f"({n} heads) two heads share a slope: the extra slopes must be "
+                                   f"2^(-8h/{2 * closest}) for ODD h; even h repeats slopes of {closest} heads",
                                    f"（{n} 个头）有两个头的斜率相同：补上的斜率必须是 h 为奇数时的 "
                                    f"2^(-8h/{2 * closest})；h 为偶数会与 {closest} 个头的斜率重复"))
         raise ExerciseError(tr(f"({n} heads) expected {[round(v, 5) for v in want.tolist()]}, got "

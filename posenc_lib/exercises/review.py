@@ -15,9 +15,9 @@ import torch
 
 from ..experiments import EXTRAPOLATION_FILE, load_results
 from ..experiments.results import load_model_configs
-from ..model import ENCODING_LABELS, encoding_label
 from ..i18n import Text, tr
 from ..inference import usable_context_length
+from ..model import ENCODING_LABELS, encoding_label
 from ..relative import t5_relative_bucket
 from ..scaling import extension_scaling, rope_inv_freq
 from ._common import ExerciseError, ok
@@ -181,9 +181,9 @@ QUIZ: dict = {
         "explain": lambda r: tr("torch.nn.Embedding(64, 4)(torch.tensor([100])) gives: "
                                 f"{_embedding_past_its_rows(r)}; nothing clamps or wraps the index (notebook 04; "
                                 "posenc_lib's LearnedEncoding raises a ValueError naming max_len first)",
-                                f"torch.nn.Embedding(64, 4)(torch.tensor([100])) 的结果是：{_embedding_past_its_rows(r)}；"
-                                "索引既不会被截断，也不会绕回（notebook 04；posenc_lib 的 LearnedEncoding "
-                                "会先抛出一个点名 max_len 的 ValueError）"),
+                                "torch.nn.Embedding(64, 4)(torch.tensor([100])) 的结果是："
+                                f"{_embedding_past_its_rows(r)}；索引既不会被截断，也不会绕回（notebook 04；"
+                                "posenc_lib 的 LearnedEncoding 会先抛出一个点名 max_len 的 ValueError）"),
     },
     "sinusoidal_at_once": {
         "question": Text("In notebook 07 the sinusoidal model is worse than a unigram guess already at 2L. Why at "
@@ -214,7 +214,8 @@ QUIZ: dict = {
                          "the bias of one bucket. From which distance on do keys share that bucket?",
                          "notebook 07 的 T5 偏置（因果，32 个桶，max_distance 64）。往前 400 个字符处的键，"
                          "用的是某一个桶的偏置。从多远的距离起，所有键都共用这个桶？"),
-        "options": {"a": Text("from 400 on (each far distance has its own bucket)", "从 400 起（每个远距离都有自己的桶）"),
+        "options": {"a": Text("from 400 on (each far distance has its own bucket)",
+                              "从 400 起（每个远距离都有自己的桶）"),
                     "b": Text("from 128 on", "从 128 起"),
                     "c": Text("from 59 on: every key further back, trained only on distances 59-63",
                               "从 59 起：再往前的所有键都落在这个桶里，而它只在距离 59-63 上训练过"),
@@ -247,7 +248,8 @@ QUIZ: dict = {
                          "在这个模型上用因子为 4 的 YaRN（L0 = 64，d = 16，beta_fast 32，beta_slow 1）："
                          "哪些对的频率原封不动？"),
         "options": {"a": Text("none", "一对也没有"),
-                    "b": Text("pairs 0-2 (those with more than one turn in L0)", "第 0-2 对（在 L0 内转了不止一圈的那些）"),
+                    "b": Text("pairs 0-2 (those with more than one turn in L0)",
+                              "第 0-2 对（在 L0 内转了不止一圈的那些）"),
                     "c": Text("every pair", "所有对"),
                     "d": Text("pair 0 only", "只有第 0 对")},
         "values": {"a": (), "b": (0, 1, 2), "c": tuple(range(_DIM // 2)), "d": (0,)},
@@ -255,15 +257,16 @@ QUIZ: dict = {
         "explain": lambda r: tr(f"rope_inv_freq with YaRN's scaling leaves only pairs {list(_yarn_kept_pairs(r))} "
                                 f"untouched: no pair makes beta_fast = 32 turns in {_L0} tokens (pair 0 makes "
                                 f"{float(_turns_in_l0()[0]):.1f}), so the ramp starts at pair 0 (notebook 08, sec. 2)",
-                                f"按 YaRN 缩放的 rope_inv_freq 中，频率原封不动的只有这些对：{list(_yarn_kept_pairs(r))}；"
-                                f"没有哪一对能在 {_L0} 个 token 内转满 beta_fast = 32 圈（第 0 对只转了 "
-                                f"{float(_turns_in_l0()[0]):.1f} 圈），所以斜坡从第 0 对就开始了（notebook 08 第 2 节）"),
+                                "按 YaRN 缩放的 rope_inv_freq 中，频率原封不动的只有这些对："
+                                f"{list(_yarn_kept_pairs(r))}；没有哪一对能在 {_L0} 个 token 内转满 beta_fast = 32 圈"
+                                f"（第 0 对只转了 {float(_turns_in_l0()[0]):.1f} 圈），"
+                                "所以斜坡从第 0 对就开始了（notebook 08 第 2 节）"),
     },
     "ntk_overshoot": {
         "question": Text("NTK-aware at factor 4 on that model, on a window of 4 * L0: the slow pairs turn past the "
                          "angles they saw in training. By how much at most (turns over 4 L0 / turns over L0)?",
-                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0：慢速对转到的角度会超出训练时见过的范围。"
-                         "最多超出多少（4 L0 内的圈数 / L0 内的圈数）？"),
+                         "在这个模型上用因子为 4 的 NTK-aware 缩放，窗口长 4 * L0："
+                         "慢速对转到的角度会超出训练时见过的范围。最多超出多少（4 L0 内的圈数 / L0 内的圈数）？"),
         "options": {"a": Text("1.00 (they stay within their trained angles)", "1.00（仍在训练过的角度范围内）"),
                     "b": "4.00", "c": "2.21", "d": "1.45"},
         "values": {"a": 1.0, "b": 4.0, "c": 2.21, "d": 1.45},
@@ -440,13 +443,14 @@ QUIZ: dict = {
     "streaming_positions": {
         "question": Text("StreamingLLM with 4 sink tokens and a window of 8 has read 100 tokens. Which position does "
                          "RoPE use for the newest one?",
-                         "StreamingLLM 保留 4 个作为注意力汇聚点（attention sink）的 token、窗口为 8，已经读了 100 个 token。RoPE 对最新那个 token "
-                         "用的位置是？"),
+                         "StreamingLLM 保留 4 个作为注意力汇聚点（attention sink）的 token、窗口为 8，"
+                         "已经读了 100 个 token。RoPE 对最新那个 token 用的位置是？"),
         "options": {"a": "99", "b": "7", "c": "11", "d": "12"},
         "answer": "c",
         "why": {"a": Text("99 is its place in the text; StreamingLLM counts positions within the cache (Xiao et al. "
                           "2023; notebook 12 sec. 3)",
-                          "99 是它在文本中的位置；StreamingLLM 按缓存内计数位置（Xiao 等人 2023；notebook 12 第 3 节）"),
+                          "99 是它在文本中的位置；StreamingLLM 按缓存内计数位置（Xiao 等人 2023；"
+                          "notebook 12 第 3 节）"),
                 "b": Text("the 4 sinks come first: slots 0-3, then the 8 window slots 4-11 (notebook 12 sec. 3)",
                           "4 个注意力汇聚点在最前面：槽位 0-3，然后是窗口的 8 个槽位 4-11（notebook 12 第 3 节）"),
                 "d": Text("12 tokens are cached, in slots 0-11; 12 would be the NEXT token's slot (notebook 12 sec. 3)",
@@ -455,8 +459,8 @@ QUIZ: dict = {
     "cache_scaling_switch": {
         "question": Text("A dynamic-NTK model decodes past its trained length L0 with a cache of rotated keys (what "
                          "transformers' DynamicCache holds). What happens to the scores?",
-                         "一个动态 NTK 模型用存着已旋转键的缓存（transformers 的 DynamicCache 就是这样）解码到训练长度 L0 "
-                         "之后。分数会怎样？"),
+                         "一个动态 NTK 模型用存着已旋转键的缓存（transformers 的 DynamicCache 就是这样）"
+                         "解码到训练长度 L0 之后。分数会怎样？"),
         "options": {"a": Text("keys rotated under earlier, smaller bases meet queries under a larger one: the scores "
                               "no longer depend on m - n alone",
                               "用更早、更小的底数旋转的键遇上用更大底数的查询：分数不再只取决于 m - n"),
@@ -469,7 +473,8 @@ QUIZ: dict = {
                           "them at every new length (notebook 12 sec. 4 measures the drift)",
                           "前提是所有位置都用同一组频率旋转；超过 L0 后，动态 NTK 每到一个新长度都会改频率"
                           "（notebook 12 第 4 节测量了这种偏离）"),
-                "c": Text("that is Phi-3 with LongRoPE, which switches factor sets once, at L0 + 1 (notebook 12 sec. 4)",
+                "c": Text("that is Phi-3 with LongRoPE, which switches factor sets once, at L0 + 1 (notebook 12 "
+                          "sec. 4)",
                           "那是用 LongRoPE 的 Phi-3，它只在 L0 + 1 处切换一次因子组（notebook 12 第 4 节）"),
                 "d": Text("past L0 the base grows with the length; it is the trained one only up to L0 (notebook 08)",
                           "超过 L0 后底数随长度增大；只有在 L0 以内才是训练时的底数（notebook 08）")},
@@ -491,7 +496,8 @@ QUIZ: dict = {
     "measured_flattest": {
         "question": Text("In notebook 07's cached run, whose mean loss rose LEAST from L to 8L?",
                          "在 notebook 07 缓存的那次运行里，从 L 到 8L，谁的平均损失上升得最少？"),
-        "options": {letter: ENCODING_LABELS[e] for letter, e in zip("abcde", ("t5", "alibi", "nope", "rope", "sinusoidal"))},
+        "options": {letter: ENCODING_LABELS[e]
+                    for letter, e in zip("abcde", ("t5", "alibi", "nope", "rope", "sinusoidal"))},
         "values": {"a": "t5", "b": "alibi", "c": "nope", "d": "rope", "e": "sinusoidal"},
         "solve": lambda r: _measured_flattest(r)[0],
         "explain": lambda r: (tr("rise from L to 8L: ", "从 L 到 8L 的上升：")
@@ -502,8 +508,10 @@ QUIZ: dict = {
     "worst_at_l": {
         "question": Text("In notebook 07's cached run, which encoding WITH position information had the highest loss "
                          "at the training length L itself?",
-                         "在 notebook 07 缓存的那次运行里，在带位置信息的编码中，哪一种在训练长度 L 本身上的损失最高？"),
-        "options": {letter: ENCODING_LABELS[e] for letter, e in zip("abcde", ("t5", "sinusoidal", "learned", "alibi", "rope"))},
+                         "在 notebook 07 缓存的那次运行里，在带位置信息的编码中，"
+                         "哪一种在训练长度 L 本身上的损失最高？"),
+        "options": {letter: ENCODING_LABELS[e]
+                    for letter, e in zip("abcde", ("t5", "sinusoidal", "learned", "alibi", "rope"))},
         "values": {"a": "t5", "b": "sinusoidal", "c": "learned", "d": "alibi", "e": "rope"},
         "solve": _worst_with_position_at_l,
         "explain": lambda r: (tr("loss at L: ", "L 处的损失：")
@@ -551,7 +559,8 @@ QUIZ: dict = {
         "answer": "d",
         "why": {"a": Text("with exactly L characters of context every model does at least as well (07's sliding "
                           "baseline): the far context never helped",
-                          "只给恰好 L 个字符的上下文时，每个模型都至少一样好（07 的滑动窗口基线）：远处的上下文从没帮上忙"),
+                          "只给恰好 L 个字符的上下文时，每个模型都至少一样好（07 的滑动窗口基线）："
+                          "远处的上下文从没帮上忙"),
                 "c": Text("07's probe: no model copies a repeated random string, not even within L",
                           "07 的探针：没有模型会复制重复出现的随机字符串，即使在 L 以内也不会"),
                 "b": Text("RoPE is relative and its loss rose the most; flatness is measured, not implied by a name",
@@ -560,18 +569,23 @@ QUIZ: dict = {
     "ntk_no_finetune": {
         "question": Text("Read RoPE as writing the position in base beta (Su). Why does NTK-aware scaling work "
                          "without fine-tuning, where PI needs it?",
-                         "把 RoPE 看成用 beta 进制书写位置（苏剑林的读法）。为什么 NTK-aware 缩放不微调也能用，而 PI 需要微调？"),
-        "options": {"a": Text("it divides the position by s, like PI, but more gently", "它像 PI 一样把位置除以 s，只是更温和"),
+                         "把 RoPE 看成用 beta 进制书写位置（苏剑林的读法）。为什么 NTK-aware 缩放不微调也能用，"
+                         "而 PI 需要微调？"),
+        "options": {"a": Text("it divides the position by s, like PI, but more gently",
+                              "它像 PI 一样把位置除以 s，只是更温和"),
                     "b": Text("it sharpens the softmax", "它让 softmax 更尖锐"),
                     "c": Text("it changes the base: the lowest digit (the fastest pair) keeps its exact angles and "
                               "only the high digits slow down, while PI divides the number and changes every digit",
-                              "它改的是进制：最低位（最快的一对）的角度完全不变，只有高位变慢；而 PI 把这个数除以 s，每一位都变了"),
+                              "它改的是进制：最低位（最快的一对）的角度完全不变，只有高位变慢；而 PI 把这个数除以 s，"
+                              "每一位都变了"),
                     "d": Text("it adds new learned frequencies", "它加入了新的可学习频率")},
         "answer": "c",
         "why": {"a": Text("PI divides every pair's angle by s; NTK-aware divides pair i's by s^(2i/(d-2)): 1 for "
                           "the fastest pair (notebook 08, section 2)",
-                          "PI 把每一对的角度都除以 s；NTK-aware 把第 i 对的除以 s^(2i/(d-2))：最快的一对是 1（notebook 08 第 2 节）"),
-                "b": Text("that is YaRN's attention factor, not NTK-aware's", "那是 YaRN 的注意力因子，不是 NTK-aware 的"),
+                          "PI 把每一对的角度都除以 s；NTK-aware 把第 i 对的除以 s^(2i/(d-2))："
+                          "最快的一对是 1（notebook 08 第 2 节）"),
+                "b": Text("that is YaRN's attention factor, not NTK-aware's",
+                          "那是 YaRN 的注意力因子，不是 NTK-aware 的"),
                 "d": Text("NTK-aware only raises the base b to b s^(d/(d-2)); nothing is learned",
                           "NTK-aware 只是把底数 b 提到 b s^(d/(d-2))；没有任何可学习的东西")},
     },
@@ -597,8 +611,8 @@ QUIZ: dict = {
         "options": {"a": Text("stays the same", "保持不变"),
                     "b": Text("grows like ln n; multiplying the scores by ln n / ln L0 (log-n scaling, Su) holds it "
                               "near its value at L0, the idea behind YaRN's, LongRoPE's and Llama 4's temperatures",
-                              "像 ln n 一样增长；把分数乘以 ln n / ln L0（log-n 缩放，苏剑林）能让它保持在 L0 处的水平附近，"
-                              "这正是 YaRN、LongRoPE 和 Llama 4 温度背后的想法"),
+                              "像 ln n 一样增长；把分数乘以 ln n / ln L0（log-n 缩放，苏剑林）"
+                              "能让它保持在 L0 处的水平附近，这正是 YaRN、LongRoPE 和 Llama 4 温度背后的想法"),
                     "c": Text("shrinks, so long contexts make attention sharper", "变小，所以上下文越长注意力越尖锐"),
                     "d": Text("grows like n", "像 n 一样增长")},
         "answer": "b",
@@ -630,14 +644,15 @@ QUIZ: dict = {
         "options": {"b": Text("are one RoPE applied once", "是同一个 RoPE，只做一次"),
                     "a": Text("turn different tokens: the encoder each patch by its (row, col) in its image, the "
                               "language model each merged 2 x 2 block by (t, h, w) continuing the text's positions",
-                              "旋转的是不同的 token：编码器按图像块在图中的（行，列）旋转每个图像块，语言模型按接着文本位置往下编的 "
-                              "(t, h, w) 旋转每个合并后的 2 x 2 块"),
+                              "旋转的是不同的 token：编码器按图像块在图中的（行，列）旋转每个图像块，"
+                              "语言模型按接着文本位置往下编的 (t, h, w) 旋转每个合并后的 2 x 2 块"),
                     "c": Text("both give text tokens three different coordinates", "两者都给文本 token 三个不同的坐标"),
                     "d": Text("both number the patches with one running index", "两者都用一个递增下标给图像块编号")},
         "answer": "a",
         "why": {"b": Text("the encoder's ids restart at (0, 0) for every image; the language model's depend on the "
                           "text before the image (notebook 11, section 3)",
-                          "编码器的 id 对每张图都从 (0, 0) 重新开始；语言模型的 id 取决于图像前面的文本（notebook 11 第 3 节）"),
+                          "编码器的 id 对每张图都从 (0, 0) 重新开始；语言模型的 id 取决于图像前面的文本（notebook 11 "
+                          "第 3 节）"),
                 "c": Text("in M-RoPE a text token has t = h = w: plain 1-D RoPE; the encoder sees no text",
                           "M-RoPE 中文本 token 的 t = h = w：就是普通的一维 RoPE；编码器根本看不到文本"),
                 "d": Text("a running index puts the patch below W positions away: both use 2-D coordinates "
@@ -648,15 +663,16 @@ QUIZ: dict = {
         "question": Text("A full cache is shifted as llama.cpp does: n tokens dropped, the later ones moved n places "
                          "earlier. A moved key was cached rotated at its old position p. To make it the key at p - n, "
                          "you ...",
-                         "像 llama.cpp 那样平移一个满了的缓存：丢掉 n 个 token，后面的往前挪 n 位。被移动的键是在旧位置 p "
-                         "处旋转后缓存的。要让它成为 p - n 处的键，你应当……"),
+                         "像 llama.cpp 那样平移一个满了的缓存：丢掉 n 个 token，后面的往前挪 n 位。"
+                         "被移动的键是在旧位置 p 处旋转后缓存的。要让它成为 p - n 处的键，你应当……"),
         "options": {"a": Text("recompute it from the token's hidden state", "由该 token 的隐藏状态重新计算它"),
                     "b": Text("turn it by R(+n)", "把它转 R(+n)"),
                     "c": Text("leave it as it is: RoPE is relative", "保持不动：RoPE 是相对的"),
                     "d": Text("turn it by R(-n)", "把它转 R(-n)")},
         "answer": "d",
         "why": {"a": Text("not needed: R(a) R(b) = R(a + b), so one more turn gives the key at p - n exactly "
-                          "(notebook 13, section 1); in a stack neither undoes that the kept tokens saw the dropped ones",
+                          "(notebook 13, section 1); in a stack neither undoes that the kept tokens saw the dropped "
+                          "ones",
                           "不需要：R(a) R(b) = R(a + b)，再转一次就精确地得到 p - n 处的键（notebook 13 第 1 节）；"
                           "多层时两种做法都去不掉保留的 token 曾看到被丢弃 token 这一点"),
                 "b": Text("wrong sign: that puts the key at p + n, 2n positions from where it belongs",
@@ -669,23 +685,24 @@ QUIZ: dict = {
         "question": Text("Speculative decoding verifies a token tree after a prefix of P tokens: the root r, its "
                          "children x and y, and z, a child of x, listed in the order r, x, y, z. Their position ids "
                          "are ...",
-                         "投机解码在 P 个 token 的前缀之后验证一棵 token 树：根 r，它的子节点 x 和 y，以及 x 的子节点 z，"
-                         "按 r、x、y、z 的顺序排列。它们的位置 id 是……"),
+                         "投机解码在 P 个 token 的前缀之后验证一棵 token 树：根 r，它的子节点 x 和 y，"
+                         "以及 x 的子节点 z，按 r、x、y、z 的顺序排列。它们的位置 id 是……"),
         "options": {"a": "P, P+1, P+2, P+3", "b": "P, P+1, P+1, P+2", "c": "0, 1, 1, 2", "d": "P+1, P+2, P+2, P+3"},
         "answer": "b",
         "why": {"a": Text("that is the flattened order: y would sit one position after its sibling x, and z two after "
                           "its parent (notebook 13, section 3)",
                           "这是展平后的顺序：y 会比它的兄弟 x 多一个位置，z 比它的父节点多两个（notebook 13 第 3 节）"),
                 "c": Text("the tree follows the prefix: add P", "树接在前缀之后：要加上 P"),
-                "d": Text("off by one: the root is the first new token, at position P", "差了一：根就是第一个新 token，在位置 P")},
+                "d": Text("off by one: the root is the first new token, at position P",
+                          "差了一：根就是第一个新 token，在位置 P")},
     },
     "double_scaling": {
         "question": Text("DeepSeek-V3's config.json (data/model_configs.json) has YaRN with factor 40 over "
                          "original_max_position_embeddings 4096. A server that takes max_position_embeddings x "
                          "factor as the maximum length claims ... tokens (compute it)",
                          "DeepSeek-V3 的 config.json（data/model_configs.json）用 YaRN，factor 为 40，"
-                         "original_max_position_embeddings 为 4096。把 max_position_embeddings x factor 当作最大长度的服务端，"
-                         "会声称支持多少个 token？（请算出来）"),
+                         "original_max_position_embeddings 为 4096。把 max_position_embeddings x factor 当作最大长度的"
+                         "服务端，会声称支持多少个 token？（请算出来）"),
         "options": {"a": "6,553,600", "b": "163,840", "c": "4,096", "d": "1,638,400"},
         "values": {"a": 6_553_600, "b": 163_840, "c": 4_096, "d": 1_638_400},
         "solve": lambda _r: _deepseek_length().times_factor,
@@ -693,7 +710,8 @@ QUIZ: dict = {
                                  f"so x 40 again gives {_deepseek_length().times_factor:,}: double scaling "
                                  "(notebook 13, section 6)",
                                  f"它的 max_position_embeddings 已经是 4096 x 40 = {_deepseek_length().usable:,}，"
-                                 f"再乘 40 就得到 {_deepseek_length().times_factor:,}：双重缩放（notebook 13 第 6 节）"),
+                                 f"再乘 40 就得到 {_deepseek_length().times_factor:,}："
+                                 "双重缩放（notebook 13 第 6 节）"),
     },
 }
 

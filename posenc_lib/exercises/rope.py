@@ -18,9 +18,9 @@ import math
 import torch
 
 from ..absolute import layout_permutation
+from ..i18n import tr
 from ..rope import apply_rope, rope_complex, rotate_every_two, rotate_half
 from ..scaling import rope_inv_freq
-from ..i18n import tr
 from ._common import ExerciseError, as_tensor, attempt, call, float32_note, ignored, keep_dtype, ok, same, tensor
 
 __all__ = [
@@ -66,10 +66,10 @@ def check_rope_pair(rope_pair) -> None:
                                "weights or code of RoPE's convention: every relative distance reversed); used for "
                                "only one of q and k, the score depends on m + n, the absolute positions",
                                "你转成了顺时针 [[cos, sin], [-sin, cos]]：这是偏移映射 M_k 在 (sin, cos) 对上的转向，"
-                               "相当于位置 -m 处的 RoPE。RoPE 把 (x1, x2) 逆时针旋转，用的是 [[cos, -sin], [sin, cos]]。"
-                               "你的旋转若同时用于 q 和 k，分数仍只依赖相对位置，但方向成了镜像（从头训练时无妨，"
-                               "但对照按 RoPE 约定训练的权重或写的代码就错了：每个相对距离都反了过来）；若只用于 q、k "
-                               "其中之一，分数就取决于 m + n，也就是绝对位置"))
+                               "相当于位置 -m 处的 RoPE。RoPE 把 (x1, x2) 逆时针旋转，"
+                               "用的是 [[cos, -sin], [sin, cos]]。你的旋转若同时用于 q 和 k，分数仍只依赖相对位置，"
+                               "但方向成了镜像（从头训练时无妨，但对照按 RoPE 约定训练的权重或写的代码就错了："
+                               "每个相对距离都反了过来）；若只用于 q、k 其中之一，分数就取决于 m + n，也就是绝对位置"))
     if same(y1, right[1], 1e-6) and same(y2, right[0], 1e-6):
         raise ExerciseError(tr("you returned (y2, y1): the first output is x1 cos - x2 sin",
                                "你返回的是 (y2, y1)：第一个输出应是 x1 cos - x2 sin"))
@@ -114,8 +114,9 @@ def check_rotate_half(fn) -> None:
     if torch.equal(got, rotate_every_two(x)):
         raise ExerciseError(tr("you paired interleaved dims (2i, 2i+1) but the reference is half-split: pair i is "
                                "(x[i], x[i + d/2]), so move whole halves",
-                               "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，但参考实现是对半拆分（half-split）："
-                               "第 i 对是 (x[i], x[i + d/2])，所以要把前后两半整体搬动"))
+                               "你按交错（interleaved）方式把维度 (2i, 2i+1) 配成了对，"
+                               "但参考实现是对半拆分（half-split）：第 i 对是 (x[i], x[i + d/2])，"
+                               "所以要把前后两半整体搬动"))
     if torch.equal(got, -want):
         raise ExerciseError(tr("you turned by -90 degrees ([x2, -x1]): the counter-clockwise turn of (x1, x2) is "
                                "(-x2, x1), the minus goes on the second half, which moves to the front",
@@ -309,12 +310,12 @@ def _rope_half_other_inputs(fn, what) -> None:
     except ExerciseError as error:
         problem = str(error)
     if problem:
-        raise ExerciseError(tr(f"right for x of shape (8, 8) with base 500, wrong for x of shape (5, 16), base 10000 and "
-                               f"positions [3, 4, 9, 40, 300] ({problem}): take d from x.shape[-1] and use the `base` and "
-                               "`positions` you are given, nothing fixed",
+        raise ExerciseError(tr("right for x of shape (8, 8) with base 500, wrong for x of shape (5, 16), base 10000 "
+                               f"and positions [3, 4, 9, 40, 300] ({problem}): take d from x.shape[-1] and use the "
+                               "`base` and `positions` you are given, nothing fixed",
                                "x 形状为 (8, 8)、base 为 500 时对了，换成形状 (5, 16)、base 10000、位置 "
-                               f"[3, 4, 9, 40, 300] 就错了（{problem}）：d 要从 x.shape[-1] 取，base 和 positions 用传进来的参数，"
-                               "不要写死"))
+                               f"[3, 4, 9, 40, 300] 就错了（{problem}）：d 要从 x.shape[-1] 取，"
+                               "base 和 positions 用传进来的参数，不要写死"))
 
 
 def check_unpermute_qk_rows(fn) -> None:
@@ -365,7 +366,8 @@ def _unpermuted_rows(got, weight, num_heads, what) -> None:
                                "这是从交错到对半拆分的方向（perm 本身）；要换回去得用逆置换 torch.argsort(perm)："
                                "新的第 perm[j] 行 = 旧的第 j 行"))
     if same(got, weight[:, torch.argsort(layout_permutation(d_model))], atol=0):
-        raise ExerciseError(tr("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute rows",
+        raise ExerciseError(tr("you permuted the columns (input features); the pairs live in the OUTPUT dims: permute "
+                               "rows",
                                "你重排的是列（输入特征）；成对的维度在输出维上：要重排的是行"))
     if same(got, weight[torch.argsort(layout_permutation(num_heads * head_dim))], atol=0):
         raise ExerciseError(tr("you permuted all rows at once, mixing the heads; permute within each head's block of "

@@ -18,8 +18,7 @@ import torch
 from ..i18n import tr
 from ..inference import packed_position_ids, tree_mask, tree_positions
 from ..rope import apply_rope
-from ._common import (ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake,
-                      ok, same)
+from ._common import ExerciseError, as_tensor, attempt, call, ignored, integers, keep_dtype, name_the_mistake, ok, same
 
 __all__ = ["attempt", "check_context_shift", "check_tree_positions", "check_tree_mask", "check_ring_window",
            "check_packed_offsets"]
@@ -72,10 +71,12 @@ def check_context_shift(fn) -> None:
             (_shifted(keys, n_keep, n_discard, base, 0),
              tr("the moved keys were not turned: they still carry their old positions, so the next query "
                 "(numbered after the kept tokens) sees them n_discard positions too far away",
-                "移动的键没有旋转：它们还带着旧的位置，于是下一个查询（编号接在保留的 token 之后）看它们时距离多了 n_discard")),
+                "移动的键没有旋转：它们还带着旧的位置，于是下一个查询（编号接在保留的 token 之后）"
+                "看它们时距离多了 n_discard")),
             (_shifted(keys, 0, n_discard, base, -n_discard) if n_keep else None,
              tr("you dropped the first tokens: llama.cpp keeps the first n_keep (the system prompt) and drops the "
-                "n_discard after them", "你丢掉的是开头的 token：llama.cpp 保留开头的 n_keep 个（系统提示），丢掉它们之后的 n_discard 个")),
+                "n_discard after them",
+                "你丢掉的是开头的 token：llama.cpp 保留开头的 n_keep 个（系统提示），丢掉它们之后的 n_discard 个")),
             (apply_rope(keys[kept], torch.full((len(kept),), -n_discard), base=base),
              tr("you turned the first n_keep keys too: they stay where they are, only the keys after the dropped "
                 "ones move", "你把开头 n_keep 个键也转了：它们留在原位，只有被丢弃部分之后的键才移动")),
@@ -93,8 +94,9 @@ def check_context_shift(fn) -> None:
         ], lambda a, b: b is not None and same(a, b, atol=1e-5))
         raise ExerciseError(tr(f"for n_keep={n_keep}, n_discard={n_discard} the keys differ from the kept tokens "
                                f"rotated at 0 .. {len(kept) - 1} (largest gap {float((got - want).abs().max()):.3g})",
-                               f"n_keep={n_keep}、n_discard={n_discard} 时，你的键和保留的 token 在 0 .. {len(kept) - 1} "
-                               f"处旋转的结果不同（最大差 {float((got - want).abs().max()):.3g}）"))
+                               f"n_keep={n_keep}、n_discard={n_discard} 时，"
+                               f"你的键和保留的 token 在 0 .. {len(kept) - 1} 处旋转的结果不同（最大差 "
+                               f"{float((got - want).abs().max()):.3g}）"))
     ok(tr("kept keys stay, the moved ones turn by R(-n_discard): the cache of the kept text, without recomputing a "
           "key.",
           "保留的键不动，移动的键转 R(-n_discard)：得到保留文本的缓存，一个键也不用重算。"))
@@ -119,7 +121,8 @@ def check_tree_positions(fn) -> None:
                 (torch.arange(len(parents)) + start,
                  tr("those are the nodes' flattened indices: a node's position is its depth (siblings are "
                     "alternatives for the same next token and share one position)",
-                    "这是节点展平后的序号：节点的位置是它的深度（兄弟节点是同一个下一 token 的不同候选，共用一个位置）")),
+                    "这是节点展平后的序号：节点的位置是它的深度（兄弟节点是同一个下一 token 的不同候选，"
+                    "共用一个位置）")),
                 (want + 1, tr("off by one: the root is the first new token, at `start` itself",
                               "差了一：根节点就是第一个新 token，位置正是 `start`")),
                 (want - start, tr(f"you ignored `start`: the tree follows the prefix, so add start = {start}",
@@ -143,7 +146,8 @@ def check_tree_mask(fn) -> None:
                                    "exercise asks for a bool tensor, True where node i may attend node j (attention "
                                    "makes the additive form itself; read as a bool, your 0 says 'not allowed')",
                                    "你返回的是加性掩码（可以关注处为 0，其余为 -inf）：题目要的是 bool 张量，节点 i "
-                                   "可以关注节点 j 处为 True（注意力会自己做出加性形式；按 bool 读，你的 0 意思是“不允许”）"))
+                                   "可以关注节点 j 处为 True（注意力会自己做出加性形式；按 bool 读，"
+                                   "你的 0 意思是“不允许”）"))
         if tuple(got.shape) == tuple(want.shape) and torch.equal(got.bool(), want):
             continue
         if tuple(got.shape) != tuple(want.shape):
@@ -252,13 +256,15 @@ def check_packed_offsets(fn) -> None:
                 "每个文档都要从 padding_idx + 1 重新开始")),
             (want - padding_idx - 1, tr("RoBERTa's positions start at padding_idx + 1, not at 0: rows 0 .. padding_idx "
                                         "of its table are never used for real tokens",
-                                        "RoBERTa 的位置从 padding_idx + 1 开始，不是从 0：表的 0 .. padding_idx 行不会给真实 token 用")),
+                                        "RoBERTa 的位置从 padding_idx + 1 开始，不是从 0："
+                                        "表的 0 .. padding_idx 行不会给真实 token 用")),
             (want - 1, tr("off by one: the first real token gets padding_idx + 1, the pad itself gets padding_idx",
                           "差了一：第一个真实 token 是 padding_idx + 1，填充本身才是 padding_idx")),
             *([(want - padding_idx + 1, ignored("padding_idx", padding_idx, 1))] if padding_idx != 1 else []),
         ], _same_ints)
         raise ExerciseError(tr(f"for lengths {list(lengths)} and padding_idx {padding_idx} expected {want.tolist()}, "
-                               f"got {got.tolist()}", f"lengths 为 {list(lengths)}、padding_idx 为 {padding_idx} 时应为 "
+                               f"got {got.tolist()}",
+                               f"lengths 为 {list(lengths)}、padding_idx 为 {padding_idx} 时应为 "
                                f"{want.tolist()}，得到的是 {got.tolist()}"))
     ok(tr("every packed document starts again at padding_idx + 1, as it would alone.",
           "每个打包的文档都重新从 padding_idx + 1 开始，和单独输入时一样。"))

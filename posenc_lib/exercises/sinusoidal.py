@@ -18,10 +18,25 @@ import math
 import torch
 
 from ..absolute import offset_matrix, sinusoidal_frequencies, sinusoidal_table
-from ..relative import diagonal_spread
 from ..i18n import Text, tr
-from ._common import (SIGNIFICANT_BITS, ExerciseError, as_tensor, attempt, call, float32_note, ignored,
-                      keep_dtype, name_the_mistake, number, ok, refuse_low_precision, same, tensor, your_line)
+from ..relative import diagonal_spread
+from ._common import (
+    SIGNIFICANT_BITS,
+    ExerciseError,
+    as_tensor,
+    attempt,
+    call,
+    float32_note,
+    ignored,
+    keep_dtype,
+    name_the_mistake,
+    number,
+    ok,
+    refuse_low_precision,
+    same,
+    tensor,
+    your_line,
+)
 
 __all__ = [
     "attempt", "check_make_positions", "check_wavelength", "check_sinusoidal_table", "check_wavelengths",
@@ -42,19 +57,22 @@ def check_make_positions(make_positions) -> None:
                                    f"得到的 dtype 是 {out.dtype}：位置是在给 token 计数，应该用整数 dtype"
                                    f"（torch.arange(n) 给出的就是 int64）；bfloat16 连 256 和 257 都分不清"))
         if tuple(out.shape) == (n + 1,):
-            raise ExerciseError(tr(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops before n",
+            raise ExerciseError(tr(f"make_positions({n}) has {n + 1} entries: off by one -- torch.arange(n) stops "
+                                   "before n",
                                    f"make_positions({n}) 有 {n + 1} 个元素，多了一个：torch.arange(n) 到 n 之前就停了"))
         if n and tuple(out.shape) == (n - 1,):
             raise ExerciseError(tr(f"make_positions({n}) has {n - 1} entries: off by one -- n tokens have n positions, "
                                    f"0 .. n-1, and torch.arange(n) gives exactly those (torch.arange(n - 1) or "
                                    f"torch.arange(1, n) is one short)",
                                    f"make_positions({n}) 有 {n - 1} 个元素，少了一个：n 个 token 有 n 个位置 0 .. n-1，"
-                                   f"torch.arange(n) 给出的正是这些（torch.arange(n - 1) 或 torch.arange(1, n) 少一个）"))
+                                   "torch.arange(n) 给出的正是这些（torch.arange(n - 1) 或 torch.arange(1, n) "
+                                   "少一个）"))
         if tuple(out.shape) != (n,):
             raise ExerciseError(tr(f"make_positions({n}) should have shape ({n},), got {tuple(out.shape)}",
                                    f"make_positions({n}) 的形状应为 ({n},)，实际是 {tuple(out.shape)}"))
         if n and int(out[0]) == 1:
-            raise ExerciseError(tr("the first position is 0, not 1 (row 0 of a position table belongs to the first token)",
+            raise ExerciseError(tr("the first position is 0, not 1 (row 0 of a position table belongs to the first "
+                                   "token)",
                                    "第一个位置是 0，不是 1（位置表的第 0 行属于第一个 token）"))
         if out.dtype in (torch.uint8, torch.int8) and not torch.equal(out.long(), torch.arange(n)):
             top = torch.iinfo(out.dtype).max
@@ -91,15 +109,18 @@ def check_wavelength(wavelength) -> None:
         return
     hints = [(lambda w: w, tr("that is omega itself (radians per position), not a length",
                               "这是 omega 本身（每个位置转过的弧度），不是长度")),
-             (lambda w: 1 / w, tr("missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not by 1",
+             (lambda w: 1 / w, tr("missing the factor 2*pi: sin(omega*pos) repeats when omega*pos grows by 2*pi, not "
+                                  "by 1",
                                   "少了因子 2*pi：omega*pos 每增加 2*pi（而不是 1），sin(omega*pos) 才重复一次")),
-             (lambda w: w / (2 * math.pi), tr("that is the frequency in cycles per position, the inverse of the wavelength",
+             (lambda w: w / (2 * math.pi), tr("that is the frequency in cycles per position, the inverse of the "
+                                              "wavelength",
                                               "这是以“每个位置几周”计的频率，即波长的倒数")),
              (lambda w: 2 * math.pi * w, tr("multiplied by omega where you should divide",
                                             "该除以 omega 的地方，你乘了 omega")),
              (lambda w: 360 / w, tr("that is a full turn in degrees, 360 / omega: omega is in radians per position, "
                                     "and a full turn is 2*pi radians",
-                                    "这是按角度制算的一整圈 360 / omega：omega 的单位是“弧度每位置”，一整圈是 2*pi 弧度")),
+                                    "这是按角度制算的一整圈 360 / omega：omega 的单位是“弧度每位置”，"
+                                    "一整圈是 2*pi 弧度")),
              (lambda w: math.pi / w, tr("that is half a turn, pi / omega: sin(omega*pos) changes sign there, but it "
                                         "repeats only after a full turn of 2*pi",
                                         "这是半圈 pi / omega：sin(omega*pos) 在那里变号，但要转满一圈 2*pi 才重复"))]
@@ -112,9 +133,12 @@ def check_wavelength(wavelength) -> None:
                                f"（应为 {2 * math.pi / omegas[0]:.6g}）"))
     for formula, hint in hints:
         if matches(formula):
-            raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected {2 * math.pi / omegas[0]:.6g})",
-                                   f"wavelength({omegas[0]}) = {got[0]:.6g}：{hint}（应为 {2 * math.pi / omegas[0]:.6g}）"))
-    raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}, expected 2*pi/omega = {2 * math.pi / omegas[0]:.6g}",
+            raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}: {hint} (expected "
+                                   f"{2 * math.pi / omegas[0]:.6g})",
+                                   f"wavelength({omegas[0]}) = {got[0]:.6g}："
+                                   f"{hint}（应为 {2 * math.pi / omegas[0]:.6g}）"))
+    raise ExerciseError(tr(f"wavelength({omegas[0]}) = {got[0]:.6g}, expected 2*pi/omega = "
+                           f"{2 * math.pi / omegas[0]:.6g}",
                            f"wavelength({omegas[0]}) = {got[0]:.6g}，应为 2*pi/omega = {2 * math.pi / omegas[0]:.6g}"))
 
 
@@ -163,13 +187,15 @@ _TABLE_HINTS = {
                    "layout_permutation(dim)",
                    "你的表是拼接布局 [sin | cos]（Transformer-XL 和许多博客里的热力图都是这样）；论文用的是交错布局："
                    "sin 在第 2i 列，cos 在第 2i+1 列。数值一样，只是列按 layout_permutation(dim) 重排了"),
-    "swapped": Text("sin and cos are swapped: the paper puts sin in the even columns 2i and cos in the odd columns 2i+1",
+    "swapped": Text("sin and cos are swapped: the paper puts sin in the even columns 2i and cos in the odd columns "
+                    "2i+1",
                     "sin 和 cos 放反了：论文把 sin 放在偶数列 2i，cos 放在奇数列 2i+1"),
     "exponent_per_column": Text("wrong exponent: you used the column index j in base**(j/dim); the exponent is "
                                 "2*floor(j/2)/dim, so the sin and the cos of a pair share one frequency",
                                 "指数错了：你在 base**(j/dim) 里用的是列下标 j；指数应为 2*floor(j/2)/dim，"
                                 "这样同一对的 sin 和 cos 才共用一个频率"),
-    "exponent_i": Text("wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = base**(-2i/dim))",
+    "exponent_i": Text("wrong exponent: you used base**(i/dim) for pair i; the formula has 2i/dim (omega_i = "
+                       "base**(-2i/dim))",
                        "指数错了：第 i 对你用的是 base**(i/dim)；公式里是 2i/dim（omega_i = base**(-2i/dim)）"),
     "multiply": Text("you multiplied pos by base**(2i/dim); the formula divides: pos / base**(2i/dim)",
                      "你用 pos 乘了 base**(2i/dim)；公式里是除：pos / base**(2i/dim)"),
@@ -207,13 +233,14 @@ def check_sinusoidal_table(make_table) -> None:
         what = f"make_table({n}, {d}, {base})"
         got = tensor(call(make_table, n, d, base, what=what), what)
         if tuple(got.shape) == (d, n) and n != d:
-            raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are dimensions",
+            raise ExerciseError(tr(f"shape {tuple(got.shape)} is transposed: rows are positions, columns are "
+                                   "dimensions",
                                    f"形状 {tuple(got.shape)} 转置了：行是位置，列是维度"))
         if tuple(got.shape) in ((n - 1, d), (n + 1, d)):
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) has {got.shape[0]} rows: off by one -- one row per "
                                    f"position 0 .. {n - 1}, so {n} rows (torch.arange({n}))",
-                                   f"make_table({n}, {d}, {base}) 有 {got.shape[0]} 行，差了一个：每个位置 0 .. {n - 1} "
-                                   f"一行，所以是 {n} 行（torch.arange({n})）"))
+                                   f"make_table({n}, {d}, {base}) 有 {got.shape[0]} 行，差了一个："
+                                   f"每个位置 0 .. {n - 1} 一行，所以是 {n} 行（torch.arange({n})）"))
         if tuple(got.shape) != (n, d):
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) should have shape ({n}, {d}), got {tuple(got.shape)}",
                                    f"make_table({n}, {d}, {base}) 的形状应为 ({n}, {d})，实际是 {tuple(got.shape)}"))
@@ -223,9 +250,10 @@ def check_sinusoidal_table(make_table) -> None:
             continue
         if got.dtype in SIGNIFICANT_BITS:
             raise ExerciseError(tr(f"make_table({n}, {d}, {base}) is {got.dtype}, which keeps "
-                                   f"{SIGNIFICANT_BITS[got.dtype]} significant bits: the angles pos / base**(2i/dim) and "
-                                   f"their sin and cos are off by up to {float((got.double() - right).abs().max()):.2g} "
-                                   f"here, more at later positions. Build the table in float32 or float64",
+                                   f"{SIGNIFICANT_BITS[got.dtype]} significant bits: the angles pos / base**(2i/dim) "
+                                   "and their sin and cos are off by up to "
+                                   f"{float((got.double() - right).abs().max()):.2g} here, more at later positions. "
+                                   "Build the table in float32 or float64",
                                    f"make_table({n}, {d}, {base}) 是 {got.dtype}，只有 {SIGNIFICANT_BITS[got.dtype]} "
                                    f"位有效二进制位：角度 pos / base**(2i/dim) 及其 sin、cos 在这里最多偏了 "
                                    f"{float((got.double() - right).abs().max()):.2g}，位置越靠后偏得越多。"
@@ -238,19 +266,19 @@ def check_sinusoidal_table(make_table) -> None:
         _unwritten_columns(got, right)
         row, col = divmod(int((got.double() - right).abs().argmax()), d)
         raise ExerciseError(tr(f"make_table({n}, {d}, {base}) differs most at position {row}, column {col} "
-                               f"({'sin' if col % 2 == 0 else 'cos'} of pair {col // 2}): got {float(got[row, col]):.6f}, "
-                               f"expected {float(right[row, col]):.6f}",
+                               f"({'sin' if col % 2 == 0 else 'cos'} of pair {col // 2}): got "
+                               f"{float(got[row, col]):.6f}, expected {float(right[row, col]):.6f}",
                                f"make_table({n}, {d}, {base}) 在位置 {row}、第 {col} 列偏差最大"
-                               f"（第 {col // 2} 对的 {'sin' if col % 2 == 0 else 'cos'}）：得到 {float(got[row, col]):.6f}，"
-                               f"应为 {float(right[row, col]):.6f}"))
+                               f"（第 {col // 2} 对的 {'sin' if col % 2 == 0 else 'cos'}）："
+                               f"得到 {float(got[row, col]):.6f}，应为 {float(right[row, col]):.6f}"))
     try:
         make_table(8, 5, 10000.0)
     except (NotImplementedError, ExerciseError):
         raise
     except ValueError as err:
         if "dim" not in str(err):
-            raise ExerciseError(tr(f"for an odd dim=5 you raised a ValueError, good, but its message ({err!r}) does not "
-                                   f"name the parameter: say which one is wrong, e.g. 'dim must be even, got 5'",
+            raise ExerciseError(tr(f"for an odd dim=5 you raised a ValueError, good, but its message ({err!r}) does "
+                                   "not name the parameter: say which one is wrong, e.g. 'dim must be even, got 5'",
                                    f"奇数 dim=5 时你抛出了 ValueError，这很好，但它的消息（{err!r}）没有点出参数名："
                                    f"要说明是哪个参数不对，例如 'dim must be even, got 5'")) from None
     except Exception as err:  # noqa: BLE001 -- the point is to name what went wrong
@@ -258,7 +286,8 @@ def check_sinusoidal_table(make_table) -> None:
                                f"the naive `pe[:, 1::2] = cos(...)` crash. Check dim first and raise a ValueError "
                                f"saying dim must be even",
                                f"奇数 dim=5 时你的函数抛出了 {type(err).__name__}（{err}）{your_line(err)}：朴素写法 "
-                               f"`pe[:, 1::2] = cos(...)` 正是在这里崩溃的。先检查 dim，再抛出 ValueError，说明 dim 必须是偶数"
+                               "`pe[:, 1::2] = cos(...)` 正是在这里崩溃的。先检查 dim，再抛出 ValueError，"
+                               "说明 dim 必须是偶数"
                                )) from None
     else:
         raise ExerciseError(tr("for an odd dim=5 your function returned a table: the encoding needs (sin, cos) pairs, "
@@ -276,7 +305,7 @@ def check_wavelengths(wavelengths) -> None:
         got = as_tensor(call(wavelengths, d, base, what=what), what)
         omega = sinusoidal_frequencies(d, base=base, dtype=torch.float64)
         right = 2 * math.pi / omega
-        refuse_low_precision(got, right, what, lambda gap: tr(
+        refuse_low_precision(got, right, what, lambda gap, got=got, right=right: tr(
             f"The longest wavelength is off by {float((got.double() - right).abs().max()):.3g} positions. Compute "
             f"them in float32 or float64",
             f"最长的波长偏了 {float((got.double() - right).abs().max()):.3g} 个位置。要用 float32 或 float64 来算"))
@@ -325,16 +354,17 @@ def check_pe_dot(pe_dot) -> None:
             what = f"pe_dot({-k}, {d}, {base})"
             mirrored = number(call(pe_dot, -k, d, base, what=what), what)
             if not math.isclose(got, mirrored, abs_tol=1e-6):
-                raise ExerciseError(tr(f"pe_dot({k}) = {got:.4f} but pe_dot({-k}) = {mirrored:.4f}: the dot product cannot "
-                                       f"depend on the direction -- sin a sin b + cos a cos b = cos(a - b), so it is "
-                                       f"sum_i cos(k*omega_i), even in k (did you use sin?)",
-                                       f"pe_dot({k}) = {got:.4f}，pe_dot({-k}) 却是 {mirrored:.4f}：点积不可能与方向有关。"
-                                       f"sin a sin b + cos a cos b = cos(a - b)，所以它等于 sum_i cos(k*omega_i)，"
-                                       f"是 k 的偶函数（你是不是用了 sin？）"))
+                raise ExerciseError(tr(f"pe_dot({k}) = {got:.4f} but pe_dot({-k}) = {mirrored:.4f}: the dot product "
+                                       "cannot depend on the direction -- sin a sin b + cos a cos b = cos(a - b), so "
+                                       "it is sum_i cos(k*omega_i), even in k (did you use sin?)",
+                                       f"pe_dot({k}) = {got:.4f}，pe_dot({-k}) 却是 {mirrored:.4f}："
+                                       "点积不可能与方向有关。sin a sin b + cos a cos b = cos(a - b)，"
+                                       "所以它等于 sum_i cos(k*omega_i)，是 k 的偶函数（你是不是用了 sin？）"))
             if math.isclose(got * (d // 2), right, abs_tol=1e-6):
                 raise ExerciseError(tr(f"pe_dot({k}, {d}) is the mean over the pairs; the dot product is the sum "
                                        f"(pe_dot(0) = dim/2 = {d // 2})",
-                                       f"pe_dot({k}, {d}) 算成了各对的平均；点积是求和（pe_dot(0) = dim/2 = {d // 2}）"))
+                                       f"pe_dot({k}, {d}) 算成了各对的平均；"
+                                       f"点积是求和（pe_dot(0) = dim/2 = {d // 2}）"))
             pairs = torch.arange(d // 2, dtype=torch.float64)
             close = lambda a, b: math.isclose(a, b, abs_tol=1e-6)  # noqa: E731
             name_the_mistake(got, [
@@ -382,12 +412,14 @@ def check_offset_matrix(make_offset_matrix) -> None:
         if same(got, right, 1e-6):
             continue
         if same(got, right.T, 1e-6):
-            raise ExerciseError(tr(f"k={k}: your M_k is the transpose, RoPE's counter-clockwise [[cos, -sin], [sin, cos]]: "
-                                   f"it moves PE(pos) to PE(pos - k). On a (sin, cos) pair the angle-sum identities give "
-                                   f"sin(a+b) = sin a cos b + cos a sin b, i.e. the block [[cos b, sin b], [-sin b, cos b]]",
+            raise ExerciseError(tr(f"k={k}: your M_k is the transpose, RoPE's counter-clockwise "
+                                   "[[cos, -sin], [sin, cos]]: it moves PE(pos) to PE(pos - k). On a (sin, cos) pair "
+                                   "the angle-sum identities give sin(a+b) = sin a cos b + cos a sin b, i.e. the block "
+                                   "[[cos b, sin b], [-sin b, cos b]]",
                                    f"k={k}：你的 M_k 转置了，成了 RoPE 的逆时针旋转 [[cos, -sin], [sin, cos]]，"
                                    f"它把 PE(pos) 变成 PE(pos - k)。对一对 (sin, cos)，和角公式给出 "
-                                   f"sin(a+b) = sin a cos b + cos a sin b，对应的块是 [[cos b, sin b], [-sin b, cos b]]"))
+                                   "sin(a+b) = sin a cos b + cos a sin b，"
+                                   "对应的块是 [[cos b, sin b], [-sin b, cos b]]"))
         if same(got, offset_matrix(k, d, base=base, layout="half"), 1e-6):
             raise ExerciseError(tr(f"k={k}: you built the blocks on columns (i, i + dim/2): that is M_k for the "
                                    f"concatenated layout [sin | cos]; the interleaved pairs are columns (2i, 2i+1)",
@@ -409,10 +441,12 @@ def check_offset_matrix(make_offset_matrix) -> None:
         shifted = table[: len(table) - max(k, 0)][max(-k, 0):] @ got.T
         target = table[max(k, 0):][: len(shifted)]
         error = float((shifted - target).abs().max())
-        raise ExerciseError(tr(f"k={k}: M_k @ PE(pos) misses PE(pos + k) by up to {error:.3g}; each pair i needs the block "
-                               f"[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] on columns (2i, 2i+1), zeros elsewhere",
-                               f"k={k}：M_k @ PE(pos) 与 PE(pos + k) 最多相差 {error:.3g}；每对 i 都要在列 (2i, 2i+1) 上放块 "
-                               f"[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]，其余位置为 0"))
+        raise ExerciseError(tr(f"k={k}: M_k @ PE(pos) misses PE(pos + k) by up to {error:.3g}; each pair i needs the "
+                               "block [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] on columns (2i, 2i+1), "
+                               "zeros elsewhere",
+                               f"k={k}：M_k @ PE(pos) 与 PE(pos + k) 最多相差 {error:.3g}；"
+                               "每对 i 都要在列 (2i, 2i+1) 上放块 "
+                               "[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]，其余位置为 0"))
     ok(tr("M_k @ PE(pos) = PE(pos + k): one 2x2 block per pair, depending on k and omega_i only",
           "M_k @ PE(pos) = PE(pos + k)：每对一个 2x2 块，只取决于 k 和 omega_i"))
 
@@ -450,14 +484,14 @@ def check_relative_part(relative_part) -> None:
         block = torch.block_diag(*[torch.ones(2, 2, dtype=torch.float64)] * (d // 2)).bool()
         if spread > 1e-5:
             if got[~block].abs().max() > 1e-6:
-                raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): you kept "
-                                       f"entries outside the 2x2 diagonal blocks; they couple pairs of different "
+                raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): you "
+                                       "kept entries outside the 2x2 diagonal blocks; they couple pairs of different "
                                        f"frequencies (terms in m*w_i - n*w_j), set them to zero",
                                        f"PE(m) W' PE(n) 依赖的仍不只是 n - m（对角线极差 {spread:.3g}）："
                                        f"你保留了 2x2 对角块以外的元素，它们把频率不同的对耦合在一起"
                                        f"（产生 m*w_i - n*w_j 这样的项），应置为 0"))
-            raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): inside each "
-                                   f"block [[a, b], [c, d]] keep only alpha*I + beta*J with alpha = (a+d)/2 and "
+            raise ExerciseError(tr(f"PE(m) W' PE(n) still depends on more than n - m (spread {spread:.3g}): inside "
+                                   "each block [[a, b], [c, d]] keep only alpha*I + beta*J with alpha = (a+d)/2 and "
                                    f"beta = (b-c)/2; the rest gives terms in m + n",
                                    f"PE(m) W' PE(n) 依赖的仍不只是 n - m（对角线极差 {spread:.3g}）："
                                    f"每个块 [[a, b], [c, d]] 里只保留 alpha*I + beta*J，其中 alpha = (a+d)/2，"
@@ -470,8 +504,8 @@ def check_relative_part(relative_part) -> None:
         symmetric = right.clone()
         symmetric[~torch.eye(d, dtype=torch.bool)] = 0
         if same(got, symmetric, 1e-6):
-            raise ExerciseError(tr("relative, but you dropped beta: the antisymmetric part beta*[[0, 1], [-1, 0]] gives "
-                                   "beta*sin((m-n)w) terms, the only ones that tell +k from -k; keep it",
+            raise ExerciseError(tr("relative, but you dropped beta: the antisymmetric part beta*[[0, 1], [-1, 0]] "
+                                   "gives beta*sin((m-n)w) terms, the only ones that tell +k from -k; keep it",
                                    "已经只依赖相对位置了，但你丢掉了 beta：反对称部分 beta*[[0, 1], [-1, 0]] 产生 "
                                    "beta*sin((m-n)w) 项，只有这些项能区分 +k 和 -k，要保留"))
         if same(got, right.T, 1e-6):
