@@ -3,14 +3,24 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
-
 from conftest import ref_frequencies, ref_sinusoidal
-from posenc_lib import (LearnedEncoding, SinusoidalEncoding, layout_permutation, sinusoidal_frequencies,
-                        sinusoidal_table)
-from posenc_lib import rope_matrix
-from posenc_lib.absolute import offset_matrix, position_similarity, relative_part, relative_share, similarity_by_distance
+from hypothesis import given, strategies as st
+
+from posenc_lib import (
+    LearnedEncoding,
+    SinusoidalEncoding,
+    layout_permutation,
+    rope_matrix,
+    sinusoidal_frequencies,
+    sinusoidal_table,
+)
+from posenc_lib.absolute import (
+    offset_matrix,
+    position_similarity,
+    relative_part,
+    relative_share,
+    similarity_by_distance,
+)
 
 even_dims = st.integers(1, 48).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])

@@ -12,11 +12,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
+from conftest import float32_ulp, ref_alibi_slopes
+from hypothesis import given, strategies as st
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-from conftest import float32_ulp, ref_alibi_slopes
 from posenc_lib import ALiBi, alibi_bias, alibi_slopes, attention
 
 

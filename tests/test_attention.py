@@ -4,8 +4,20 @@ import math
 import pytest
 import torch
 
-from posenc_lib import (ENCODINGS, ALiBi, LearnedEncoding, MultiHeadAttention, NoPE, RotaryEmbedding,
-                        ShawRelativePosition, SinusoidalEncoding, T5RelativeBias, apply_rope, attention, make_encoding)
+from posenc_lib import (
+    ENCODINGS,
+    ALiBi,
+    LearnedEncoding,
+    MultiHeadAttention,
+    NoPE,
+    RotaryEmbedding,
+    ShawRelativePosition,
+    SinusoidalEncoding,
+    T5RelativeBias,
+    apply_rope,
+    attention,
+    make_encoding,
+)
 from posenc_lib.attention import HOOKS, PositionalEncoding, ScoreInputs, causal_mask, where_it_acts
 from posenc_lib.inference import KVCache, RingBufferCache, SinkWindowCache, decode_step
 from posenc_lib.model import TinyLM

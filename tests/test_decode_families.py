@@ -11,9 +11,19 @@ import pytest
 import torch
 
 from posenc_lib.configs import from_hf_config
-from posenc_lib.inference import (DECODE_FAMILIES, KVCache, SinkWindowCache, batch_mates_gap, cache_mask_bias,
-                                  decode_families_text, decode_family, decode_step, greedy_decode, llama_decode_step,
-                                  packed_row_gaps)
+from posenc_lib.inference import (
+    DECODE_FAMILIES,
+    KVCache,
+    SinkWindowCache,
+    batch_mates_gap,
+    cache_mask_bias,
+    decode_families_text,
+    decode_family,
+    decode_step,
+    greedy_decode,
+    llama_decode_step,
+    packed_row_gaps,
+)
 
 transformers = pytest.importorskip("transformers")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_attention import ForgetGate, InputSlope, KeyGate, KeyGateFromTheFirstRows, ReRoPE
 from torch import nn
 
-from posenc_lib import apply_rope
-from posenc_lib import encoding_rules as R
+from posenc_lib import apply_rope, encoding_rules as R
 from posenc_lib.attention import PositionalEncoding
 from posenc_lib.model import ENCODINGS, TinyLMConfig
-from test_attention import ForgetGate, InputSlope, KeyGate, KeyGateFromTheFirstRows, ReRoPE
+
 
 # ----------------------------------------------------------------------- encodings, good and broken
 class LogBucketBias(PositionalEncoding):

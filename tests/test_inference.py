@@ -9,9 +9,17 @@ import pytest
 import torch
 
 from posenc_lib import ENCODINGS, ALiBi, MultiHeadAttention, TinyLM, attention
-from posenc_lib.inference import (KVCache, SinkWindowCache, cache_mask_bias, check_mask,
-                                  decode_step, document_mask, llama_decode_step, packed_position_ids,
-                                  position_ids_from_mask)
+from posenc_lib.inference import (
+    KVCache,
+    SinkWindowCache,
+    cache_mask_bias,
+    check_mask,
+    decode_step,
+    document_mask,
+    llama_decode_step,
+    packed_position_ids,
+    position_ids_from_mask,
+)
 
 transformers = pytest.importorskip("transformers")
 

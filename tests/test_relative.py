@@ -5,14 +5,21 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
+from conftest import ref_t5_bucket
+from hypothesis import given, strategies as st
 from transformers import T5Config
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from conftest import ref_t5_bucket
-from posenc_lib import MultiHeadAttention, ShawRelativePosition, T5RelativeBias, attention, relative_positions
-from posenc_lib import offset_scores, relative_shift, t5_relative_bucket
+from posenc_lib import (
+    MultiHeadAttention,
+    ShawRelativePosition,
+    T5RelativeBias,
+    attention,
+    offset_scores,
+    relative_positions,
+    relative_shift,
+    t5_relative_bucket,
+)
 from posenc_lib.relative import diagonal_spread
 
 CONFIGS = [(32, 128), (16, 64), (64, 256), (8, 20), (32, 1000), (128, 512), (4, 3), (6, 100), (18, 128), (36, 50),

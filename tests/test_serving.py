@@ -11,9 +11,20 @@ import torch
 
 from posenc_lib import ALiBi, apply_rope
 from posenc_lib.experiments.results import load_model_configs
-from posenc_lib.inference import (CacheEntry, KVCache, RingBufferCache, context_shift, llama_decode_step, packed_position_ids,
-                                  rerotate_keys, token_tree, tree_mask, tree_positions, usable_context_length,
-                                  window_mask_bias)
+from posenc_lib.inference import (
+    CacheEntry,
+    KVCache,
+    RingBufferCache,
+    context_shift,
+    llama_decode_step,
+    packed_position_ids,
+    rerotate_keys,
+    token_tree,
+    tree_mask,
+    tree_positions,
+    usable_context_length,
+    window_mask_bias,
+)
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()

@@ -31,7 +31,6 @@ from .corpus import load_corpus
 from .evaluation import eval_ends, evaluate
 from .training import build_model, train
 
-
 # ------------------------------------------------------------------------------ the experiment's sizes
 
 def experiment_config(cfg: ExperimentConfig | None = None) -> TinyLMConfig:

@@ -8,8 +8,12 @@ import ipywidgets as widgets
 from ..configs import from_hf_config
 from ..experiments.results import load_model_configs
 from ..i18n import tr
-from ..plots.production import (render_attention_budget, render_base_context, render_layer_positions,
-                                render_partial_rotary)
+from ..plots.production import (
+    render_attention_budget,
+    render_base_context,
+    render_layer_positions,
+    render_partial_rotary,
+)
 from ._base import InteractiveFigure
 
 __all__ = ["base_context_widget", "partial_rotary_widget", "layer_widget", "attention_budget_widget"]
