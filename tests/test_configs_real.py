@@ -20,6 +20,7 @@ Outcomes, printed with their counts (pytest -s):
                 file either;
   not loadable  transformers does not know the file's model_type (remote code): nothing to compare with here;
   not compared  transformers loads it, but the tiny model cannot be built or run here (the reason is printed).
+  known contradiction  listed in KNOWN_CONTRADICTIONS (below), left out of this loop.
 A contradiction fails the test, except for the files in KNOWN_CONTRADICTIONS: each is a reader fault found by this
 test and left for the reader's owners, checked on its own as xfail(strict=True), so that the fix turns the xfail into
 a failure that asks for the entry's removal."""
