@@ -20,7 +20,10 @@ Outcomes, printed with their counts (pytest -s):
                 file either;
   not loadable  transformers does not know the file's model_type (remote code): nothing to compare with here;
   not compared  transformers loads it, but the tiny model cannot be built or run here (the reason is printed).
-A contradiction fails the test."""
+  known contradiction  listed in KNOWN_CONTRADICTIONS (below), left out of this loop.
+A contradiction fails the test, except for the files in KNOWN_CONTRADICTIONS: each is a reader fault found by this
+test and left for the reader's owners, checked on its own as xfail(strict=True), so that the fix turns the xfail into
+a failure that asks for the entry's removal."""
 import collections
 import json
 from pathlib import Path
@@ -36,6 +39,17 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 FILES = sorted((DATA / "real_configs").glob("*.json"))
 PROVENANCE = json.loads((DATA / "real_configs_provenance.json").read_text(encoding="utf-8"))
 MAX_PARAMS = 40_000_000  # the deepest files (88 layers, MLA over 61 layers) at the shrunk widths
+# file -> what the reader gets wrong (or refuses although transformers reads and runs the file), in one line
+KNOWN_CONTRADICTIONS = {
+    "MiniMaxAI__MiniMax-M2.tt-metal.json":
+        "minimax_m2 states partial RoPE as the legacy rotary_dim: 64 (head_dim 128); transformers 5.24's "
+        "MiniMaxM2Config turns it into partial_rotary_factor 0.5 and rotates dims 0-64; the reader (rotate_half "
+        "family) ignores rotary_dim and says every layer rotates dims 0-128: a silent wrong answer",
+    "tencent__HunyuanOCR.hub-download.json":
+        "hunyuan_vl's rope_scaling {type: 'xdrope', alpha: 1000.0, xdrope_section: [16, 16, 16, 16]}: transformers "
+        "5.24's HunYuanVLConfig reads type 'xdrope' as 'dynamic' (NTK alpha) with xdrope_section as mrope_section and "
+        "runs it; the reader refuses it (config['rope_scaling']: rope_type must be one of [...], got 'xdrope')",
+}
 
 
 def config_of(path: Path) -> dict:
@@ -66,6 +80,7 @@ def test_provenance_names_every_file_once_with_a_pinned_commit():
         assert len(row["commit"]) == 40 and int(row["commit"], 16) >= 0, row["file"]
         assert row["repository"].count("/") == 1 and row["path"].endswith(".json"), row["file"]
     assert all(entry["why"] for entry in PROVENANCE["rejected"])
+    assert set(KNOWN_CONTRADICTIONS) <= {p.name for p in FILES}  # (the xfail below would hide a missing file)
 
 
 def test_published_configs_read_as_transformers_reads_them(capsys, one_thread):
@@ -74,6 +89,10 @@ def test_published_configs_read_as_transformers_reads_them(capsys, one_thread):
     for path in FILES:
         config = config_of(path)
         families.add(family_of(config))
+        if path.name in KNOWN_CONTRADICTIONS:  # checked in test_known_contradictions_still_hold
+            outcomes["known contradiction"] += 1
+            details["known contradiction"].append(f"{path.name}: {KNOWN_CONTRADICTIONS[path.name][:110]}")
+            continue
         refused_by_transformers = transformers_loads(config)
         if refused_by_transformers:
             try:
@@ -106,6 +125,18 @@ def test_published_configs_read_as_transformers_reads_them(capsys, one_thread):
         if wrong:
             print("  contradicted:\n    " + "\n    ".join(wrong))
     assert not wrong
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True))
+                                  for name, why in KNOWN_CONTRADICTIONS.items()])
+def test_known_contradictions_still_hold(name, one_thread):
+    """Each file in KNOWN_CONTRADICTIONS, read as the main test reads it, must come out matched or no record (or
+    refused where transformers cannot load it): it does not yet, so the test xfails; once the reader is fixed it
+    passes, strict=True fails it, and the entry is to be removed (the file then joins the main test)."""
+    config = config_of(DATA / "real_configs" / name)
+    assert not transformers_loads(config), name
+    outcome, detail = check(config, ("to_dict",), max_params=MAX_PARAMS, attention=True)["to_dict"]
+    assert outcome in ("matched", "no record"), f"{name}: {outcome} {detail}"
 
 
 @pytest.mark.parametrize("edition", ["notebooks/10_rope_in_production.ipynb",
