@@ -243,7 +243,8 @@ def relative_part(W: torch.Tensor, *, layout: str = "interleaved") -> torch.Tens
     if W.dim() < 2 or W.shape[-1] != W.shape[-2] or W.shape[-1] % 2:
         raise ValueError(f"W must be a square (..., dim, dim) matrix with an even dim, got shape {tuple(W.shape)}")
     dim = W.shape[-1]
-    sin_cols = torch.arange(0, dim, 2, device=W.device) if layout == "interleaved" else torch.arange(dim // 2, device=W.device)
+    sin_cols = (torch.arange(0, dim, 2, device=W.device) if layout == "interleaved"
+                else torch.arange(dim // 2, device=W.device))
     cos_cols = sin_cols + (1 if layout == "interleaved" else dim // 2)
     alpha = (W[..., sin_cols, sin_cols] + W[..., cos_cols, cos_cols]) / 2                # (..., dim/2)
     beta = (W[..., sin_cols, cos_cols] - W[..., cos_cols, sin_cols]) / 2

@@ -42,9 +42,10 @@ def _slope_values(num_heads: int) -> list[float]:
 def alibi_slopes(num_heads: int, *, device=None, dtype=None) -> torch.Tensor:
     """The (num_heads,) slopes m_h, h = 1 .. num_heads: 2 ** (-8h/n) for n = num_heads a power of two
     (the paper); otherwise the slopes of p = 2**floor(log2 n), then 2 ** (-8h/(2p)) for h = 1, 3, 5, ...
-    until there are n (the authors' code, `get_slopes`, not the paper: see the module docstring). Evaluated in float64 and rounded once (float32 unless `dtype`),
-    so each slope is the correctly rounded value of the formula -- HF BLOOM's float32 powers drift
-    from it by a few ulps for n > 10 (see tests/test_alibi.py). `dtype`: a floating dtype."""
+    until there are n (the authors' code, `get_slopes`, not the paper: see the module docstring). Evaluated in
+    float64 and rounded once (float32 unless `dtype`), so each slope is the correctly rounded value of the
+    formula -- HF BLOOM's float32 powers drift from it by a few ulps for n > 10 (see tests/test_alibi.py).
+    `dtype`: a floating dtype."""
     num_heads = _checks.positive_int("num_heads", num_heads)
     dtype = _checks.float_dtype("dtype", dtype)
     return torch.tensor(_slope_values(num_heads), device=device, dtype=torch.float64).to(dtype or torch.float32)

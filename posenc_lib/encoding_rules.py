@@ -226,13 +226,15 @@ def _broadcasts(shape, target) -> bool:
 def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
     x, q, probs = inputs["x"], inputs["q"], inputs["probs"]
     if hook == "add_to_input" and outs[0].shape != x.shape:
-        return tr(f"returned shape {tuple(outs[0].shape)} for x of shape {tuple(x.shape)}; return x + (your term), x's shape",
+        return tr(f"returned shape {tuple(outs[0].shape)} for x of shape {tuple(x.shape)}; return x + (your term), "
+                  f"x's shape",
                   f"x 的形状是 {tuple(x.shape)}，返回的形状却是 {tuple(outs[0].shape)}；应返回 x + (你的项)，"
                   f"形状和 x 一样")
     if hook == "rotate_qk":
         for name, got in zip("qk", outs):
             if got.shape != inputs[name].shape:
-                return tr(f"returned {name} of shape {tuple(got.shape)} for {name} of shape {tuple(inputs[name].shape)}: "
+                return tr(f"returned {name} of shape {tuple(got.shape)} for {name} of shape "
+                          f"{tuple(inputs[name].shape)}: "
                           f"a rotation keeps (batch, heads, seq, head_dim)",
                           f"输入的 {name} 形状是 {tuple(inputs[name].shape)}，返回的 {name} 形状却是 "
                           f"{tuple(got.shape)}：旋转应保持形状 (batch, heads, seq, head_dim) 不变")
@@ -240,7 +242,8 @@ def _shape_problem(hook: str, outs: list, inputs: dict) -> str | None:
         target = (*q.shape[:2], q.shape[2], q.shape[2])
         if not _broadcasts(outs[0].shape, target):
             return tr(f"returned shape {tuple(outs[0].shape)}, which does not broadcast to the scores' "
-                      f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or (1, heads, q_len, k_len)",
+                      f"(batch, heads, q_len, k_len) = {target}; e.g. (heads, q_len, k_len) or "
+                      f"(1, heads, q_len, k_len)",
                       f"返回的形状 {tuple(outs[0].shape)} 无法广播到注意力分数的 (batch, heads, q_len, k_len) = "
                       f"{target}；可以用 (heads, q_len, k_len) 或 (1, heads, q_len, k_len)")
     if hook == "edit_scores" and outs[0].shape != inputs["scores"].shape:
@@ -303,7 +306,8 @@ def _cut(inputs: dict) -> dict:
 
 
 def _same(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(x.shape == y.shape and torch.allclose(x, y, rtol=1e-7, atol=1e-9) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.shape == y.shape and torch.allclose(x, y, rtol=1e-7, atol=1e-9)
+                                    for x, y in zip(a, b))
 
 
 def _error(err: Exception, *, line: bool = True) -> str:
@@ -329,10 +333,11 @@ def _hook_problems(enc: PositionalEncoding, hook: str, config: TinyLMConfig) -> 
     changed = [name for name in inputs if not torch.equal(inputs[name], before[name])]
     if changed:
         found.append(problem(RULE_IN_PLACE, hook, tr(f"it changed {', '.join(changed)} (an in-place op such as +=, "
-                                                     f"add_, x[...] = or masked_fill_ on an input); return a new tensor: "
-                                                     f"x = x + term",
-                                                     f"它改动了 {', '.join(changed)}（对输入用了 +=、add_、x[...] = "
-                                                     f"或 masked_fill_ 这类原地操作）；应返回新张量：x = x + term")))
+                                                     f"add_, x[...] = or masked_fill_ on an input); "
+                                                     f"return a new tensor: x = x + term",
+                                                     f"它改动了 {', '.join(changed)}（对输入用了 +=、add_、"
+                                                     f"x[...] = 或 masked_fill_ 这类原地操作）；"
+                                                     f"应返回新张量：x = x + term")))
     outs = _outputs(hook, out)
     if isinstance(outs, str):
         return found + [problem(RULE_SHAPE, hook, outs)]
@@ -434,7 +439,8 @@ def _cache_problems(enc64, hook: str, inputs: dict, outs: list) -> list:
     except Exception as err:  # noqa: BLE001
         return [problem(RULE_CRASH, hook, tr(f"as a cache calls it (fewer queries than keys, positions (batch, seq)) "
                                              f"it raised {_error(err)}",
-                                             f"按缓存的方式调用（查询少于键，位置为 (batch, seq)）时抛出了 {_error(err)}"))]
+                                             f"按缓存的方式调用（查询少于键，位置为 (batch, seq)）时"
+                                             f"抛出了 {_error(err)}"))]
     if not _same(outs, again):
         return [problem(RULE_CACHE, hook, tr(f"its output changed when {how}", f"{how}，它的输出就变了"))]
     return []
@@ -461,9 +467,10 @@ def _device_problems(enc, hook: str, config: TinyLMConfig) -> list:
     devices = sorted({str(t.device) for t in out if t.device.type != "meta"})
     if devices:
         return [problem(RULE_DEVICE, hook, tr(f"inputs on the meta device (a stand-in for a GPU) gave a tensor on "
-                                              f"{devices[0]}: make every tensor on the input's device (device=x.device)",
-                                              f"输入在 meta 设备上（用来代替 GPU），却得到了 {devices[0]} 上的张量："
-                                              f"每个张量都要建在输入所在的设备上（device=x.device）"))]
+                                              f"{devices[0]}: make every tensor on the input's device "
+                                              f"(device=x.device)",
+                                              f"输入在 meta 设备上（用来代替 GPU），却得到了 {devices[0]} "
+                                              f"上的张量：每个张量都要建在输入所在的设备上（device=x.device）"))]
     return []
 
 
@@ -476,7 +483,8 @@ def _model_problems(enc: PositionalEncoding, config: TinyLMConfig) -> list:
                        num_heads=config.num_heads, num_layers=_MODEL_LAYERS, max_len=config.max_len).double().eval()
         idx = torch.randint(0, _MODEL_VOCAB, (BATCH, SEQ), device="cpu")
         other = idx.clone()  # every token after SEEN - 1 replaced by another one
-        other[:, SEEN:] = (idx[:, SEEN:] + torch.randint(1, _MODEL_VOCAB, (BATCH, SEQ - SEEN), device="cpu")) % _MODEL_VOCAB
+        other[:, SEEN:] = ((idx[:, SEEN:] + torch.randint(1, _MODEL_VOCAB, (BATCH, SEQ - SEEN), device="cpu"))
+                           % _MODEL_VOCAB)
         with torch.no_grad():
             full = model(idx)[0][:, :SEEN]
             changed, cut = model(other)[0][:, :SEEN], model(idx[:, :SEEN])[0]
@@ -513,8 +521,8 @@ def _no_hook_problem(enc: PositionalEncoding) -> str:
     hint = f"{tr(' (', '（')}{tr('; ', '；').join(hints)}{tr(')', '）')}" if hints else ""
     return problem(RULE_NO_HOOK, cls.__name__, tr(f"it overrides none of {', '.join(HOOKS)}, so it adds no position "
                                                   f"information: the model would be NoPE{hint}",
-                                                  f"{', '.join(HOOKS)} 这几个钩子一个都没有重写，所以它不提供任何位置信息："
-                                                  f"模型就成了 NoPE{hint}"))
+                                                  f"{', '.join(HOOKS)} 这几个钩子一个都没有重写，"
+                                                  f"所以它不提供任何位置信息：模型就成了 NoPE{hint}"))
 
 
 def rule_report(encoding, config: TinyLMConfig | None = None) -> dict:

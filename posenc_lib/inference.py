@@ -63,7 +63,8 @@ def check_mask(name: str, mask, *, shape: tuple | None = None) -> torch.Tensor:
     """A pad mask: (batch, seq) of 0/1 (integers, floats) or bools (1/True = a real token), as a bool tensor.
     shape: the (batch, seq) it must have (the tokens it belongs to), or None."""
     if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of 0/1 (1 = real token, 0 = padding), got {type(mask).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor of 0/1 (1 = real token, 0 = padding), "
+                        f"got {type(mask).__name__}")
     if mask.is_complex():
         raise TypeError(f"{name} must hold 0/1 (1 = real token), got {mask.dtype}")
     if mask.dim() != 2 or (shape is not None and tuple(mask.shape) != tuple(shape)):
@@ -83,8 +84,9 @@ def position_ids_from_mask(attention_mask: torch.Tensor, start: torch.Tensor | N
 
     attention_mask: (batch, seq), 1/True = real token, 0 = pad. start: (batch,) ints, the position of
     each row's next token when a cache already holds earlier ones (`KVCache.next_positions()`); then
-    the real tokens count on from there and pads get `start` (0 <= start <= 2**53 - seq + 1: no wrap). Returns (batch, seq) int64 on the mask's
-    device. Left padding [0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2]; right padding [1, 1, 1, 0, 0] -> [0, 1, 2, 0, 0].
+    the real tokens count on from there and pads get `start` (0 <= start <= 2**53 - seq + 1: no wrap).
+    Returns (batch, seq) int64 on the mask's device. Left padding [0, 0, 1, 1, 1] -> [0, 0, 0, 1, 2];
+    right padding [1, 1, 1, 0, 0] -> [0, 1, 2, 0, 0].
     """
     mask = check_mask("attention_mask", attention_mask)
     counted = mask.long().cumsum(-1) - 1                                  # (B, T): -1 before the first real token
@@ -433,9 +435,9 @@ def _refuse_config(family: DecodeFamily, config, layout) -> None:
             raise ValueError(f"model: {family.model_class} layer {layer.index} has chunked attention, which "
                              f"llama_decode_step does not mask")
         if layer.rope_type in _SCALINGS_REFUSED:
-            raise ValueError(f"model: {family.model_class} uses rope_type {layer.rope_type!r}, whose frequencies depend "
-                             f"on the length: transformers keeps state across calls (dynamic: the largest length seen; "
-                             f"Phi-3 recomputes its cache at original_max_position_embeddings + 1), which "
+            raise ValueError(f"model: {family.model_class} uses rope_type {layer.rope_type!r}, whose frequencies "
+                             f"depend on the length: transformers keeps state across calls (dynamic: the largest "
+                             f"length seen; Phi-3 recomputes its cache at original_max_position_embeddings + 1), which "
                              f"llama_decode_step does not reproduce")
 
 
@@ -486,9 +488,9 @@ def llama_decode_step(model, input_ids: torch.Tensor, cache: KVCache, positions:
     family = decode_family(model)
     body, config = model.model, model.config
     if isinstance(cache, SinkWindowCache):
-        raise ValueError("cache: a SinkWindowCache (StreamingLLM) has no counterpart in transformers 5.24 (its SinkCache "
-                         "was removed in v5), so llama_decode_step has nothing to reproduce with it: pass a KVCache "
-                         "(decode_step runs a TinyLM with a SinkWindowCache)")
+        raise ValueError("cache: a SinkWindowCache (StreamingLLM) has no counterpart in transformers 5.24 "
+                         "(its SinkCache was removed in v5), so llama_decode_step has nothing to reproduce with "
+                         "it: pass a KVCache (decode_step runs a TinyLM with a SinkWindowCache)")
     if not isinstance(cache, KVCache) or not cache.rotated or cache.num_layers != config.num_hidden_layers:
         raise ValueError(f"cache must be a KVCache(num_layers={config.num_hidden_layers}, rotated=True), got {cache!r}")
     layout = from_hf_config(config.to_dict())
@@ -690,8 +692,9 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
     Keep the first `n_keep` cached tokens, drop the next `n_discard`, and move every later one left by
     n_discard: its key turned by R(-n_discard) (`rerotate_keys`), its position lowered by n_discard, its
     value (and the encoding's token state) as it was. The next token then gets the position after the
-    last kept one. Exact for the scores of one layer; in a stack, the kept tokens' hidden states (the next layers' keys and values)
-    were computed with the dropped tokens in their context, which no rotation undoes (notebook 13).
+    last kept one. Exact for the scores of one layer; in a stack, the kept tokens' hidden states (the next
+    layers' keys and values) were computed with the dropped tokens in their context, which no rotation
+    undoes (notebook 13).
     One rotation for every layer (base or inv_freq, layout: those the keys were rotated with).
     Returns a new KVCache; the given one is left as it was."""
     if type(cache) is not KVCache or not cache.rotated:
@@ -781,7 +784,8 @@ class RingBufferCache(KVCache):
         self.states[layer] = dict(zip(names, stored[4:])) if names else None
         self.written[layer] = n + T
         keys, values, key_positions, key_valid, *states = seen
-        return CachedKeys(keys, values, key_positions, positions, key_valid, dict(zip(names, states)) if names else None)
+        return CachedKeys(keys, values, key_positions, positions, key_valid,
+                          dict(zip(names, states)) if names else None)
 
     def slot_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, slots): the text position of the key in each slot of `layer` (None if empty)."""

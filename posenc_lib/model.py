@@ -38,7 +38,8 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
 
 #: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
 #: key and a gloss in Chinese, so a reader who does not know the key still knows the encoding
-ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"), "sinusoidal": Text("sinusoidal", "sinusoidal（正弦位置编码）"),
+ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
+                   "sinusoidal": Text("sinusoidal", "sinusoidal（正弦位置编码）"),
                    "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
                    "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
                    "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
@@ -242,4 +243,5 @@ def _check_token_ids(name: str, ids: torch.Tensor, vocab_size: int, *, ignore_in
     low, high = (int(v) for v in torch.aminmax(ids))
     if low < 0 or high >= vocab_size:
         extra = "" if ignore_index is None else f" or {ignore_index} (not scored)"
-        raise ValueError(f"{name} must hold token ids in [0, vocab_size={vocab_size}){extra}, got min {low}, max {high}")
+        raise ValueError(f"{name} must hold token ids in [0, vocab_size={vocab_size}){extra}, "
+                         f"got min {low}, max {high}")

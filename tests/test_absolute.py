@@ -414,8 +414,8 @@ def test_relative_part_makes_the_position_term_a_function_of_n_minus_m_and_keeps
     R = relative_part(W)
     torch.testing.assert_close(relative_part(R), R, rtol=0, atol=0)              # a projection
     assert abs(float(((W - R) * R).sum())) < 1e-12                                # orthogonal: the closest such matrix
-    I = torch.eye(16, dtype=torch.float64)
-    torch.testing.assert_close(relative_part(I), I, rtol=0, atol=0)
+    eye = torch.eye(16, dtype=torch.float64)
+    torch.testing.assert_close(relative_part(eye), eye, rtol=0, atol=0)
 
 
 def test_relative_part_equals_the_exercise_reference_and_the_half_layout_is_its_permutation():
@@ -424,7 +424,8 @@ def test_relative_part_equals_the_exercise_reference_and_the_half_layout_is_its_
     for w in W:
         torch.testing.assert_close(relative_part(w), SOLUTIONS["relative_part"](w), rtol=0, atol=0)
     perm = layout_permutation(8)                      # half-split column j = interleaved column perm[j]
-    torch.testing.assert_close(relative_part(W[:, perm][:, :, perm], layout="half"), relative_part(W)[:, perm][:, :, perm])
+    torch.testing.assert_close(relative_part(W[:, perm][:, :, perm], layout="half"),
+                               relative_part(W)[:, perm][:, :, perm])
 
 
 def test_relative_share_is_one_for_identity_and_about_one_over_dim_for_random_matrices():

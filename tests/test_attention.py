@@ -86,7 +86,7 @@ def test_a_mask_goes_in_as_minus_infinity():
     assert (weights[..., 1] == 0).all() and (weights[..., [0, 2, 3]] > 0).all()
 
 
-# ------------------------------------------------------------------ permutation: attention without positions is equivariant
+# ----------------------------------------------------------- permutation: attention without positions is equivariant
 @pytest.mark.parametrize("seed", [0, 1])
 def test_nope_self_attention_is_permutation_equivariant_not_invariant(seed):
     torch.manual_seed(seed)
@@ -199,7 +199,8 @@ class InputSlope(PositionalEncoding):
 
     def __init__(self, d_model: int, num_heads: int):
         super().__init__()
-        self.weight = torch.nn.Parameter(0.3 * torch.randn(num_heads, d_model, generator=torch.Generator().manual_seed(3)))
+        self.weight = torch.nn.Parameter(0.3 * torch.randn(num_heads, d_model,
+                                                           generator=torch.Generator().manual_seed(3)))
 
     def edit_scores(self, scores, inputs):
         slope = torch.nn.functional.softplus(inputs.x @ self.weight.T).transpose(1, 2)[..., None]   # (B, H, Tq, 1)

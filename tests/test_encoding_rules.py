@@ -253,7 +253,8 @@ def test_each_broken_rule_is_named_with_its_hook(encoding, fragments, count):
 def test_the_cross_hook_leak_is_causal_hook_by_hook():
     """The whole-model check is needed: each hook of CrossHookLeak alone passes the hook checks."""
     enc = CrossHookLeak.from_config(TinyLMConfig(encoding="nope"))
-    assert all(R._hook_problems(enc, hook, TinyLMConfig(encoding="nope")) == [] for hook in ("add_to_input", "score_bias"))
+    assert all(R._hook_problems(enc, hook, TinyLMConfig(encoding="nope")) == []
+               for hook in ("add_to_input", "score_bias"))
 
 
 def test_the_check_leaves_the_encoding_and_the_global_rng_alone():

@@ -511,7 +511,8 @@ def test_offset_scores_do_not_modify_their_inputs():
     (lambda: relative_shift(torch.ones(5)), r"per_offset must have shape"),
     (lambda: relative_shift(torch.ones(0, 0)), r"per_offset must have shape"),
     (lambda: relative_shift(torch.ones(3, 5, dtype=torch.int64)), r"per_offset"),
-    (lambda: offset_scores(torch.ones(4, 3), torch.ones(8, 3)), r"offset_keys must have shape \(2T - 1, d\) = \(7, 3\)"),
+    (lambda: offset_scores(torch.ones(4, 3), torch.ones(8, 3)),
+     r"offset_keys must have shape \(2T - 1, d\) = \(7, 3\)"),
     (lambda: offset_scores(torch.ones(3), torch.ones(5, 3)), r"q must have shape \(\.\.\., T, d\)"),
     (lambda: offset_scores(torch.ones(4, 3), torch.ones(7, 3), shift=1), r"shift"),
 ])

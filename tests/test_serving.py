@@ -236,7 +236,8 @@ def _reuse(num_layers, b=4, d=6):
             moved_gap = max(moved_gap, _gap(moved, alone.keys))
             held = cache.layers[layer]
             cache.layers[layer] = CacheEntry(torch.cat((held.keys, moved), -2), torch.cat((held.values, v), -2),
-                                             torch.cat((held.positions, pos + b), -1), torch.cat((held.valid, valid), -1))
+                                             torch.cat((held.positions, pos + b), -1),
+                                             torch.cat((held.valid, valid), -1))
         step = llama_decode_step(model, nxt, cache, torch.tensor([b + d]))[0, -1]
         whole = model(torch.cat((prefix, chunk, nxt), 1)).logits[0, -1]
     return moved_gap, _gap(step, whole)

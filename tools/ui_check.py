@@ -345,8 +345,9 @@ class Runner:
         print(f"      {path.name}: {first_open[0]}; JupyterLab's log:\n         | {log}", flush=True)
         again = self._run_once(path)
         second_open = [p for p in again.problems if p.startswith(OPEN_FAILED)]
-        again.notes.insert(0, f"{'did not open on the second try either' if second_open else 'opened on the second try'}"
-                              f"; the first try: {first_open[0]}")
+        again.notes.insert(
+            0, f"{'did not open on the second try either' if second_open else 'opened on the second try'}"
+               f"; the first try: {first_open[0]}")
         return again
 
     def _run_once(self, path: Path) -> LiveResult:

@@ -90,7 +90,8 @@ def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: i
             raise ValueError(tr(f"encoding {name} breaks the protocol's rules, not trained:\n  ",
                                 f"编码 {name} 违反了实验协议的规则，不予训练：\n  ") + "\n  ".join(found))
     run_cfg = replace(cfg, steps=steps, eval_windows=windows,
-                      warmup_steps=cfg.warmup_steps if steps == cfg.steps else max(1, cfg.warmup_steps * steps // cfg.steps),
+                      warmup_steps=(cfg.warmup_steps if steps == cfg.steps
+                                    else max(1, cfg.warmup_steps * steps // cfg.steps)),
                       log_every=cfg.log_every if steps >= cfg.log_every else max(1, steps // 5))
     corpus = load_corpus()
     threads_before = torch.get_num_threads()
@@ -111,7 +112,8 @@ def train_own_encoding(encoding, *, cfg: ExperimentConfig | None = None, seed: i
         losses, per_position = {}, None
         for mult in sorted(run_cfg.eval_multiples):
             loss, per_pos = evaluate(model, corpus.valid, context_len=run_cfg.train_len * mult,
-                                     score_len=run_cfg.train_len, ends=ends, batch=run_cfg.eval_batch, per_position=True)
+                                     score_len=run_cfg.train_len, ends=ends, batch=run_cfg.eval_batch,
+                                     per_position=True)
             losses[str(mult)] = None if loss is None else round(loss, 5)
             per_position = per_position if per_pos is None else per_pos
     finally:
