@@ -22,7 +22,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
-from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
+from ..configs import (ATTENTION_KINDS, KIND_NAMES, MIXERS, LayerPositions, ModelPositions, attention_temperature,
+                       layer_ranges, table_cell)
 from ..i18n import Text, display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
 from .. import scaling
@@ -289,11 +290,10 @@ def render_longrope(axes, layer: LayerPositions, context: int):
 # ----------------------------------------------------------------------------- one model, layer by layer
 KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55",
                "linear attention": "C4", "recurrent": "C5", "cross-attention": "C6"}
-# layer_kind's names as figures and tables show them (the names themselves stay as they are)
-_KIND_NAMES = {"RoPE, full": Text("RoPE, full", "RoPE，全注意力"), "RoPE, sliding": Text("RoPE, sliding", "RoPE，滑动窗口"),
-               "RoPE, chunked": Text("RoPE, chunked", "RoPE，分块"),
-               "linear attention": Text("linear attention", "线性注意力"), "recurrent": Text("recurrent", "循环层"),
-               "cross-attention": Text("cross-attention", "交叉注意力")}
+# layer_kind's names as figures and tables show them, from the configs report's one table (configs.KIND_NAMES)
+_KIND_NAMES = {**{f"RoPE, {kind}": Text(f"RoPE, {KIND_NAMES[kind].en}", f"RoPE，{KIND_NAMES[kind].zh}")
+                  for kind in ATTENTION_KINDS},
+               **{mixer: KIND_NAMES[mixer] for mixer in MIXERS.values()}}
 
 
 def layer_kind(layer: LayerPositions) -> str:
