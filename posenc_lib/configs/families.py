@@ -3,7 +3,8 @@
 A config.json holds numbers (rope_theta, head_dim, layer_types ...); which dims form a pair, which layers
 turn q and k, and where the head size comes from are written in the family's modeling_*.py. Each record
 states those facts for the model_types it covers, as transformers 5 (locked: 5.24) codes them;
-tests/test_configs.py measures every record against the installed transformers (`configs.measure`).
+tests/test_configs_families.py checks every record against the installed transformers' config classes, and
+tests/test_configs_sweep.py measures them against its modeling code (`configs.measure`).
 
 Fields (the reader walks them; see reader.py). A fact of one kind is one field whatever family states it;
 a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... below), never a bare tuple.
@@ -67,6 +68,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+# the settings a family may read from a key of its own name (Family.keys), and those its code may fix (Family.fixed)
+SHARED_SETTINGS = ("rope_theta", "partial_rotary_factor", "sliding_window")
+CODE_SETTINGS = ("rope_theta", "score_scale", "direction")
+
 
 @dataclass(frozen=True)
 class Switch:
@@ -121,6 +126,10 @@ class QueryScale:
     on: str
     key: str
 
+    def __post_init__(self):
+        if self.on not in ("nope", "rope"):
+            raise ValueError(f"QueryScale.on must be 'nope' or 'rope', got {self.on!r}")
+
 
 @dataclass(frozen=True)
 class RopeDict:
@@ -134,6 +143,10 @@ class MRope:
     """A multimodal RoPE: style "chunks" or "interleaved", and the code's default mrope_section."""
     style: str
     section: tuple
+
+    def __post_init__(self):
+        if self.style not in ("chunks", "interleaved"):
+            raise ValueError(f"MRope.style must be 'chunks' or 'interleaved', got {self.style!r}")
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,10 @@ class Indexer:
     """A sparse-attention indexer's own RoPE: its layout, and whether its "first" or "last" dims turn."""
     layout: str
     where: str
+
+    def __post_init__(self):
+        if self.where not in ("first", "last"):
+            raise ValueError(f"Indexer.where must be 'first' or 'last', got {self.where!r}")
 
 
 @dataclass(frozen=True)
@@ -178,6 +195,12 @@ class Family:
     indexer: Indexer | None = None
     defaults: dict = field(default_factory=dict)
     source: str = ""
+
+    def __post_init__(self):
+        for name, given, known in (("keys", self.keys, SHARED_SETTINGS), ("fixed", self.fixed, CODE_SETTINGS)):
+            unknown = sorted(set(given) - set(known))
+            if unknown:  # a misspelt setting would be read as absent
+                raise ValueError(f"Family {self.name!r}: {name} names {unknown}, not among {list(known)}")
 
     def key(self, setting: str) -> str:
         """The config key this family reads a shared setting from (`keys`), the setting's own name by default."""
