@@ -43,6 +43,27 @@ def kind_name(kind: str) -> str:
     return str(KIND_NAMES.get(kind, kind))
 
 
+class KindLabel:
+    """A kind of layer as figures label it ("RoPE, sliding", "linear attention" ...: plots.production.layer_kind),
+    in the language shown when it is used (str(), an f-string), its words from KIND_NAMES."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __str__(self) -> str:
+        if self.kind.startswith("RoPE, "):
+            return "RoPE" + tr(", ", "，") + kind_name(self.kind.removeprefix("RoPE, "))
+        return kind_name(self.kind)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return f"KindLabel({self.kind!r})"
+
+
 def kind_text(layer) -> str:
     """What one layer does with positions, in a few words (the key that groups layers into kinds)."""
     where = tr("full causal", "全局因果") if layer.causal else tr("full bidirectional", "全局双向")

@@ -22,9 +22,10 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
-from ..configs import (ATTENTION_KINDS, KIND_NAMES, MIXERS, LayerPositions, ModelPositions, attention_temperature,
+from ..configs import (ATTENTION_KINDS, MIXERS, LayerPositions, ModelPositions, attention_temperature,
                        layer_ranges, table_cell)
-from ..i18n import Text, display_width as _width, ljust as _ljust, tr
+from ..configs.report import KindLabel
+from ..i18n import display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
 from .. import scaling
 from ..scaling import rope_inv_freq, rotary_dim
@@ -290,10 +291,9 @@ def render_longrope(axes, layer: LayerPositions, context: int):
 # ----------------------------------------------------------------------------- one model, layer by layer
 KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55",
                "linear attention": "C4", "recurrent": "C5", "cross-attention": "C6"}
-# layer_kind's names as figures and tables show them, from the configs report's one table (configs.KIND_NAMES)
-_KIND_NAMES = {**{f"RoPE, {kind}": Text(f"RoPE, {KIND_NAMES[kind].en}", f"RoPE，{KIND_NAMES[kind].zh}")
-                  for kind in ATTENTION_KINDS},
-               **{mixer: KIND_NAMES[mixer] for mixer in MIXERS.values()}}
+# layer_kind's names as figures and tables show them, in words from the configs report's one table (KIND_NAMES)
+_KIND_NAMES = {kind: KindLabel(kind) for kind in (*(f"RoPE, {attention}" for attention in ATTENTION_KINDS),
+                                                  *MIXERS.values())}
 
 
 def layer_kind(layer: LayerPositions) -> str:
