@@ -1,8 +1,11 @@
-"""configs.from_hf_config on what it used to refuse or guess: Gemma 4's p-RoPE with per-layer head sizes,
-Ministral 3's llama_4_scaling_beta (a query scaling), Qwen-VL's M-RoPE (interleaved or in chunks) on real
-(3, batch, seq) position ids, DeepSeek-V3.2's MLA beside its half-split indexer, Kimi K2 / K2.5 on DeepSeek-V3's
-code, Kimi Linear's MLA without RoPE, a family without a record (unknown, never a guess), and bad configs named by
-the user's own key. Each fact is compared with what transformers' own code computes (transformers 5.24)."""
+"""posenc_lib.configs.reader: from_hf_config's paths, each compared with what transformers' own code computes
+(transformers 5.24): new-format rope_parameters, sliding windows and NoPE patterns by rule, legacy rope types,
+Gemma 4's p-RoPE with per-layer head sizes, Ministral 3's llama_4_scaling_beta (a query scaling), Qwen-VL's M-RoPE
+(interleaved or in chunks) on real (3, batch, seq) position ids, DeepSeek-V3.2's MLA beside its half-split indexer,
+Kimi Linear's MLA without RoPE, a legacy rope_scaling that the config class puts on some layer types only, a
+family without a record (unknown, never a guess); bad configs named by the user's own key; pasted text."""
+import importlib
+import inspect
 import math
 from pathlib import Path
 
@@ -15,7 +18,6 @@ from posenc_lib.multidim import mrope_position_ids
 transformers = pytest.importorskip("transformers")
 
 from transformers import AutoConfig  # noqa: E402
-from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 from transformers.models.gemma4 import configuration_gemma4 as cfg_gemma4  # noqa: E402
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4  # noqa: E402
 from transformers.models.glm4v import configuration_glm4v as cfg_glm4v  # noqa: E402
@@ -30,13 +32,88 @@ from transformers.models.qwen3_5 import configuration_qwen3_5 as cfg_qwen35  # n
 from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen35  # noqa: E402
 from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3  # noqa: E402
 from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3  # noqa: E402
+from test_configs import check_against_hf  # noqa: E402
 
 
-def _json(config) -> dict:
+def config_json(config) -> dict:
     """A transformers config as its config.json dict (what a learner pastes)."""
     out = {k: v for k, v in config.to_dict().items() if not k.startswith("_") and k != "transformers_version"}
     out["model_type"] = config.model_type
     return out
+
+
+# ------------------------------------------------------------------ other paths of the reader, against HF
+LF = [1.0 + 0.5 * i for i in range(48)]
+
+
+SYNTHETIC = {
+    "gemma3 minimal text_config (family defaults)": {
+        "model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 7},
+    "gemma3 new-format nested rope_parameters": {
+        "model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 32,
+        "num_hidden_layers": 4, "sliding_window": 16, "layer_types": ["sliding_attention", "full_attention"] * 2,
+        "rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6,
+                                               "original_max_position_embeddings": 1024},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+        "max_position_embeddings": 4096},
+    "gemma2 defaults": {"model_type": "gemma2", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 3},
+    "llama dynamic": {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+                      "max_position_embeddings": 2048, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+    "llama new-format rope_parameters with yarn": {
+        "model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 32768,
+        "rope_parameters": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096,
+                            "rope_theta": 1e6}},
+    "qwen2 sliding from max_window_layers": {
+        "model_type": "qwen2", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 5,
+        "use_sliding_window": True, "sliding_window": 64, "max_window_layers": 3},
+    "qwen3 head_dim default 128, not hidden_size / heads": {
+        "model_type": "qwen3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 3,
+        "use_sliding_window": True, "sliding_window": 16, "max_window_layers": 1, "rope_theta": 1e6},
+    "mistral without sliding_window key (default 4096)": {
+        "model_type": "mistral", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 2},
+    "mistral v0.3-like, sliding_window null": {
+        "model_type": "mistral", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 2,
+        "sliding_window": None, "rope_theta": 1e6},
+    "smollm3 default NoPE interval with sliding layers": {
+        "model_type": "smollm3", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 8,
+        "use_sliding_window": True, "sliding_window": 32},
+    "llama4 empty no_rope_layers, default pattern": {
+        "model_type": "llama4_text", "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+        "num_hidden_layers": 8, "no_rope_layers": [], "floor_scale": 16, "attn_scale": 0.2},
+    "llama4 no temperature tuning": {
+        "model_type": "llama4_text", "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+        "num_hidden_layers": 4, "attn_temperature_tuning": False},
+    "deepseek_v3 rope_interleave false": {
+        "model_type": "deepseek_v3", "hidden_size": 256, "num_attention_heads": 2, "num_hidden_layers": 2,
+        "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "kv_lora_rank": 16, "q_lora_rank": 32,
+        "rope_interleave": False, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1},
+    "phi3 partial rotary with longrope (Phi-4-mini-like)": {
+        "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 24, "num_hidden_layers": 2,
+        "partial_rotary_factor": 0.75, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope", "long_factor": LF, "short_factor": [1.0] * 48}},
+    "gpt_neox defaults (rotary_pct 0.25)": {
+        "model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2},
+    "phi default partial 0.5": {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4,
+                                "num_hidden_layers": 2},
+    "gpt2 (learned absolute, n_positions default)": {"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 2},
+}
+
+
+@pytest.mark.parametrize("config", SYNTHETIC.values(), ids=list(SYNTHETIC))
+def test_other_paths_match_transformers(config):
+    check_against_hf(config)
+
+
+def test_phi3_legacy_su_is_longrope():
+    """transformers' Phi3Config renames the legacy types 'su' and 'yarn' to 'longrope' (5.x then misses L0 for 'su'
+    and refuses the config; the reader applies the rename before looking for L0)."""
+    config = SYNTHETIC["phi3 partial rotary with longrope (Phi-4-mini-like)"]
+    for legacy in ("su", "yarn"):
+        renamed = {**config, "rope_scaling": {**config["rope_scaling"], "type": legacy}}
+        a, b = from_hf_config(config).layer(0), from_hf_config(renamed).layer(0)
+        assert b.rope_type == "longrope" and a.attention_factor == b.attention_factor
+        torch.testing.assert_close(a.inv_freq, b.inv_freq, atol=0, rtol=0)
 
 
 # ----------------------------------------------------------------------------- Gemma 4: p-RoPE
@@ -46,7 +123,7 @@ def test_gemma4_default_reads_p_rope_on_wider_full_layers_as_transformers():
     frequency base^(-2i/512), the rest stop); q.k not scaled (scaling = 1.0). Frequencies equal transformers'
     rotary buffers; the rotation equals its apply_rotary_pos_emb."""
     config = cfg_gemma4.Gemma4TextConfig()
-    read = from_hf_config(_json(config))
+    read = from_hf_config(config_json(config))
     rotary = hf_gemma4.Gemma4TextRotaryEmbedding(config)
     for index, layer_type, head_dim in ((0, "sliding_attention", 256), (5, "full_attention", 512)):
         layer = read.layer(index)
@@ -66,7 +143,7 @@ def test_gemma4_default_reads_p_rope_on_wider_full_layers_as_transformers():
 
 def test_gemma4_checkpoint_form_global_head_dim_reads_like_per_layer_config():
     """A Gemma 4 config.json says global_head_dim (transformers' to_dict writes per_layer_config instead): same."""
-    written = _json(cfg_gemma4.Gemma4TextConfig())
+    written = config_json(cfg_gemma4.Gemma4TextConfig())
     checkpoint = {k: v for k, v in written.items() if k != "per_layer_config"} | {"global_head_dim": 512}
     a, b = from_hf_config(written), from_hf_config(checkpoint)
     assert [layer.head_dim for layer in a.layers] == [layer.head_dim for layer in b.layers]
@@ -77,7 +154,7 @@ def test_gemma4_checkpoint_form_global_head_dim_reads_like_per_layer_config():
 def test_gemma4_layer_types_rule_is_the_config_class_s(layers):
     """Without layer_types, Gemma 4's pattern: every 6th layer full, the last one forced to full (as its config
     class computes them)."""
-    written = _json(cfg_gemma4.Gemma4TextConfig(num_hidden_layers=layers))
+    written = config_json(cfg_gemma4.Gemma4TextConfig(num_hidden_layers=layers))
     expected = written.pop("layer_types")
     written.pop("per_layer_config")
     assert [layer.layer_type for layer in from_hf_config(written).layers] == expected
@@ -124,21 +201,21 @@ def test_ministral3_llama_4_scaling_beta_scales_queries_after_rope_as_transforme
     cos, sin = rotary(hidden, positions)
     attention(hidden, (cos.double(), sin.double()), None, positions)
     q = attention.q_proj(hidden).view(1, 7, 2, 32).transpose(1, 2)
-    layer = from_hf_config(_json(config)).layer(0)
+    layer = from_hf_config(config_json(config)).layer(0)
     scale = layer.query_scale(positions)
     expected = 1 + 0.1 * torch.log(1 + torch.floor(positions / 4.0))
     torch.testing.assert_close(scale, expected.double())
     assert float(scale.max()) > 1.2  # a real scaling at these positions
     torch.testing.assert_close(layer.apply(q, positions) * scale[:, None, :, None], seen[0], rtol=0, atol=1e-5)
-    plain = from_hf_config({**_json(config), "rope_parameters": {k: v for k, v in rope.items()
+    plain = from_hf_config({**config_json(config), "rope_parameters": {k: v for k, v in rope.items()
                                                                  if k != "llama_4_scaling_beta"}}).layer(0)
     torch.testing.assert_close(plain.inv_freq, layer.inv_freq)  # beta does not touch the rotation
-    report = from_hf_config(_json(config)).table()
+    report = from_hf_config(config_json(config)).table()
     assert "query scaling" in report and "not a change of the rotation" in report
 
 
 def test_ministral3_default_config_reads():
-    read = from_hf_config(_json(cfg_ministral3.Ministral3Config()))
+    read = from_hf_config(config_json(cfg_ministral3.Ministral3Config()))
     layer = read.layer(0)
     assert layer.rope_type == "yarn" and layer.temperature == {"floor_scale": 16384.0, "attn_scale": 0.1, "offset": 0}
     assert float(layer.query_scale(torch.tensor([16383]))) == 1.0
@@ -173,7 +250,7 @@ def test_mrope_layer_turns_like_transformers_on_image_and_video_positions(config
     its default section [8, 12, 12] then does not fit), GLM-4V-MoE in the same chunks over half-split pairs (its
     transformers default has no head_dim and 4096 / 96 heads does not divide: head_dim 128 is given here)."""
     config = config_cls(**kwargs)
-    read = from_hf_config(_json(config))
+    read = from_hf_config(config_json(config))
     layer = read.layer(read.rope_layers[0])
     assert read.mrope_interleaved is interleaved and layer.mrope_interleaved is interleaved
     assert layer.rotary_dims == rotary_dims
@@ -213,7 +290,7 @@ def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
     from transformers.models.deepseek_v32 import configuration_deepseek_v32 as cfg_v32
     from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_v32
     config = cfg_v32.DeepseekV32Config()
-    read = from_hf_config(_json(config))
+    read = from_hf_config(config_json(config))
     with torch.device("meta"):
         attention = hf_v32.DeepseekV32Attention(config, 0)
     assert read.family == "deepseek_v32" and read.num_layers == 61 and read.rope_layers == list(range(61))
@@ -238,11 +315,10 @@ def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where
     indexer.apply, on a YaRN config (frequencies and attention factor from the family's rotary embedding, as the
     main attention's); the other layout would not give them. (DeepSeek's interleave function writes the turned
     slice as [first of every pair | second], for q and k alike: the scores do not see that.)"""
-    import importlib
     sections = {"mrope_section": [4, 2, 2]} if model_type == "hy_v4_vl_text" else {}  # its M-RoPE, fitted
     config = _tiny_dsa(model_type, rope_type="yarn", factor=4.0, original_max_position_embeddings=256,
                        rope_theta=10000.0, mscale=1.0, mscale_all_dim=0.5, **sections)
-    read = from_hf_config(_json(config))
+    read = from_hf_config(config_json(config))
     indexer = read.indexer
     assert (indexer.layout, indexer.rotary_dims) == (layout, (0, 16) if where == "first" else (16, 32))
     module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
@@ -298,34 +374,13 @@ def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where
 
 def test_deepseek_v32_index_head_dim_must_hold_the_rope_slice():
     with pytest.raises(ValueError, match=r"config\['index_head_dim'\] = 8 must be at least config\['qk_rope_head_dim'\]"):
-        from_hf_config({**_json(_tiny_dsa()), "index_head_dim": 8})
-
-
-def test_kimi_k2_and_k25_are_read_with_deepseek_v3_s_record():
-    """Kimi K2's config.json says model_type kimi_k2 (Moonshot's name for DeepSeek-V3's architecture; transformers
-    has no such type). transformers' own Kimi K2.5 config reads a text_config of model_type kimi_k2 as deepseek_v3;
-    the reader reads both names with DeepSeek-V3's record, the same numbers as model_type deepseek_v3."""
-    from transformers.models.kimi_k25 import configuration_kimi_k25 as cfg_k25
-    assert cfg_k25.Kimi_K25Config(text_config={"model_type": "kimi_k2"}).text_config.model_type == "deepseek_v3"
-    v3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 64, "num_hidden_layers": 4,
-          "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "kv_lora_rank": 512, "rope_theta": 50000.0,
-          "rope_scaling": {"type": "yarn", "factor": 64.0, "original_max_position_embeddings": 4096,
-                           "beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}}
-    expected = from_hf_config(v3)
-    for read in (from_hf_config({**v3, "model_type": "kimi_k2"}),
-                 from_hf_config({"model_type": "kimi_k25", "text_config": {**v3, "model_type": "kimi_k2"}}),
-                 from_hf_config({"model_type": "kimi_k25", "text_config": {k: v for k, v in v3.items()
-                                                                          if k != "model_type"}})):
-        assert read.family == "deepseek_v3" and not read.unknown
-        assert [layer.describe() for layer in read.layers] == [layer.describe() for layer in expected.layers]
-        assert read.layer(0).rotary_dims == (128, 192) and read.layer(0).layout == "interleaved"
+        from_hf_config({**config_json(_tiny_dsa()), "index_head_dim": 8})
 
 
 def test_kimi_linear_has_no_rope_and_its_layer_pattern_is_the_config_class_s():
     """Kimi Linear: its MLA layers take no position (KimiLinearAttention.forward has no position argument and the
     modeling file defines no rotary embedding), KDA linear attention between them; the layer pattern from the
     checkpoint's linear_attn_config (1-based lists) or the default, as KimiLinearConfig computes it."""
-    import inspect
     from transformers.models.kimi_linear import configuration_kimi_linear as cfg_kl
     from transformers.models.kimi_linear import modeling_kimi_linear as hf_kl
     assert not [name for name in dir(hf_kl) if name.endswith("RotaryEmbedding")]
@@ -333,7 +388,7 @@ def test_kimi_linear_has_no_rope_and_its_layer_pattern_is_the_config_class_s():
     for given in (None, {"full_attn_layers": [2, 8], "kda_layers": [1, 3, 4, 5, 6, 7]}):
         kwargs = {} if given is None else {"linear_attn_config": given}
         config = cfg_kl.KimiLinearConfig(num_hidden_layers=8, **kwargs)
-        written = {k: v for k, v in _json(config).items() if k != "layer_types"} | kwargs
+        written = {k: v for k, v in config_json(config).items() if k != "layer_types"} | kwargs
         read = from_hf_config(written)
         assert [layer.layer_type for layer in read.layers] == config.layer_types
         assert read.rope_layers == [] and read.position_encoding == "none"
@@ -383,14 +438,33 @@ def test_a_family_without_a_record_and_mla_keys_does_not_state_rotated_dims():
     assert plain.rows()[0]["rotary_dims"] == "0:56 of 56"  # without MLA keys: transformers' shared rope functions
 
 
+def test_unknown_model_type_states_no_layout():
+    """The layout is in a family's code, not in config.json: without a record it is None, shown as unknown with
+    where it would come from, and apply refuses rather than guess."""
+    positions = from_hf_config({**SMALL_LLAMA, "model_type": "my_llama", "rope_theta": 5e5})
+    assert positions.family == "generic" and "no family record" in positions.notes[0]
+    assert positions.layer(0).base == 5e5 and positions.layer(0).layout is None
+    table = positions.table()
+    assert "unknown" in table and "modeling_my_llama.py" in table and "configs.measure" in table
+    assert " half " not in table and "interleaved" not in table
+    with pytest.raises(ValueError, match=r"layout is unknown"):
+        positions.layer(0).apply(torch.randn(3, 32))
+
+
 # ----------------------------------------------------------------------------- bad configs: the user's own key
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
          "rope_theta": 10000.0}
+
+
 QWEN3_VL = {**LLAMA, "model_type": "qwen3_vl_text", "head_dim": 32}
+
+
 GEMMA4 = {**LLAMA, "model_type": "gemma4_text", "head_dim": 32, "layer_types": ["sliding_attention", "full_attention"],
           "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
                               "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
                                                  "rope_theta": 1e6}}}
+
+
 BAD = [
     ("hidden_size not divisible by the heads", {**LLAMA, "hidden_size": 100, "num_attention_heads": 3}, ValueError,
      r"config\['hidden_size'\] = 100 must be divisible by config\['num_attention_heads'\] = 3"),
@@ -441,6 +515,102 @@ def test_bad_config_is_named_by_the_users_key(config, exc, pattern):
         from_hf_config(config)
 
 
+# a Llama without rope_theta (LlamaConfig's default base applies)
+SMALL_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2}
+
+
+BAD_READS = [
+    ("not a dict", "config", TypeError, r"config must be a dict"),
+    ("text_config not a dict", {"model_type": "gemma3", "text_config": [1]}, TypeError,
+     r"config\['text_config'\] must be a dict"),
+    ("unknown rope_type", {**SMALL_LLAMA, "rope_scaling": {"rope_type": "su", "factor": 2.0}}, ValueError,
+     r"config\['rope_scaling'\]: scaling\['rope_type'\] must be one of .*got 'su'"),
+    ("unknown key in rope_parameters", {**SMALL_LLAMA, "rope_parameters": {"rope_type": "linear", "factr": 2.0}},
+     ValueError, r"config\['rope_parameters'\]: .*unknown keys \['factr'\]"),
+    ("rope_scaling a list", {**SMALL_LLAMA, "rope_scaling": [2.0]}, TypeError,
+     r"config\['rope_scaling'\] must be a dict"),
+    ("hidden_size a string", {**SMALL_LLAMA, "hidden_size": "64"}, TypeError,
+     r"config\['hidden_size'\] must be an int"),
+    ("num_hidden_layers missing", {k: v for k, v in {**SMALL_LLAMA, "model_type": "mistral"}.items()
+                                   if k != "num_hidden_layers"}, ValueError,
+     r"config\['num_hidden_layers'\] is missing"),
+    ("head_dim float", {**SMALL_LLAMA, "head_dim": 32.0}, TypeError, r"config\['head_dim'\] must be an int"),
+    ("rope_theta string", {**SMALL_LLAMA, "rope_theta": "1e4"}, TypeError, r"config\['rope_theta'\] must be a number"),
+    ("partial_rotary_factor too big", {**SMALL_LLAMA, "partial_rotary_factor": 1.5}, ValueError,
+     r"partial_rotary_factor.* must be in \(0, 1\]"),
+    ("no_rope_layers entry 2", {**SMALL_LLAMA, "model_type": "smollm3", "no_rope_layers": [1, 2]}, ValueError,
+     r"config\['no_rope_layers'\]\[1\] must be one of \[0, 1\]"),
+    ("no_rope_layers a bool entry", {**SMALL_LLAMA, "model_type": "smollm3", "no_rope_layers": [1, True]}, ValueError,
+     r"config\['no_rope_layers'\]\[1\] must be one of \[0, 1\]"),
+    ("no_rope_layers a float entry", {**SMALL_LLAMA, "model_type": "smollm3", "no_rope_layers": [1.0, 1]}, ValueError,
+     r"config\['no_rope_layers'\]\[0\] must be one of \[0, 1\]"),
+    ("layer_types a list entry", {**SMALL_LLAMA, "layer_types": ["full_attention", ["full_attention"]]}, ValueError,
+     r"config\['layer_types'\]\[1\] must be one of"),
+    ("no_rope_layers too short", {**SMALL_LLAMA, "model_type": "smollm3", "no_rope_layers": [1]}, ValueError,
+     r"config\['no_rope_layers'\] must have one entry for each of the 2 layers"),
+    ("layer_types unknown", {**SMALL_LLAMA, "layer_types": ["full_attention", "linear_attn"]}, ValueError,
+     r"config\['layer_types'\]\[1\] is 'linear_attn', a layer type this reader does not read"),
+    ("layer_types a string", {**SMALL_LLAMA, "layer_types": "full_attention"}, TypeError,
+     r"config\['layer_types'\] must be a list, got str"),
+    ("no_rope_layers a dict", {**SMALL_LLAMA, "model_type": "llama4_text", "head_dim": 32, "no_rope_layers": {"0": 1}},
+     TypeError, r"config\['no_rope_layers'\] must be a list"),
+    ("gemma3 legacy rope_scaling of unknown type", {**SMALL_LLAMA, "model_type": "gemma3_text",
+                                                    "rope_scaling": {"rope_type": "su", "factor": 8.0}},
+     ValueError, r"config\['rope_scaling'\]: scaling\['rope_type'\] must be one of"),
+    ("gemma3 wrapper, a text_config key of the wrong type", {"model_type": "gemma3", "text_config": {
+        **SMALL_LLAMA, "model_type": "gemma3_text", "rope_local_base_freq": "1e4"}},
+     TypeError, r"config\['text_config'\]\['rope_local_base_freq'\] must be a number"),
+    ("longrope factors of the wrong length", {**SMALL_LLAMA, "model_type": "phi3", "max_position_embeddings": 8192,
+                                             "original_max_position_embeddings": 4096,
+                                             "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 15,
+                                                              "long_factor": [2.0] * 16}},
+     ValueError, r"config\['rope_scaling'\]: scaling\['short_factor'\] must have one factor per pair, "
+                 r"rotary_dim/2 = 16"),
+    ("mrope sections not adding up", {**SMALL_LLAMA, "model_type": "qwen2_5_vl",
+                                      "rope_scaling": {"type": "mrope", "mrope_section": [4, 4, 4]}},
+     ValueError, r"\['mrope_section'\] must add up to the number of pairs 16"),
+    ("attn_temperature_tuning a string", {**SMALL_LLAMA, "model_type": "llama4_text", "head_dim": 32,
+                                          "attn_temperature_tuning": "yes"},
+     TypeError, r"config\['attn_temperature_tuning'\] must be true or false"),
+    ("model_type not a string", {**SMALL_LLAMA, "model_type": 3}, TypeError,
+     r"config\['model_type'\] must be a string"),
+    ("gpt-j rotary_dim odd", {"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 1, "rotary_dim": 7},
+     ValueError, r"config\['rotary_dim'\] must be even"),
+    ("hidden_size not divisible by the heads", {**SMALL_LLAMA, "hidden_size": 65}, ValueError,
+     r"config\['hidden_size'\] = 65 must be divisible by config\['num_attention_heads'\] = 2"),
+    ("n_embd not divisible by n_head (GPT-J's names)", {"model_type": "gptj", "n_embd": 65, "n_head": 2, "n_layer": 1},
+     ValueError, r"config\['n_embd'\] = 65 must be divisible by config\['n_head'\] = 2"),
+    ("layer_types longer than num_hidden_layers", {**SMALL_LLAMA, "layer_types": ["full_attention"] * 3}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 3"),
+    ("layer_types shorter than num_hidden_layers", {**SMALL_LLAMA, "layer_types": ["full_attention"]}, ValueError,
+     r"config\['layer_types'\] must have one entry for each of the 2 layers \(num_hidden_layers\), got 1"),
+    ("mrope_section of two sections", {**SMALL_LLAMA, "model_type": "qwen2_5_vl",
+                                       "rope_scaling": {"type": "mrope", "mrope_section": [8, 8]}},
+     ValueError, r"\['mrope_section'\] must be a list of 3 section sizes"),
+    ("mrope_section negative", {**SMALL_LLAMA, "model_type": "qwen2_5_vl",
+                                "rope_scaling": {"type": "mrope", "mrope_section": [20, -2, -2]}},
+     ValueError, r"\['mrope_section'\] must hold non-negative integers"),
+    ("mrope_section not integers", {**SMALL_LLAMA, "model_type": "qwen2_5_vl",
+                                    "rope_scaling": {"type": "mrope", "mrope_section": [8.0, 4, 4]}},
+     ValueError, r"\['mrope_section'\] must hold non-negative integers"),
+    ("rotary_pct too big names rotary_pct", {**SMALL_LLAMA, "model_type": "gpt_neox", "rotary_pct": 2.0}, ValueError,
+     r"config\['rotary_pct'\]"),
+    ("qk_rope_head_dim missing names it", {**SMALL_LLAMA, "model_type": "deepseek_v3", "qk_rope_head_dim": None,
+                                           "qk_nope_head_dim": 16}, ValueError, r"config\['qk_rope_head_dim'\] is missing"),
+    ("n_positions a string names n_positions", {"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 1,
+                                                "n_positions": "1024"}, TypeError, r"config\['n_positions'\]"),
+    ("nested rope_parameters missing a layer type", {**SMALL_LLAMA, "model_type": "gemma3_text",
+                                                     "rope_parameters": {"full_attention": {"rope_type": "default"}}},
+     ValueError, r"has no entry for the layer type 'sliding_attention'"),
+]
+
+
+@pytest.mark.parametrize("config,exc,pattern", [b[1:] for b in BAD_READS], ids=[b[0] for b in BAD_READS])
+def test_bad_config_is_named(config, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        from_hf_config(config)
+
+
 def test_dynamic_ntk_starts_from_max_position_embeddings_as_transformers():
     """transformers 5's dynamic NTK rescales from config.max_position_embeddings; an
     original_max_position_embeddings in the rope dict is not read (transformers warns of an unrecognised key)."""
@@ -464,61 +634,28 @@ def test_dynamic_ntk_past_the_length_turns_like_transformers():
     q = torch.randn(1, 2, 200, 32, generator=torch.Generator().manual_seed(3))
     cos, sin = rotary(q, positions)
     expected, _ = modeling_llama.apply_rotary_pos_emb(q, q, cos, sin)
-    layer = from_hf_config(_json(config)).layer(0)
+    layer = from_hf_config(config_json(config)).layer(0)
     torch.testing.assert_close(layer.apply(q, positions), expected, rtol=0, atol=1e-4)
-    plain = from_hf_config({**_json(config), "rope_parameters": {"rope_theta": 1e4}}).layer(0)
+    plain = from_hf_config({**config_json(config), "rope_parameters": {"rope_theta": 1e4}}).layer(0)
     assert (layer.apply(q, positions) - plain.apply(q, positions)).abs().max() > 0.1  # the rescaling is visible
 
 
 def test_mistral4_reads_mla_with_the_same_query_scaling():
     """Mistral 4: DeepSeek's MLA (RoPE on the last qk_rope_head_dim = int(head_dim 128 x partial 0.5) = 64 dims,
     interleaved pairs) and Ministral 3's query scaling, by the same function in both modeling files."""
-    import inspect
     from transformers.models.mistral4 import configuration_mistral4, modeling_mistral4
     assert inspect.getsource(modeling_mistral4.get_llama_4_attn_scale) == inspect.getsource(
         hf_ministral3.get_llama_4_attn_scale)
-    layer = from_hf_config(_json(configuration_mistral4.Mistral4Config())).layer(0)
+    layer = from_hf_config(config_json(configuration_mistral4.Mistral4Config())).layer(0)
     assert layer.rotary_dims == (64, 128) and layer.layout == "interleaved" and layer.rope_type == "yarn"
     assert layer.temperature == {"floor_scale": 8192.0, "attn_scale": 0.1, "offset": 0}
-
-
-DEVICES = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_mrope_and_query_scale_run_on_the_callers_device(device):
-    layer = from_hf_config(_json(cfg_qwen3.Qwen3VLTextConfig())).layer(0)
-    positions = torch.zeros(3, 2, 5, dtype=torch.long, device=device)
-    out = layer.apply(torch.zeros(2, 2, 5, 128, device=device), positions)
-    assert out.device.type == device and out.shape == (2, 2, 5, 128)
-    scaled = from_hf_config(_json(cfg_ministral3.Ministral3Config())).layer(0)
-    assert scaled.query_scale(torch.arange(4, device=device)).device.type == device
-
-
-@pytest.mark.parametrize("family,model_type", [("qwen3_vl", "qwen3_vl_text"), ("qwen3_5", "qwen3_5_text"),
-                                               ("glm4v", "glm4v_text"), ("glm4v_moe", "glm4v_moe_text"),
-                                               ("gemma4_text", "gemma4_text"), ("qwen2_5_vl", "qwen2_vl_text"),
-                                               ("qwen2_5_vl", "qwen2_5_vl_text"), ("deepseek_v32", "deepseek_v32"),
-                                               ("axk2", "axk2"), ("glm_moe_dsa", "glm_moe_dsa"), ("hy_v4", "hy_v4"),
-                                               ("kimi_linear", "kimi_linear")])
-def test_new_records_defaults_are_their_config_classes(family, model_type):
-    """The defaults a record fills in for absent keys are the family's transformers config class's."""
-    from posenc_lib.configs import FAMILY_DEFAULTS
-    cls = type(transformers.CONFIG_MAPPING[model_type]())
-    for key, value in FAMILY_DEFAULTS[family].items():
-        if key == "rope_theta":
-            assert cls.default_theta == value
-        elif key == "partial_rotary_factor":
-            assert cls().rope_parameters["partial_rotary_factor"] == value
-        else:
-            assert getattr(cls, key) == value, key
 
 
 # ------------------------------------------------------------------ what a config class does with a published config
 YARN_L0 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512, "truncate": False}
 
 
-def _hf_text(config: dict):
+def hf_text_config(config: dict):
     fields = dict(config)
     return AutoConfig.for_model(fields.pop("model_type"), **fields).get_text_config()
 
@@ -542,7 +679,7 @@ def test_legacy_rope_scaling_goes_to_the_full_attention_layers_only_as_the_confi
     config = {**LLAMA, "model_type": model_type, "head_dim": 32, "num_hidden_layers": 4, "sliding_window": 64,
               "max_position_embeddings": 4096, "rope_theta": 1e5, "rope_scaling": YARN_L0,
               "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
-    read, text = from_hf_config(config), _hf_text(config)
+    read, text = from_hf_config(config), hf_text_config(config)
     assert text.rope_parameters["sliding_attention"]["rope_type"] == "default"
     for layer in (read.layer(0), read.layer(3)):
         assert layer.rope_type == text.rope_parameters[layer.layer_type]["rope_type"]
@@ -565,31 +702,12 @@ def test_one_sliding_window_for_every_layer(model_type):
     assert from_hf_config({**config, "sliding_window": None}).layer(0).window is None
 
 
-def test_model_type_aliases_are_read_with_the_family_transformers_maps_them_to():
-    """A model_type transformers maps to another family's config class reads with that family's record, for every
-    alias of its CONFIG_MAPPING (gpt-sw3 -> GPT2Config ...) and its text configs' renames (EXAONE 4.5's text model
-    is EXAONE 4's)."""
-    from posenc_lib.configs import FAMILIES
-    for alias, cls in CONFIG_MAPPING.items():
-        if cls.model_type != alias and cls.model_type in FAMILIES:
-            assert FAMILIES.get(alias) is FAMILIES[cls.model_type], alias
-    sw3 = from_hf_config({"model_type": "gpt-sw3", "n_embd": 64, "n_head": 2, "n_layer": 2, "n_positions": 2048})
-    assert sw3.family == "gpt2" and sw3.position_encoding == "learned absolute"
-    exaone = from_hf_config({"model_type": "exaone4_5", "text_config": {
-        **LLAMA, "model_type": "exaone4_5_text", "num_hidden_layers": 4, "sliding_window": 64,
-        "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}})
-    assert exaone.family == "exaone4" and exaone.rope_layers == [0, 1, 2]
-    wrapped = _hf_text({"model_type": "exaone4_5", "text_config": {"model_type": "exaone4_5_text"}})
-    assert wrapped.model_type == "exaone4"
-
-
 @pytest.mark.parametrize("model_type,config", [
     ("gpt_bigcode", {"n_embd": 64, "n_head": 2, "n_layer": 2, "n_positions": 8192}),
     ("opt", {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2, "max_position_embeddings": 2048}),
 ])
 def test_learned_absolute_families_are_reported_as_such(model_type, config):
     """StarCoder (GPT-BigCode) and OPT add a learned table of positions to the input; their attention has none."""
-    import importlib
     module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     assert "RotaryEmbedding(nn.Module)" not in Path(module.__file__).read_text(encoding="utf-8")
     read = from_hf_config({"model_type": model_type, **config})
@@ -604,7 +722,7 @@ def test_class_defaults_fill_what_a_multimodal_config_leaves_out():
                                                      "rope_scaling": {"rope_type": "linear", "factor": 8.0}}}
     llava = {"model_type": "llava", "text_config": {"model_type": "llama", "max_position_embeddings": 4096}}
     for config in (gemma, llava):
-        read, text = from_hf_config(config), _hf_text(config)
+        read, text = from_hf_config(config), hf_text_config(config)
         assert read.num_layers == text.num_hidden_layers and read.layer(0).head_dim == text.head_dim
         assert "num_attention_heads" in read.defaults_used and "defaults" in read.table()
 
@@ -615,3 +733,14 @@ def test_short_convolution_layers_have_no_positions():
                            "layer_types": ["conv", "full_attention", "conv"]})
     assert read.rope_layers == [1] and read.layer(0).mixer == "convolution"
     assert "short convolution" in read.table()
+
+
+# ------------------------------------------------------------------ pasted text
+def test_pasted_text_that_is_not_json_is_one_line():
+    from posenc_lib.configs import read_pasted
+    assert read_pasted('{"model_type": "llama"}') == {"model_type": "llama"}
+    with pytest.raises(ValueError, match=r"not JSON: .* at line 1, column 24") as info:
+        read_pasted('{"model_type": "llama",}')
+    assert "\n" not in str(info.value) and info.value.__cause__ is None
+    with pytest.raises(TypeError, match=r"must be an object"):
+        read_pasted("[1, 2]")

@@ -11,8 +11,8 @@ from .families import REGISTRY, Family
 from .layers import ATTENTION_KINDS, LayerPositions, ModelPositions, attention_temperature
 from .measure import Measured, MeasuredLayer, measure, side_by_side
 from .reader import FAMILIES, FAMILY_DEFAULTS, LAYER_RULES, MIXERS, from_hf_config, read_pasted
-from .report import layer_ranges, table_cell
+from .report import KIND_NAMES, layer_ranges, table_cell
 
-__all__ = ["ATTENTION_KINDS", "FAMILIES", "FAMILY_DEFAULTS", "Family", "LAYER_RULES", "LayerPositions", "MIXERS",
+__all__ = ["ATTENTION_KINDS", "FAMILIES", "FAMILY_DEFAULTS", "Family", "KIND_NAMES", "LAYER_RULES", "LayerPositions", "MIXERS",
            "Measured", "MeasuredLayer", "ModelPositions", "REGISTRY", "attention_temperature", "from_hf_config",
            "layer_ranges", "measure", "read_pasted", "side_by_side", "table_cell"]

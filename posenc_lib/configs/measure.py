@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -196,10 +197,28 @@ def _identity_rotary(out):
 MAX_PARAMS = 3_000_000  # the largest tiny model capture builds unless told otherwise
 
 
-def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tuple:
-    """Run the tiny model twice (with and without its rotary turn); return (model class name, text config,
-    {layer: (q_before, q_after, k_before, k_after)} each (batch, heads, 5, head_dim) float64, position_ids,
-    {layer: the scaling and sliding_window the layer handed to the attention function, those it passed}).
+class CapturedLayer(NamedTuple):
+    """q and k of one layer as its attention received them, without and with the rotary turn: each
+    (batch, heads, 5, head_dim) float64."""
+    q_before: torch.Tensor
+    q_after: torch.Tensor
+    k_before: torch.Tensor
+    k_after: torch.Tensor
+
+
+class Captured(NamedTuple):
+    """What `capture` recorded: the model class's name, the tiny text config it ran, {layer: CapturedLayer}, the
+    position_ids, and {layer: the scaling and sliding_window the layer handed to the attention function, those it
+    passed}."""
+    model_class: str
+    text: object
+    layers: dict
+    position_ids: torch.Tensor
+    told: dict
+
+
+def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Captured:
+    """Run the tiny model twice (with and without its rotary turn); return what it recorded (`Captured`).
     Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
     pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that batch x heads >= the q head size (the fit
     of M needs as many independent q vectors as dims)."""
@@ -260,14 +279,21 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> tup
     before, after = runs
     if not after:
         raise ValueError(f"{cls.__name__}'s layers do not call transformers' attention interface: nothing to record")
-    layers = {i: (before[i][0], after[i][0], before[i][1], after[i][1]) for i in after if i in before}
-    told = {i: after[i][2] for i in layers}
-    return cls.__name__, text, layers, position_ids, told
+    layers = {i: CapturedLayer(q_before=before[i].q, q_after=after[i].q, k_before=before[i].k, k_after=after[i].k)
+              for i in after if i in before}
+    return Captured(model_class=cls.__name__, text=text, layers=layers, position_ids=position_ids,
+                    told={i: after[i].told for i in layers})
+
+
+class _Seen(NamedTuple):
+    """One attention call: q and k as it received them, and what the layer handed it (scaling, sliding_window)."""
+    q: torch.Tensor
+    k: torch.Tensor
+    told: dict
 
 
 def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> dict:
-    """One forward pass; {layer: (q, k)} as the attention received them. turn=False: rotary modules answer
-    cos = 1, sin = 0."""
+    """One forward pass; {layer: _Seen}. turn=False: rotary modules answer cos = 1, sin = 0."""
     seen.clear()
     handles = [] if turn else [r.register_forward_hook(lambda mod, args, out: _identity_rotary(out))
                                for r in rotaries]
@@ -277,7 +303,7 @@ def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> d
     finally:
         for h in handles:
             h.remove()
-    return {layer_of[id(m)]: (q, k, told) for m, q, k, told in seen if id(m) in layer_of}
+    return {layer_of[id(m)]: _Seen(q, k, told) for m, q, k, told in seen if id(m) in layer_of}
 
 
 def _fit(before: torch.Tensor, after: torch.Tensor, m: int) -> torch.Tensor:
@@ -302,7 +328,8 @@ def _analyse(index: int, before: torch.Tensor, after: torch.Tensor, far: int, to
     moved = torch.stack([(m - m0).abs().amax(dim=0) for m in maps[1:]]).amax(dim=0)  # (d,) per input dim
     changed = torch.nonzero(moved > tol * size).flatten().tolist()
     if not changed:
-        return MeasuredLayer(index, True, False, d, (0, 0), None, None, None, 1.0)
+        return MeasuredLayer(index=index, attends=True, rope=False, head_dim=d, rotary_dims=(0, 0),
+                             attention_factor=1.0)
     start, stop = changed[0], changed[-1] + 1
     r = stop - start
     block = list(range(start, stop)) == changed and r % 2 == 0
@@ -322,8 +349,9 @@ def _analyse(index: int, before: torch.Tensor, after: torch.Tensor, far: int, to
     angles = (fine + 2 * math.pi * turns) / far
     direction = 1 if float(angles.sum()) > 0 else -1
     factor = float(torch.stack([m0[:, i].norm() for i, _ in pairs]).mean())
-    return MeasuredLayer(index, True, True, d, (start, stop) if block else None, layout, direction,
-                         angles.abs(), factor)
+    return MeasuredLayer(index=index, attends=True, rope=True, head_dim=d,
+                         rotary_dims=(start, stop) if block else None, layout=layout, direction=direction,
+                         inv_freq=angles.abs(), attention_factor=factor)
 
 
 def measure(config: dict) -> Measured:
@@ -336,16 +364,16 @@ def measure(config: dict) -> Measured:
         import transformers  # noqa: F401
     except ImportError as error:
         raise ImportError("configs.measure runs the family's code: it needs transformers installed") from error
-    cls, text, layers, position_ids, _ = capture(config)
-    far = int(position_ids[0, -1])
+    captured = capture(config)
+    text, layers = captured.text, captured.layers
+    far = int(captured.position_ids[0, -1])
     out = []
     for i in range(text.num_hidden_layers):
         if i not in layers:
-            out.append(MeasuredLayer(i, False, False))
+            out.append(MeasuredLayer(index=i, attends=False, rope=False))
             continue
-        q_before, q_after, _, _ = layers[i]
-        out.append(_analyse(i, q_before, q_after, far))
-    return Measured(text.model_type, cls, tuple(out))
+        out.append(_analyse(i, layers[i].q_before, layers[i].q_after, far))
+    return Measured(model_type=text.model_type, model_class=captured.model_class, layers=tuple(out))
 
 
 def side_by_side(config: dict) -> str:

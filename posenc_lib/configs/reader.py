@@ -39,11 +39,12 @@ import json
 import math
 import numbers
 import sys
+from dataclasses import dataclass
 
 from .. import _checks
 from ..i18n import tr
 from ..scaling import WHOLE_HEAD_TYPES, _validate, rope_inv_freq, rope_type_of, rotary_dim, yarn_attention_factor
-from .families import REGISTRY, Family
+from .families import REGISTRY, ChosenBy, Family, Pattern
 from .layers import LayerPositions, ModelPositions
 from .limits import check_sizes
 
@@ -59,12 +60,71 @@ _HF_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "ch
 # layer types whose layer does not attend over positions, and what it is instead (LayerPositions.mixer)
 MIXERS = {"linear_attention": "linear attention", "recurrent": "recurrent", "cross_attention": "cross-attention",
           "conv": "convolution"}  # LFM2's short-convolution blocks
+# the key that states the rotated part in dims rather than as a fraction of the head (GPT-J, CodeGen)
+_DIMS_KEY = "rotary_dim"
 _NOT_SCALING = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
 # keys a per_layer_config may override that the reader reads model-wide: refused per layer (head_dim is read)
 _PER_LAYER_READ = {"head_dim", "rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "layer_types",
                    "sliding_window", "qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim", "rope_interleave",
                    "use_qk_norm", "attention_chunk_size", "no_rope_layers", "query_pre_attn_scalar",
                    "num_attention_heads", "hidden_size", "global_head_dim"}
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A value read from a config, and where (config['key'], for errors that name the user's key)."""
+    value: object
+    where: str
+
+
+@dataclass(frozen=True)
+class _RopeDict:
+    """One layer type's rope parameters: the dict, where it was read, the top-level key of its base when the dict
+    has no rope_theta, and whether YaRN's truncate in it is read (transformers reads truncate from the top of
+    rope_parameters only: inside a layer type's dict, given so or put there by the config class, it is not)."""
+    params: dict
+    where: str
+    theta_key: str
+    truncate_read: bool
+
+
+@dataclass(frozen=True)
+class _RopeRead:
+    """What one rope dict says: the base, the rope type, the posenc scaling dict (None: plain RoPE), the
+    partial-rotary setting, M-RoPE's mrope_section (None: absent) and a query scaling's beta (Ministral 3)."""
+    base: float
+    rope_type: str
+    scaling: dict | None
+    partial: _Given
+    mrope_section: object
+    query_beta: float | None
+
+
+@dataclass(frozen=True, order=True)
+class _HeadDims:
+    """A layer's q/k head size, the dims RoPE may turn, and the first of them (MLA: after the nope dims)."""
+    head_dim: int
+    rope_dims: int
+    start: int
+
+
+@dataclass(frozen=True)
+class _RopeSetting:
+    """The rotation of one kind of RoPE layer: what LayerPositions states of it."""
+    base: float
+    rope_type: str
+    scaling: dict | None
+    inv_freq: object
+    attention_factor: float
+    rotary_dim: int
+    query_scale: dict | None
+
+
+@dataclass(frozen=True)
+class _MRopeRead:
+    """M-RoPE's sections (t, h, w) and whether they interleave (None: the family's code decides; no record)."""
+    section: tuple
+    interleaved: bool | None
 
 
 class _Reader:
@@ -148,9 +208,7 @@ def _text_config(config):
 
 
 def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
-    """{HF layer type: (its rope parameters dict, the key it came from, the top-level key of its base when the
-    dict has no rope_theta, whether YaRN's truncate in it is read)}, notes. transformers reads truncate from the top
-    of rope_parameters only: inside a layer type's dict (given so, or put there by the config class) it is not."""
+    """{HF layer type: its _RopeDict}, notes."""
     notes = []
     legacy, modern = r.config.get("rope_scaling"), r.config.get("rope_parameters")
     for key, value in (("rope_scaling", legacy), ("rope_parameters", modern)):
@@ -164,7 +222,7 @@ def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
     names = set(_HF_LAYER_TYPES)
     nested = bool(params) and set(params) <= names
     family = r.family
-    if family.legacy_rope_layer_types is not None and not nested:
+    if family.legacy_scaling is not None and not nested:
         return _legacy_per_layer_type(r, params, key, layer_types), notes
     if nested:
         out = {}
@@ -174,60 +232,61 @@ def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
             p = params[layer_type]
             if not isinstance(p, dict):
                 raise TypeError(f"{r.name(key)}[{layer_type!r}] must be a dict, got {type(p).__name__}")
-            out[layer_type] = (p, f"{r.name(key)}[{layer_type!r}]", "rope_theta", False)
+            out[layer_type] = _RopeDict(p, f"{r.name(key)}[{layer_type!r}]", "rope_theta", truncate_read=False)
         return out, notes
-    return {t: (params, r.name(key), family.theta_key, True) for t in set(layer_types)}, notes
+    theta_key = family.key("rope_theta")
+    return {t: _RopeDict(params, r.name(key), theta_key, truncate_read=True) for t in set(layer_types)}, notes
 
 
 def _legacy_per_layer_type(r: _Reader, params: dict, key: str, layer_types: list) -> dict:
-    """A flat rope dict of a family whose config class converts it per layer type (Family.legacy_rope_layer_types):
-    the listed layer types get it, the others plain RoPE at local_base_key's base or at the class's default base.
+    """A flat rope dict of a family whose config class converts it per layer type (Family.legacy_scaling): the
+    listed layer types get it, the others plain RoPE at other_base_key's base or at the class's default base.
     A flat rope_parameters (the new name) is not converted by those classes: they keep it beside default per-type
     dicts and turn with those, so it is refused rather than read as something it does not do."""
-    family = r.family
+    family, legacy, theta_key = r.family, r.family.legacy_scaling, r.family.key("rope_theta")
     if params and key == "rope_parameters":
         raise ValueError(f"{r.name(key)} is flat, but transformers' {family.name} config class converts only a "
                          f"legacy rope_scaling (with rope_theta) per layer type and keeps a flat rope_parameters beside "
                          f"its default per-layer-type dicts, unused: give rope_parameters per layer type "
                          f"({{'full_attention': {{...}}, 'sliding_attention': {{...}}}}) or the legacy rope_scaling")
     out = {}
-    for layer_type in set(layer_types) | set(family.legacy_rope_layer_types):  # the legacy dict checked though unused
-        if layer_type in family.legacy_rope_layer_types:
-            out[layer_type] = (params, r.name(key), family.theta_key, False)  # now a layer type's dict
-        elif family.local_base_key is not None:
-            out[layer_type] = ({"rope_type": "default"}, r.name(family.local_base_key), family.local_base_key, False)
+    for layer_type in set(layer_types) | set(legacy.layer_types):  # the legacy dict checked though unused
+        if layer_type in legacy.layer_types:
+            out[layer_type] = _RopeDict(params, r.name(key), theta_key, truncate_read=False)  # a layer type's dict now
+        elif legacy.other_base_key is not None:
+            out[layer_type] = _RopeDict({"rope_type": "default"}, r.name(legacy.other_base_key), legacy.other_base_key,
+                                        truncate_read=False)
         else:  # the config class's default base, whatever rope_theta says (OLMo 3)
-            base = family.defaults[family.theta_key]
-            out[layer_type] = ({"rope_type": "default", "rope_theta": base},
-                               tr(f"{family.name}'s default base for its {layer_type} layers",
-                                  f"{family.name} 的 {layer_type} 层的默认底数"), family.theta_key, False)
+            out[layer_type] = _RopeDict({"rope_type": "default", "rope_theta": family.defaults[theta_key]},
+                                        tr(f"{family.name}'s default base for its {layer_type} layers",
+                                           f"{family.name} 的 {layer_type} 层的默认底数"), theta_key, truncate_read=False)
     return out
 
 
-def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos, truncate_read: bool = True) -> tuple:
-    """From one HF rope parameters dict: (base, rope_type, posenc scaling dict, rotated-dims reader, mrope_section)."""
-    family, text = r.family, r.config
-    if family.fixed_base is not None:  # a base written in the family's code (GPT-J: create_sinusoidal_positions)
-        base = family.fixed_base
+def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
+    """What one HF rope parameters dict says (_RopeRead), checked, with the family's config-class rules applied."""
+    family, text, p, where = r.family, r.config, rope.params, rope.where
+    if "rope_theta" in family.fixed:  # a base written in the family's code (GPT-J: create_sinusoidal_positions)
+        base = family.fixed["rope_theta"]
     elif p.get("rope_theta") is not None:
         base = _checks.positive_float(f"{where}['rope_theta']", p["rope_theta"])
     else:
-        base = _checks.positive_float(r.name(theta_key), r.get(theta_key))
-    partial = p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']"
-    if partial[0] is None:
-        partial = r.get(family.rotated, 1.0 if family.rotated != "rotary_dim" else None), r.name(family.rotated)
-    given = {k: v for k, v in p.items() if k not in _NOT_SCALING + family.rope_ignored_keys}
-    beta = None
-    if family.query_scale_key is not None:  # Ministral 3: a query scaling read from the rope dict (not RoPE's)
-        beta = given.pop(family.query_scale_key, None)
-        beta = None if beta is None else _checks.positive_float(f"{where}[{family.query_scale_key!r}]", beta,
-                                                                inclusive=True)
+        base = _checks.positive_float(r.name(rope.theta_key), r.get(rope.theta_key))
+    partial = _Given(p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']")
+    if partial.value is None:
+        partial_key = family.key("partial_rotary_factor")
+        partial = _Given(r.get(partial_key, None if partial_key == _DIMS_KEY else 1.0), r.name(partial_key))
+    given = {k: v for k, v in p.items() if k not in _NOT_SCALING + family.rope_dict.ignored_keys}
+    beta, query_scale = None, family.query_scale
+    if query_scale is not None and query_scale.on == "rope":  # Ministral 3: a query scaling in the rope dict
+        beta = given.pop(query_scale.key, None)
+        beta = None if beta is None else _checks.positive_float(f"{where}[{query_scale.key!r}]", beta, inclusive=True)
     if "type" in given:  # the legacy name; transformers reads rope_type first when both are there
         legacy = given.pop("type")
         given.setdefault("rope_type", legacy)
     rope_type = given.get("rope_type", "default")
-    if rope_type in family.rope_type_renames:  # e.g. Phi3Config renames su and yarn to longrope
-        given["rope_type"] = rope_type = family.rope_type_renames[rope_type]
+    if rope_type in family.rope_dict.renamed_types:  # e.g. Phi3Config renames su and yarn to longrope
+        given["rope_type"] = rope_type = family.rope_dict.renamed_types[rope_type]
     if rope_type == "mrope":  # Qwen2-VL / Qwen2.5-VL: plain frequencies, sections recorded
         given["rope_type"] = rope_type = "default"
     l0 = "original_max_position_embeddings"
@@ -245,7 +304,7 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos, trunca
                               f"{where}['{l0}'] = {given[l0]} 不被 transformers 的 dynamic NTK 读取，它从 "
                               f"max_position_embeddings = {max_pos} 开始：这里用 {max_pos}"))
         given[l0] = max_pos
-    if "truncate" in given and not truncate_read:  # a layer type's own dict: transformers never reads it there
+    if "truncate" in given and not rope.truncate_read:  # a layer type's own dict: transformers never reads it there
         ignored = given.pop("truncate")
         r.notes.append(tr(f"{where}['truncate'] = {ignored!r} is not read: transformers 5 reads YaRN's "
                           f"truncate from the top of rope_parameters only, and this dict is one layer type's "
@@ -260,19 +319,19 @@ def _scaling(r: _Reader, p: dict, where: str, theta_key: str, *, max_pos, trunca
         except (ValueError, TypeError) as error:
             raise type(error)(f"{where}: {error}") from error
         if rope_type in WHOLE_HEAD_TYPES:  # p-RoPE: the whole head turns; the fraction stops pairs, in the dict
-            if partial[0] is not None:
-                scaling["partial_rotary_factor"] = _checks.positive_float(partial[1], partial[0])
-            partial = 1.0, partial[1]
+            if partial.value is not None:
+                scaling["partial_rotary_factor"] = _checks.positive_float(partial.where, partial.value)
+            partial = _Given(1.0, partial.where)
         if rope_type == "default":
             scaling = None
-    return base, rope_type, scaling, partial, p.get("mrope_section"), beta
+    return _RopeRead(base, rope_type, scaling, partial, p.get("mrope_section"), beta)
 
 
-def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
+def _rotated_dims(r: _Reader, rope_head_dim: int, partial: _Given) -> int:
     """How many dims turn: stated in dims (rotary_dim) or as a fraction of the head; errors name the user's key."""
-    value, where = partial
-    if r.family.rotated == "rotary_dim" and where == r.name("rotary_dim"):
-        rotated = r.int("rotary_dim", rope_head_dim)
+    value, where = partial.value, partial.where
+    if where == r.name(_DIMS_KEY) and r.family.key("partial_rotary_factor") == _DIMS_KEY:
+        rotated = r.int(_DIMS_KEY, rope_head_dim)
         if rotated > rope_head_dim or rotated % 2:
             raise ValueError(f"{where} must be even and <= head_dim {rope_head_dim}, got {rotated}")
         return rotated
@@ -284,8 +343,8 @@ def _rotated_dims(r: _Reader, rope_head_dim: int, partial) -> int:
 
 
 def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
-    if r.family.score_scale is not None:  # written in the code (Gemma 4: 1.0)
-        return r.family.score_scale
+    if "score_scale" in r.family.fixed:  # written in the code (Gemma 4: 1.0)
+        return r.family.fixed["score_scale"]
     if r.family.score_scale_key:  # Gemma: 1/sqrt(query_pre_attn_scalar)
         return float(r.number(r.family.score_scale_key)) ** -0.5
     scale = head_dim ** -0.5
@@ -298,17 +357,18 @@ def _score_scale(r: _Reader, head_dim: int, scaling: dict | None) -> float:
 # ----------------------------------------------------------------------------- which layer is which
 def _no_rope_flags(r: _Reader, n: int) -> list:
     """no_rope_layers[i] = 1: layer i USES RoPE (transformers' naming); default every no_rope_layer_interval-th
-    layer is NoPE. Llama4TextConfig takes an empty list as "not given"."""
+    layer is NoPE. The chunked rule's config class (Llama4TextConfig) takes an empty list as "not given"."""
     given = r.config.get("no_rope_layers")
-    if given is not None and not (isinstance(given, (list, tuple)) and len(given) == 0 and r.family.temperature):
+    empty_is_absent = _FLAG_RULES[r.family.layers]
+    if given is not None and not (isinstance(given, (list, tuple)) and len(given) == 0 and empty_is_absent):
         return r.layer_list("no_rope_layers", n, {0, 1})
     interval = r.int("no_rope_layer_interval", 4)
     return [int((i + 1) % interval != 0) for i in range(n)]
 
 
-def _every(r, n: int, key: str, default: int, hit: str, rest: str) -> list:
-    """Every key-th layer (1-based) is `hit`, the others `rest` (Gemma 3's sliding_window_pattern ...)."""
-    k = r.int(key, default)
+def _every(r, n: int, pattern: Pattern, hit: str, rest: str) -> list:
+    """Every k-th layer (1-based) is `hit`, the others `rest` (Gemma 3's sliding_window_pattern ...)."""
+    k = r.int(pattern.key, pattern.default)
     return [hit if (i + 1) % k == 0 else rest for i in range(n)]
 
 
@@ -377,11 +437,12 @@ LAYER_RULES = {
     "window_everywhere": lambda r, n: ["full_attention" if r.get("sliding_window") is None
                                        else "sliding_attention"] * n,
     "alternate_sliding": lambda r, n: ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)],
-    "every_kth_full": lambda r, n: _every(r, n, *r.family.pattern, "full_attention", "sliding_attention"),
+    "every_kth_full": lambda r, n: _every(r, n, r.family.pattern, "full_attention", "sliding_attention"),
     # Gemma 4: every 6th layer full, and the last layer forced to full (Gemma4TextConfig.__post_init__)
-    "every_kth_full_last_full": lambda r, n: _every(r, n - 1, *r.family.pattern, "full_attention",
+    "every_kth_full_last_full": lambda r, n: _every(r, n - 1, r.family.pattern, "full_attention",
                                                     "sliding_attention") + ["full_attention"],
-    "full_interval": lambda r, n: _every(r, n, "full_attention_interval", 4, "full_attention", "linear_attention"),
+    "full_interval": lambda r, n: _every(r, n, Pattern("full_attention_interval", 4), "full_attention",
+                                         "linear_attention"),
     "every_other_linear": lambda r, n: ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)],
     "max_window_layers": _max_window_layers,
     "no_rope_flags": _no_rope_flags_sliding,
@@ -395,13 +456,14 @@ LAYER_RULES = {
     "kimi_linear": _kimi_linear,
     "all_indexed": lambda r, n: ["indexed_attention"] * n,  # DeepSeek-V3.2: every layer DSA (its config class)
 }
-# rule name -> does it say per layer whether RoPE is used (no_rope_layers)?
-_FLAG_RULES = ("no_rope_flags", "no_rope_flags_chunked")
+# the rules that also say per layer whether RoPE is used (no_rope_layers) -> whether their config class takes an
+# empty no_rope_layers as not given (Llama4TextConfig does; SmolLM3Config keeps it, one entry short per layer)
+_FLAG_RULES = {"no_rope_flags": False, "no_rope_flags_chunked": True}
 
 
 def _layers(r: _Reader, n: int) -> tuple[list, list]:
     """(rope flags, HF layer types) for n layers: layer_types if given, else the family's rule; then which of
-    them rotate (the family's rope_layer_types, no_rope_layers)."""
+    them rotate (the family's rope_layers, no_rope_layers)."""
     family = r.family
     types = r.layer_list("layer_types", n, _HF_LAYER_TYPES, unread=(
         "a layer type this reader does not read: what such a layer attends to is in the family's code (for example "
@@ -409,8 +471,8 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
     if types is None:
         types = LAYER_RULES[family.layers](r, n)
     flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
-    rotating = family.rope_layer_types
-    if rotating is not None and family.rope_all_without_window and r.get("sliding_window") is None:
+    rotating = None if family.rope_layers is None else family.rope_layers.layer_types
+    if rotating is not None and family.rope_layers.all_without_window and r.get("sliding_window") is None:
         rotating = None
     flags = [int(f and _HF_LAYER_TYPES[t] is not None and (rotating is None or t in rotating))
              for f, t in zip(flags, types)]
@@ -418,12 +480,13 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
 
 
 # ----------------------------------------------------------------------------- the whole config
-def _head_dims(r: _Reader) -> tuple[int, int, int]:
-    """(q/k head dim, the dims RoPE may turn, where they start), as the family's code sizes its heads."""
+def _head_dims(r: _Reader) -> _HeadDims:
+    """The q/k head dim, the dims RoPE may turn and where they start, as the family's code sizes its heads."""
     heads = r.int(r.present("num_attention_heads", "n_head"), required=True)
     if r.family.head_dim == "mla":  # MLA: q/k heads of nope + rope dims, RoPE on the rope slice only
         rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
-        return nope + rope, r.int("head_dim") or rope, nope  # the rotary sizes by head_dim x partial (families.py)
+        # the rotary embedding sizes its frequencies by head_dim x partial (families.py)
+        return _HeadDims(head_dim=nope + rope, rope_dims=r.int("head_dim") or rope, start=nope)
     head_dim = r.int("head_dim") if r.family.head_dim == "head_dim" else None
     if head_dim is None:  # transformers: hidden_size // num_attention_heads
         key = "hidden_size" if "hidden_size" in r.config or "n_embd" not in r.config else "n_embd"
@@ -434,15 +497,15 @@ def _head_dims(r: _Reader) -> tuple[int, int, int]:
             raise ValueError(f"{r.name(key)} = {hidden} must be divisible by {r.name(heads_key)} = {heads} "
                              f"(the head size is {key} / {heads_key} when head_dim is not given)")
         head_dim = hidden // heads
-    return head_dim, head_dim, 0
+    return _HeadDims(head_dim=head_dim, rope_dims=head_dim, start=0)
 
 
 def _layout(r: _Reader, model_type: str) -> tuple:
     """(layout or None, where it comes from)."""
     family = r.family
     if family.layout_key is not None:
-        key, default = family.layout_key
-        return ("interleaved" if r.flag(key, default) else "half"), tr(
+        key = family.layout_key.key
+        return ("interleaved" if r.flag(key, family.layout_key.default) else "half"), tr(
             f"{family.name}'s code, switched by {r.name(key)}", f"{family.name} 的代码，由 {r.name(key)} 切换")
     if family.layout is None:
         return None, tr(f"config.json does not say which layers rotate q and k or which dims pair; transformers' "
@@ -455,12 +518,13 @@ def _layout(r: _Reader, model_type: str) -> tuple:
 
 
 def _layer_head_dims(r: _Reader, layer_types: list) -> list:
-    """Per layer (q/k head dim, dims RoPE may turn, where they start): the model's (`_head_dims`), or a layer's own
+    """Per layer its _HeadDims: the model's (`_head_dims`), or a layer's own
     head_dim from per_layer_config (transformers' sparse per-layer overrides, keyed by the layer index; what its
     to_dict writes) or from the family's head_dim_keys (Gemma 4's global_head_dim for full-attention layers)."""
     n, shared = len(layer_types), _head_dims(r)
-    by_type = {t: r.int(key, default) for t, key, default in r.family.head_dim_keys if t in layer_types}
-    out = [(by_type[t], by_type[t], 0) if t in by_type else shared for t in layer_types]
+    by_type = {own.layer_type: r.int(own.key, own.default) for own in r.family.head_dim_keys
+               if own.layer_type in layer_types}
+    out = [_HeadDims(by_type[t], by_type[t], 0) if t in by_type else shared for t in layer_types]
     given = r.config.get("per_layer_config")
     if given is None:
         return out
@@ -479,35 +543,35 @@ def _layer_head_dims(r: _Reader, layer_types: list) -> list:
             if r.family.head_dim != "head_dim":
                 raise ValueError(f"{where}['head_dim']: the {r.family.name} family does not size its heads by head_dim")
             size = _checks.positive_int(f"{where}['head_dim']", overrides["head_dim"])
-            out[index] = (size, size, 0)
+            out[index] = _HeadDims(size, size, 0)
     return out
 
 
 def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
-    """{(layer type, head dims): (base, rope_type, scaling, inv_freq, attention factor, rotated dims, query scale)},
-    (mrope_section, interleaved) or None, notes: the frequencies of every kind of RoPE layer."""
+    """{(layer type, _HeadDims): _RopeSetting}, an _MRopeRead or None, notes: the frequencies of every kind of RoPE
+    layer."""
     family, settings, mrope, notes = r.family, {}, None, []
     norm_key = family.qk_norm_after_rope
     normed_after = norm_key == "always" or (norm_key is not None and r.flag(norm_key, False))
     for layer_type, dims in sorted(wanted):
-        p, where, theta_key, truncate_read = params[layer_type]
-        base, rope_type, scaling, partial, section, beta = _scaling(r, p, where, theta_key, max_pos=max_pos,
-                                                                    truncate_read=truncate_read)
-        rotated = _rotated_dims(r, dims[1], partial)
+        rope = params[layer_type]
+        where, read = rope.where, _scaling(r, rope, max_pos=max_pos)
+        section, scaling = read.mrope_section, read.scaling
+        rotated = _rotated_dims(r, dims.rope_dims, read.partial)
         if family.head_dim == "mla" and rotated != r.int("qk_rope_head_dim"):
             raise ValueError(f"{r.name('head_dim')} x the partial rotary factor gives {rotated} rotary dims, but "
                              f"{r.name('qk_rope_head_dim')} is {r.int('qk_rope_head_dim')}: they must agree")
         try:
-            inv_freq, factor = rope_inv_freq(rotated, base=base, scaling=scaling)
+            inv_freq, factor = rope_inv_freq(rotated, base=read.base, scaling=scaling)
         except (ValueError, TypeError) as error:
             raise type(error)(f"{where}: {error}") from error
         if family.mrope is not None or section is not None:
-            style, default = family.mrope or (None, None)
             named = f"{where}['mrope_section']" + ("" if section is not None else tr(
-                f" (absent: the {family.name} code's default {list(default)})",
-                f"（缺省：{family.name} 代码里的默认值 {list(default)}）"))
-            section = default if section is None else section
-            mrope = _mrope_section(section, rotated, named), None if style is None else style == "interleaved"
+                f" (absent: the {family.name} code's default {list(family.mrope.section)})",
+                f"（缺省：{family.name} 代码里的默认值 {list(family.mrope.section)}）"))
+            section = family.mrope.section if section is None else section
+            mrope = _MRopeRead(_mrope_section(section, rotated, named),
+                               None if family.mrope is None else family.mrope.style == "interleaved")
         if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
             notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
                             f"normalisation after RoPE: reported as 1",
@@ -515,14 +579,16 @@ def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
                             f"报告为 1"))
             factor = 1.0
         query_scale = None
-        if beta is not None:  # Ministral 3: q * (1 + beta ln(1 + floor(m / L0))) after RoPE (get_llama_4_attn_scale)
-            l0 = p.get("original_max_position_embeddings")
+        if read.query_beta is not None:  # Ministral 3: q * (1 + beta ln(1 + floor(m / L0))) after RoPE
+            l0 = rope.params.get("original_max_position_embeddings")
             if l0 is None:
-                raise ValueError(f"{where}[{family.query_scale_key!r}] needs {where}['original_max_position_embeddings'] "
-                                 f"(the query scaling's step length), which is missing")
+                raise ValueError(f"{where}[{family.query_scale.key!r}] needs "
+                                 f"{where}['original_max_position_embeddings'] (the query scaling's step length), "
+                                 f"which is missing")
             query_scale = {"floor_scale": _checks.positive_float(f"{where}['original_max_position_embeddings']", l0),
-                           "attn_scale": beta, "offset": 0}
-        settings[layer_type, dims] = (base, rope_type, scaling, inv_freq, float(factor), rotated, query_scale)
+                           "attn_scale": read.query_beta, "offset": 0}
+        settings[layer_type, dims] = _RopeSetting(read.base, read.rope_type, scaling, inv_freq, float(factor), rotated,
+                                                  query_scale)
     return settings, mrope, notes
 
 
@@ -565,76 +631,90 @@ def from_hf_config(config: dict) -> ModelPositions:
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     positions = family.positions
-    if family.positions_key is not None:  # ESM: position_embedding_type chooses
-        key, default, choices = family.positions_key
-        value = r.get(key, default)
-        if value not in choices:
-            raise ValueError(f"{r.name(key)} must be one of {sorted(choices)}, got {value!r}")
-        positions = choices[value]
+    if isinstance(positions, ChosenBy):  # ESM: position_embedding_type chooses
+        value = r.get(positions.key, positions.default)
+        if value not in positions.choices:
+            raise ValueError(f"{r.name(positions.key)} must be one of {sorted(positions.choices)}, got {value!r}")
+        positions = positions.choices[value]
     if positions == "learned absolute":  # BERT, GPT-2, ESM by default: a learned table added to the input
-        head_dim, _, _ = _head_dims(r)
-        layers = tuple(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
-                                      head_dim ** -0.5, "full", None, causal=family.causal) for i in range(n))
-        return ModelPositions(model_type, family.name, "learned absolute", n, max_pos, None, layers,
+        head_dim = _head_dims(r).head_dim
+        layers = tuple(_no_rope_layer(i, head_dim, head_dim ** -0.5, "full", None, causal=family.causal)
+                       for i in range(n))
+        return ModelPositions(model_type=model_type, family=family.name, position_encoding="learned absolute",
+                              num_layers=n, max_position_embeddings=max_pos, original_max_position_embeddings=None,
+                              layers=layers, defaults_used=tuple(r.defaults_used),
                               notes=(tr(f"learned absolute positions: a table of {max_pos} rows added to the input; "
                                         f"no position in attention",
                                         f"可学习位置嵌入：一张 {max_pos} 行的表，加在输入上；"
-                                        f"注意力里没有位置信息"),), defaults_used=tuple(r.defaults_used))
+                                        f"注意力里没有位置信息"),))
     layout, layout_from = _layout(r, model_type)
-    for key, values, why in family.refused:
-        if r.get(key) in values:
-            raise ValueError(f"{r.name(key)} = {r.get(key)!r} is not read: {why}")
+    for refusal in family.refused:
+        if r.get(refusal.key) in refusal.values:
+            raise ValueError(f"{r.name(refusal.key)} = {r.get(refusal.key)!r} is not read: {refusal.why}")
     flags, layer_types = _layers(r, n)
-    dims = _layer_head_dims(r, layer_types)  # per layer: (q/k head dim, dims RoPE may turn, where they start)
+    dims = _layer_head_dims(r, layer_types)  # per layer: its _HeadDims
     params, more = _rope_dicts(r, [t for t, f in zip(layer_types, flags) if f])
     notes += more
     wanted = {(t, dims[i]) for i, (t, f) in enumerate(zip(layer_types, flags)) if f}
-    wanted |= {(t, _head_dims(r)) for t in params if t not in {w[0] for w in wanted}}  # checked though unused
+    wanted |= {(t, _head_dims(r)) for t in params if t not in {t for t, _ in wanted}}  # checked though unused
     settings, mrope, more = _rope_settings(r, params, wanted, max_pos)
     notes += more
     layers = _layer_list(r, flags, layer_types, dims, settings, layout, mrope, _unknown_columns(r, []))
-    mrope, interleaved = mrope or (None, None)
     indexer = _indexer(r, layers)
-    notes += r.notes + _model_notes(r, layers, mrope, interleaved, indexer)
+    notes += r.notes + _model_notes(r, layers, mrope, indexer)
     original = text.get("original_max_position_embeddings")
     if original is None:
-        for base, rope_type, scaling, *_ in settings.values():
+        for setting in settings.values():
+            scaling = setting.scaling
             if scaling and scaling.get("original_max_position_embeddings") and scaling.get("rope_type") != "dynamic":
                 original = scaling["original_max_position_embeddings"]
     if original is not None:
         original = _checks.positive_int(r.name("original_max_position_embeddings"), original)
     # a stack whose attention layers never rotate (Kimi Linear: MLA without RoPE) has no positions in attention
     encoding = "rope" if any(flags) or family is GENERIC else "none"
-    return ModelPositions(model_type, family.name, encoding, n, max_pos, original, tuple(layers), mrope, tuple(notes),
-                          defaults_used=tuple(r.defaults_used), layout_from=layout_from, mrope_interleaved=interleaved,
+    return ModelPositions(model_type=model_type, family=family.name, position_encoding=encoding, num_layers=n,
+                          max_position_embeddings=max_pos, original_max_position_embeddings=original,
+                          layers=tuple(layers), mrope_section=None if mrope is None else mrope.section,
+                          notes=tuple(notes), defaults_used=tuple(r.defaults_used), layout_from=layout_from,
+                          mrope_interleaved=None if mrope is None else mrope.interleaved,
                           unknown=_unknown_columns(r, layers), indexer=indexer)
 
 
-def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout, mrope,
-                unknown: tuple) -> list:
+def _no_rope_layer(index: int, head_dim: int, score_scale: float, attention: str, window, **more) -> LayerPositions:
+    """A layer that does not turn q and k (NoPE, learned absolute positions, a layer without positions)."""
+    return LayerPositions(index=index, rope=False, head_dim=head_dim, rotary_dims=(0, 0), layout=None, base=None,
+                          rope_type=None, scaling=None, inv_freq=None, attention_factor=1.0, score_scale=score_scale,
+                          attention=attention, window=window, **more)
+
+
+def _layer_list(r: _Reader, flags: list, layer_types: list, dims: list, settings: dict, layout,
+                mrope: _MRopeRead | None, unknown: tuple) -> list:
     """One LayerPositions per layer: its attention (window, chunk), and its rotation from `settings` or none (a
     NoPE layer, with Llama 4's temperature; a layer without positions of its own kind)."""
     family = r.family
     chunk = r.int("attention_chunk_size") if "chunked_attention" in layer_types else None
-    tuning = family.temperature and r.flag("attn_temperature_tuning", True)
+    query_scale = family.query_scale
+    tuning = query_scale is not None and query_scale.on == "nope" and r.flag(query_scale.key, True)
     temperature = {"floor_scale": r.number("floor_scale"), "attn_scale": r.number("attn_scale")} if tuning else None
-    window = r.int(family.window_key) if "sliding_attention" in layer_types else None
+    window = r.int(family.key("sliding_window")) if "sliding_attention" in layer_types else None
     layers = []
     for i, (flag, layer_type) in enumerate(zip(flags, layer_types)):
         attention = _HF_LAYER_TYPES[layer_type] or "full"
         size = {"full": None, "sliding": window, "chunked": chunk}[attention]
         mixer = MIXERS.get(layer_type, "attention")
-        head_dim, _, start = dims[i]
+        head_dim, start = dims[i].head_dim, dims[i].start
         if flag:
-            base, rope_type, scaling, inv_freq, factor, rotated, query_scale = settings[layer_type, dims[i]]
-            layers.append(LayerPositions(i, True, head_dim, (start, start + rotated), layout, base, rope_type, scaling,
-                                         inv_freq, factor, _score_scale(r, head_dim, scaling), attention, size,
-                                         layer_type=layer_type, direction=family.direction, causal=family.causal,
-                                         temperature=query_scale, mrope_section=mrope[0] if mrope else None,
-                                         mrope_interleaved=mrope[1] if mrope else None, unknown=unknown))
+            setting = settings[layer_type, dims[i]]
+            layers.append(LayerPositions(
+                index=i, rope=True, head_dim=head_dim, rotary_dims=(start, start + setting.rotary_dim),
+                layout=layout, base=setting.base, rope_type=setting.rope_type, scaling=setting.scaling,
+                inv_freq=setting.inv_freq, attention_factor=setting.attention_factor,
+                score_scale=_score_scale(r, head_dim, setting.scaling), attention=attention, window=size,
+                layer_type=layer_type, direction=family.fixed.get("direction", 1), causal=family.causal,
+                temperature=setting.query_scale, mrope_section=None if mrope is None else mrope.section,
+                mrope_interleaved=None if mrope is None else mrope.interleaved, unknown=unknown))
         else:
-            layers.append(LayerPositions(i, False, head_dim, (0, 0), None, None, None, None, None, 1.0,
-                                         _score_scale(r, head_dim, None), attention, size,
+            layers.append(_no_rope_layer(i, head_dim, _score_scale(r, head_dim, None), attention, size,
                                          temperature=temperature if mixer == "attention" else None,
                                          layer_type=layer_type, mixer=mixer, causal=family.causal, unknown=unknown))
     return layers
@@ -653,14 +733,14 @@ def _indexer(r: _Reader, layers: list) -> LayerPositions | None:
     if size < rope:
         raise ValueError(f"{r.name('index_head_dim')} = {size} must be at least {r.name('qk_rope_head_dim')} = {rope} "
                          f"(the indexer turns the first qk_rope_head_dim dims of its heads)")
-    layout, where = r.family.indexer
-    turned = (0, rope) if where == "first" else (size - rope, size)
-    return LayerPositions(main.index, True, size, turned, layout, main.base, main.rope_type, main.scaling,
-                          main.inv_freq, main.attention_factor, size ** -0.5, "full", None,
-                          layer_type=main.layer_type, direction=main.direction, causal=main.causal)
+    turned = (0, rope) if r.family.indexer.where == "first" else (size - rope, size)
+    return LayerPositions(index=main.index, rope=True, head_dim=size, rotary_dims=turned,
+                          layout=r.family.indexer.layout, base=main.base, rope_type=main.rope_type, scaling=main.scaling, inv_freq=main.inv_freq,
+                          attention_factor=main.attention_factor, score_scale=size ** -0.5, attention="full",
+                          window=None, layer_type=main.layer_type, direction=main.direction, causal=main.causal)
 
 
-def _model_notes(r: _Reader, layers: list, mrope, interleaved, indexer=None) -> list:
+def _model_notes(r: _Reader, layers: list, mrope: _MRopeRead | None, indexer=None) -> list:
     """The report's notes on what the layers' columns do not show: M-RoPE's sections and how they are laid out,
     a query scaling by position (Ministral 3), a q/k normalisation after RoPE, a sparse-attention indexer's own
     RoPE (DeepSeek-V3.2)."""
@@ -679,21 +759,22 @@ def _model_notes(r: _Reader, layers: list, mrope, interleaved, indexer=None) -> 
                         f"{indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 {indexer.layout} "
                         f"配对{unlike}；它的分数只决定每个查询关注哪 {top} 个键（ModelPositions.indexer）"))
     if mrope is not None:
+        section = list(mrope.section)
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
                None: tr("chunked or interleaved: unknown (the family's modeling code decides)",
-                        "分块还是交错：未知（由该系列的建模代码决定）")}[interleaved]
-        notes.append(tr(f"mrope_section {list(mrope)}: pairs split into temporal/height/width sections (M-RoPE), "
+                        "分块还是交错：未知（由该系列的建模代码决定）")}[mrope.interleaved]
+        notes.append(tr(f"mrope_section {section}: pairs split into temporal/height/width sections (M-RoPE), "
                         f"{how}; for text tokens all three positions are equal, so the frequencies above apply",
-                        f"mrope_section {list(mrope)}：频率对分成时间、高度、宽度三段（M-RoPE），{how}；"
+                        f"mrope_section {section}：频率对分成时间、高度、宽度三段（M-RoPE），{how}；"
                         f"文本 token 的三个位置相同，所以上面的频率照样适用"))
     scaled = [layer for layer in layers if layer.rope and layer.temperature is not None]
     if scaled:
         t = scaled[0].temperature
-        notes.append(tr(f"{family.query_scale_key} {t['attn_scale']:g}: every query is multiplied, after RoPE, by "
+        notes.append(tr(f"{family.query_scale.key} {t['attn_scale']:g}: every query is multiplied, after RoPE, by "
                         f"1 + {t['attn_scale']:g} ln(1 + floor(m / {t['floor_scale']:g})) at position m: a query "
                         f"scaling that grows with the position (layer.query_scale), not a change of the rotation",
-                        f"{family.query_scale_key} {t['attn_scale']:g}：每个查询在 RoPE 之后乘以 "
+                        f"{family.query_scale.key} {t['attn_scale']:g}：每个查询在 RoPE 之后乘以 "
                         f"1 + {t['attn_scale']:g} ln(1 + floor(m / {t['floor_scale']:g}))（m 为位置）：随位置增大的"
                         f"查询缩放（layer.query_scale），不是旋转的改变"))
     norm_key = family.qk_norm_after_rope

@@ -2,7 +2,16 @@
 in the learner's language (i18n.tr). Pure functions of the data model; nothing here reads a config."""
 from __future__ import annotations
 
-from ..i18n import display_width as _width, ljust as _ljust, tr
+from ..i18n import Text, display_width as _width, ljust as _ljust, tr
+
+# The one table of layer-kind names a learner reads (reports, tables, figures): the attention of a layer that
+# attends over positions (LayerPositions.attention), and the mixer of a layer without positions of its own
+# (LayerPositions.mixer). The keys are the data model's values, in English whatever the language.
+KIND_NAMES = {
+    "full": Text("full", "全注意力"), "sliding": Text("sliding", "滑动窗口"), "chunked": Text("chunked", "分块"),
+    "linear attention": Text("linear attention", "线性注意力"), "recurrent": Text("recurrent", "循环"),
+    "cross-attention": Text("cross-attention", "交叉注意力"), "convolution": Text("short convolution", "短卷积"),
+}
 
 
 def table_cell(value, digits: int = 6) -> str:
@@ -28,21 +37,42 @@ def layer_ranges(indices) -> str:
     return ",".join(parts)
 
 
-def _attention_name(attention: str) -> str:
-    """The attention kind ("full", "sliding", "chunked") as a learner reads it (the name itself in English)."""
-    names = {"full": tr("full", "全注意力"), "sliding": tr("sliding", "滑动窗口"), "chunked": tr("chunked", "分块")}
-    return names.get(attention, attention)
+def kind_name(kind: str) -> str:
+    """An attention kind ("full", "sliding", "chunked") or a mixer ("linear attention", "recurrent" ...) as a
+    learner reads it (KIND_NAMES); a kind the table lacks as it is."""
+    return str(KIND_NAMES.get(kind, kind))
+
+
+class KindLabel:
+    """A kind of layer as figures label it ("RoPE, sliding", "linear attention" ...: plots.production.layer_kind),
+    in the language shown when it is used (str(), an f-string), its words from KIND_NAMES."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __str__(self) -> str:
+        if self.kind.startswith("RoPE, "):
+            return "RoPE" + tr(", ", "，") + kind_name(self.kind.removeprefix("RoPE, "))
+        return kind_name(self.kind)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return f"KindLabel({self.kind!r})"
 
 
 def kind_text(layer) -> str:
     """What one layer does with positions, in a few words (the key that groups layers into kinds)."""
     where = tr("full causal", "全局因果") if layer.causal else tr("full bidirectional", "全局双向")
     if layer.window is not None:
-        where = f"{_attention_name(layer.attention)} {layer.window}"
+        where = f"{kind_name(layer.attention)} {layer.window}"
     if "attention" in layer.unknown:  # no record and no layer_types: the pattern is in the code
         where = tr("unknown", "未知")
     if layer.mixer != "attention":
-        name = _mixer_name(layer.mixer)
+        name = kind_name(layer.mixer)
         return tr(f"no positions: a {name} layer", f"没有位置信息：{name}层")
     if not layer.rope:
         extra = tr(", query temperature", "，查询温度") if layer.temperature else ""
@@ -72,14 +102,6 @@ def _stopped_pairs(layer) -> str:
     return "" if turning == pairs else tr(f" ({turning} of {pairs} pairs turn)", f"（{pairs} 对中 {turning} 对旋转）")
 
 
-def _mixer_name(mixer: str) -> str:
-    """A layer without positions of its own kind ("linear attention", "recurrent", "cross-attention"), as a
-    learner reads it."""
-    names = {"linear attention": tr("linear attention", "线性注意力"), "recurrent": tr("recurrent", "循环"),
-             "cross-attention": tr("cross-attention", "交叉注意力"), "convolution": tr("short convolution", "短卷积")}
-    return names.get(mixer, mixer)
-
-
 def layout_name(layout) -> str:
     """The layout column: "half", "interleaved", or "unknown" when nothing read says which."""
     return tr("unknown", "未知") if layout is None else layout
@@ -100,8 +122,8 @@ def rows(model) -> list:
         if len(ranges) > 16 and others:  # "0-2,4-6,8-10,..." reads better as what it leaves out
             ranges = tr(f"all but {layer_ranges(others)}", f"除 {layer_ranges(others)} 外的各层")
         waves = layer.wavelengths
-        attention = (_mixer_name(layer.mixer) if layer.mixer != "attention" else
-                     _attention_name(layer.attention) + ("" if layer.window is None else f" {layer.window}")
+        attention = (kind_name(layer.mixer) if layer.mixer != "attention" else
+                     kind_name(layer.attention) + ("" if layer.window is None else f" {layer.window}")
                      + ("" if not layer.temperature else tr(" + query temperature", " + 查询温度") if not layer.rope
                         else tr(" + query scaled by position", " + 查询按位置缩放")))
         out.append({

@@ -22,8 +22,10 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
-from ..configs import LayerPositions, ModelPositions, attention_temperature, layer_ranges, table_cell
-from ..i18n import Text, display_width as _width, ljust as _ljust, tr
+from ..configs import (ATTENTION_KINDS, MIXERS, LayerPositions, ModelPositions, attention_temperature,
+                       layer_ranges, table_cell)
+from ..configs.report import KindLabel
+from ..i18n import display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
 from .. import scaling
 from ..scaling import rope_inv_freq, rotary_dim
@@ -289,11 +291,9 @@ def render_longrope(axes, layer: LayerPositions, context: int):
 # ----------------------------------------------------------------------------- one model, layer by layer
 KIND_COLORS = {"RoPE, full": "C0", "RoPE, sliding": "C2", "RoPE, chunked": "C1", "NoPE": "0.55",
                "linear attention": "C4", "recurrent": "C5", "cross-attention": "C6"}
-# layer_kind's names as figures and tables show them (the names themselves stay as they are)
-_KIND_NAMES = {"RoPE, full": Text("RoPE, full", "RoPE，全注意力"), "RoPE, sliding": Text("RoPE, sliding", "RoPE，滑动窗口"),
-               "RoPE, chunked": Text("RoPE, chunked", "RoPE，分块"),
-               "linear attention": Text("linear attention", "线性注意力"), "recurrent": Text("recurrent", "循环层"),
-               "cross-attention": Text("cross-attention", "交叉注意力")}
+# layer_kind's names as figures and tables show them, in words from the configs report's one table (KIND_NAMES)
+_KIND_NAMES = {kind: KindLabel(kind) for kind in (*(f"RoPE, {attention}" for attention in ATTENTION_KINDS),
+                                                  *MIXERS.values())}
 
 
 def layer_kind(layer: LayerPositions) -> str:
