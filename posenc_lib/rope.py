@@ -84,7 +84,7 @@ def _rotate_slice(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout:
     return torch.cat((x[..., :start], _rotate(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
 
 
-def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
+def _rotate_90(x: torch.Tensor, layout: str) -> torch.Tensor:
     """Each pair (x1, x2) -> (-x2, x1): a rotation by 90 degrees (unchecked; the public forms check)."""
     x1, x2 = _pair_members(x, layout)
     return _join_pairs(-x2, x1, layout)
@@ -104,7 +104,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) rotated counter-clockwise. Same as HF's rotate_half.
     """
     _check_pairs("x", x)
-    return _quarter_turn(x, "half")
+    return _rotate_90(x, "half")
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
@@ -114,7 +114,7 @@ def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
     with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) rotated counter-clockwise.
     """
     _check_pairs("x", x)
-    return _quarter_turn(x, "interleaved")
+    return _rotate_90(x, "interleaved")
 
 
 # ----------------------------------------------------------------------------- the cos/sin tables
@@ -263,11 +263,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     whole = type(partial_rotary_factor) in (float, int) and partial_rotary_factor == 1  # (not True: a bool)
     _check_x(x, even=whole)
-    rotated = x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor)
-    if inv_freq is None:
-        inv_freq, _ = rope_inv_freq(rotated, base=base, device=x.device)
+    if inv_freq is None:  # theta_i = base ** (-2i / rotary_dim), rotary_dim/2 of them
+        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, partial_rotary_factor=partial_rotary_factor, device=x.device)
     else:
-        _check_inv_freq(inv_freq, "x", x, rotated)
+        _check_inv_freq(inv_freq, "x", x, x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor))
     return apply_rope_to_dims(x, positions, inv_freq=inv_freq, attention_factor=attention_factor, layout=layout)
 
 
@@ -285,14 +284,10 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     (`view_as_complex`) and HF's `rope_interleave=True` pair them; x_nope is copied unchanged. So
     q.k = q_nope.k_nope + (R_m q_pe).(R_n k_pe): a position-free part plus a RoPE part.
 
-    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): keys and values are cached as one low-rank latent
-    c_n = W_DKV h_n (kv_lora_rank 512 per token), and the per-head key is k_n = W_UK c_n. Without
-    RoPE, q_m . k_n = (W_UK^T q_m) . c_n, so W_UK can be absorbed into the query side once and the
-    cached latent used directly. RoPE puts R_n between them: q_m^T R_m^T R_n W_UK c_n = q_m^T R_{n-m}
-    W_UK c_n, and R_{n-m} changes with the distance, so W_UK can no longer be folded into a fixed
-    query projection -- every cached key would have to be expanded again. Decoupling keeps the
-    compressed part free of positions and carries position on a separate small rope slice (its
-    key k_pe = RoPE(W_KR h_n) shared by all heads, cached beside the latent).
+    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): the cache holds one latent c_n per token and k_n = W_UK c_n,
+    so without RoPE q_m . k_n = (W_UK^T q_m) . c_n: W_UK folds into the query once. RoPE would put R_{n-m}
+    between them (q_m^T R_{n-m} W_UK c_n), which changes with the distance, so every cached key would have
+    to be expanded again; the small rope slice (k_pe = RoPE(W_KR h_n), shared by all heads) carries position.
 
     HF's `apply_rotary_pos_emb_interleave` computes the same rotation but writes each head's rope slice
     back de-interleaved, [y1 of every pair | y2 of every pair], which changes no score (q and k are
@@ -374,31 +369,20 @@ class RotaryEmbedding(PositionalEncoding):
     Gemma 4) is the other partial: the whole head is rotated, and f sets how many of the fastest pairs keep
     their frequencies (the slower ones get 0: copied as they are). q and k come back each in its own dtype.
 
-    State: only the frequencies theta_i (with the attention factor), kept per device; cos/sin are computed
-    from the positions at every call, as transformers' LlamaRotaryEmbedding does. No call reads a tensor
-    back from the device (except for the length of dynamic NTK and LongRoPE, below), so a forward on a GPU
-    never waits for it and torch.compile(fullgraph=True) traces it as one graph. The angles are made in
-    float64 like every form here: the result is apply_rope's, whatever ran before.
+    State: only the frequencies theta_i (and the attention factor), kept per device; cos/sin are made from
+    the positions at every call, as transformers' LlamaRotaryEmbedding does, so a call's result is
+    apply_rope's whatever ran before. Nothing is read back from the device (but dynamic NTK's and LongRoPE's
+    length, below): a GPU forward never waits, and torch.compile(fullgraph=True) traces one graph.
 
-    Dynamic NTK ({"rope_type": "dynamic"}): the frequencies depend on the length L, and ONE call
-    uses one set of frequencies for q and k, with L = 1 + the largest position among q's and k's
-    (Hugging Face: max(position_ids) + 1, read from the device as HF reads it), so their scores depend
-    on m - n only. There is no other state: a call's result does not depend on earlier calls. Hugging
-    Face's `dynamic_rope_update` instead keeps the longest length seen so far (its frequencies only
-    grow) and resets to the original ones when a call's length falls below L0. Keys already in a KV
-    cache were rotated with the frequencies of THEIR call; once L changes, the new queries' frequencies
-    differ from theirs and the score no longer depends on m - n alone (in HF too, which caches rotated
-    keys). Here the answer for one layer is to cache keys before rotation and pass them all to rotate_qk
-    with their positions; with several layers the earlier tokens' hidden states still carry the
-    frequencies of their own steps (notebook 12 measures both).
-    This library keeps no history because a result that depends on what ran before cannot be checked
-    or reproduced from the call alone, and re-rotating a teaching model's cache costs little.
-
-    LongRoPE ({"rope_type": "longrope"}): the same per-call rule as HF's `longrope_frequency_update`,
-    which has no history either: a call whose L = 1 + the largest position exceeds L0 uses the long
-    factors, any other call the short ones, for q and k alike; the attention factor applies at every
-    length. Keys cached from a short call and queried by a long one mix the two sets (HF's Phi-3
-    resets its cache at the switch for that reason).
+    Dynamic NTK ({"rope_type": "dynamic"}) and LongRoPE ({"rope_type": "longrope"}): the frequencies depend
+    on the length L = 1 + the largest position among q's and k's (HF: max(position_ids) + 1), one set per
+    call for q and k, so their scores depend on m - n only. Dynamic uses L itself; LongRoPE its long factors
+    when L > L0, else the short ones (HF's `longrope_frequency_update`, also per call). HF's
+    `dynamic_rope_update` instead keeps the longest length seen (its frequencies only grow); here no call
+    depends on an earlier one, so every result can be checked from the call alone. Keys cached after
+    rotation keep the frequencies of THEIR call: once L changes, scores are no longer a function of m - n
+    (in HF too); for one layer, cache keys before rotation and pass them all to rotate_qk with their
+    positions (notebook 12 measures both).
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
@@ -430,7 +414,7 @@ class RotaryEmbedding(PositionalEncoding):
                              f"num_heads={config.num_heads} (head_dim {head_dim})")
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
 
-    def frequencies(self, device, *positions: torch.Tensor) -> tuple[torch.Tensor, float]:
+    def _frequencies(self, device, *positions: torch.Tensor) -> tuple[torch.Tensor, float]:
         """(inv_freq, attention_factor) for a call at these positions, on `device`.
 
         theta_i = base ** (-2i/rotary_dim), rescaled by `scaling` (scaling.rope_inv_freq). Only dynamic NTK
@@ -466,7 +450,7 @@ class RotaryEmbedding(PositionalEncoding):
             q.dim() < 3 or k.shape[0] == q.shape[0])
         q_positions = _positions(q_positions, q, "q_positions")
         k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
-        inv_freq, attention_factor = self.frequencies(q.device, q_positions, k_positions)
+        inv_freq, attention_factor = self._frequencies(q.device, q_positions, k_positions)
         # the tables in the finer of q's and k's compute dtypes; each is rotated in its own, returned in its dtype
         work = torch.promote_types(_checks.compute_dtype(q.dtype), _checks.compute_dtype(k.dtype))
         q_cos, q_sin = _cos_sin(q_positions, inv_freq, attention_factor, work)  # (..., seq, rotary_dim/2)
