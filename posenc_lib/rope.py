@@ -223,12 +223,17 @@ def apply_rope_to_dims(x: torch.Tensor, positions: torch.Tensor | None = None, *
     Returns a new tensor of x's shape, dtype and device.
     """
     _check_x(x, even=False)
-    _checks.choice("layout", layout, LAYOUTS)
     _check_inv_freq(inv_freq, "x", x)
     start = _checks.positive_int("start", start, allow_zero=True)
     if start + 2 * inv_freq.shape[0] > x.shape[-1]:
         raise ValueError(f"start={start} + rotary_dim={2 * inv_freq.shape[0]} (2 * len(inv_freq)) must be <= x's last "
                          f"dimension (head_dim {x.shape[-1]})")
+    return _apply_to_dims(x, positions, inv_freq, start, attention_factor, layout)
+
+
+def _apply_to_dims(x, positions, inv_freq, start: int, attention_factor, layout: str) -> torch.Tensor:
+    """apply_rope_to_dims once x, inv_freq and start are checked (the public forms check them their own way)."""
+    _checks.choice("layout", layout, LAYOUTS)
     attention_factor = _checks.positive_float("attention_factor", attention_factor)
     positions = _positions(positions, x)
     cos, sin = _tables_for(x, positions, inv_freq, attention_factor)  # (..., seq, rotary_dim/2)
@@ -254,7 +259,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     (`rotary_dim`; GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim), the layout's pairs formed within them
     ("half": (x[i], x[i + rotary_dim/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
     the other dims are copied unchanged; dim may be odd when rotary_dim is even. Without a partial
-    factor, rotary_dim = dim. (r stays the relative position, key - query, as everywhere in the course.)
+    factor, rotary_dim = dim.
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
     shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
     `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
@@ -267,7 +272,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
         inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, partial_rotary_factor=partial_rotary_factor, device=x.device)
     else:
         _check_inv_freq(inv_freq, "x", x, x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor))
-    return apply_rope_to_dims(x, positions, inv_freq=inv_freq, attention_factor=attention_factor, layout=layout)
+    return _apply_to_dims(x, positions, inv_freq, 0, attention_factor, layout)
 
 
 def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
@@ -302,8 +307,7 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
         inv_freq, _ = rope_inv_freq(rope_dim, base=base, device=x.device)
     else:
         _check_inv_freq(inv_freq, "x", x, rope_dim)
-    return apply_rope_to_dims(x, positions, inv_freq=inv_freq, start=x.shape[-1] - rope_dim,  # [x_nope | x_rope]
-                              attention_factor=attention_factor, layout=layout)
+    return _apply_to_dims(x, positions, inv_freq, x.shape[-1] - rope_dim, attention_factor, layout)  # [x_nope | x_rope]
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
