@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_lib import apply_rope, from_hf_config, rope_inv_freq, rope_matrix
-from posenc_lib import scaling
+from posenc_lib import apply_rope, from_hf_config, rope_inv_freq, rope_matrix, scaling
 from posenc_lib.configs import attention_temperature
 from posenc_lib.experiments.results import load_model_configs
 from posenc_lib.plots import production as plots
