@@ -1,7 +1,7 @@
 """Rotary position embedding (RoPE, Su et al. 2021).
 
-Pair i of a query or key at position m is turned counter-clockwise by the angle m * theta_i,
-theta_i = base ** (-2i / dim):
+Pair i of a query or key at position m is rotated counter-clockwise by the angle m * theta_i,
+theta_i = base ** (-2i / rotary_dim):
 
     [y1]   [cos(m t)  -sin(m t)] [x1]        y1 = x1 cos - x2 sin
     [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * exp(1j * m * t))
@@ -28,9 +28,10 @@ Both are the same rotation up to the fixed permutation `absolute.layout_permutat
 mixing them (weights converted for one, code of the other) leaves only the scores at m = n right:
 every non-zero distance is wrong.
 
-Angles m * theta_i are computed in float64 (float32 on devices without it), cos/sin in float32 or
-better; bf16/fp16 inputs are rotated in float32 and returned in their own dtype and device.
-Positions are integer tensors of shape (seq,) or (batch, seq) on x's device.
+rotary_dim is the number of dims a form rotates (the whole head unless partial or decoupled); the
+other dims are copied. Angles m * theta_i are computed in float64 (float32 on devices without it),
+cos/sin in float32 or better; bf16/fp16 inputs are rotated in float32 and returned in their own
+dtype and device. Positions are integer tensors of shape (seq,) or (batch, seq) on x's device.
 """
 from __future__ import annotations
 
@@ -43,94 +44,6 @@ from .attention import PositionalEncoding, default_positions
 from .scaling import WHOLE_HEAD_PARTIAL, WHOLE_HEAD_TYPES, _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
 
 LAYOUTS = ("half", "interleaved")
-# RotaryEmbedding caches cos/sin tables up to this many positions; positions beyond it (2**40, say)
-# get their cos/sin computed for themselves alone, instead of a table with 2**40 rows.
-_MAX_TABLE_POSITIONS = 1 << 16
-# RotaryEmbedding(max_positions=N) builds cos and sin of N x rotary_dim/2 values each: at most this many in all
-# (1 GiB in float32), checked when it is built, not found out as a MemoryError at the first call
-MAX_TABLE_VALUES = 1 << 28
-
-
-# ----------------------------------------------------------------------------- the 90-degree turns
-def _check_pairs(name: str, x) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < 1 or x.shape[-1] % 2:
-        raise ValueError(f"{name}'s last dimension must be even (pairs of dims), got shape {tuple(x.shape)}")
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """x (..., dim) = [x1 | x2] (halves) -> [-x2 | x1]: the half-split layout's 90-degree turn (GPT-NeoX/HF).
-
-    With it, RoPE in the "half" layout is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of
-    shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) turned counter-clockwise. Same as HF's rotate_half.
-    """
-    _check_pairs("x", x)
-    return _quarter_turn(x, "half")
-
-
-def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
-    """x (..., dim) = (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): the interleaved layout's 90-degree turn.
-
-    RoPE in the "interleaved" layout (RoFormer, Meta's Llama) is x * cos_rep + rotate_every_two(x) * sin_rep
-    with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) turned counter-clockwise.
-    """
-    _check_pairs("x", x)
-    return _quarter_turn(x, "interleaved")
-
-
-# ----------------------------------------------------------------------------- angles and tables
-def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, dim: int | None = None) -> torch.Tensor:
-    """inv_freq: a finite floating (dim/2,) tensor (any length when dim is None) on owner's device."""
-    if not isinstance(inv_freq, torch.Tensor):
-        raise TypeError(f"inv_freq must be a torch.Tensor of frequencies theta_i, got {type(inv_freq).__name__}")
-    if inv_freq.dim() != 1 or (dim is not None and inv_freq.shape[0] != dim // 2):
-        expected = "(dim/2,)" if dim is None else f"(dim/2,) = ({dim // 2},)"
-        raise ValueError(f"inv_freq must be a tensor of shape {expected}, got {tuple(inv_freq.shape)}")
-    _checks.same_device(owner_name, owner, inv_freq=inv_freq)
-    return _checks.finite_tensor("inv_freq", inv_freq)
-
-
-def _angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    if inv_freq.dtype != torch.float64:  # (float64 already: no device lookup in every call)
-        inv_freq = inv_freq.to(_checks.angle_dtype(positions.device))
-    # (..., seq, dim/2): m * theta_i; int64 times float64 is computed in float64 (m exact up to 2**53)
-    return positions.unsqueeze(-1) * inv_freq
-
-
-def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """The angles m * theta_i: positions (...,) integers, inv_freq (dim/2,) -> (..., dim/2).
-
-    Computed in float64 (float32 on devices without float64, e.g. MPS) on positions' device, where
-    inv_freq must be too: in float32 an angle near 1e5 rad is off by up to ~4e-3, and in bf16
-    positions 256 and 257 collide.
-    """
-    positions = _checks.position_values("positions", positions)
-    return _angles(positions, _check_inv_freq(inv_freq, "positions", positions))
-
-
-def _cos_sin(positions, inv_freq, attention_factor, dtype):
-    """a cos(m theta_i), a sin(m theta_i): (..., dim/2), one value per pair."""
-    angles = _angles(positions, inv_freq)  # (..., dim/2), float64 where the device has it
-    cos, sin = angles.cos(), angles.sin()
-    if attention_factor != 1.0:
-        cos, sin = cos * attention_factor, sin * attention_factor
-    return _as(cos, dtype), _as(sin, dtype)
-
-
-def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
-                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-    """The tables a * cos(m * theta_i) and a * sin(m * theta_i) for positions m, frequencies theta_i.
-
-    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (dim/2,) on positions' device.
-    Returns two tensors of shape (..., dim/2) in `dtype` (a floating dtype) on positions' device. The
-    angles and their cos/sin are computed in float64 (float32 on devices without it) and rounded once
-    to `dtype`; a is the attention factor (YaRN; 1 otherwise). Pair i at position m is turned by these.
-    """
-    positions = _checks.position_values("positions", positions)
-    inv_freq = _check_inv_freq(inv_freq, "positions", positions)
-    attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    return _cos_sin(positions, inv_freq, attention_factor, _checks.float_dtype("dtype", dtype) or torch.float32)
 
 
 # ----------------------------------------------------------------------------- the rotation
@@ -139,6 +52,153 @@ def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Ten
     if layout == "half":
         return t.chunk(2, dim=-1)  # [x1 | x2]
     return t.unflatten(-1, (-1, 2)).unbind(-1)  # (x1_0, x2_0, x1_1, x2_1, ...)
+
+
+def _join_pairs(y1: torch.Tensor, y2: torch.Tensor, layout: str) -> torch.Tensor:
+    """Two (..., D/2) tensors -> (..., D) in `layout`: the inverse of `_pair_members`."""
+    return torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
+    """Every pair (x1, x2) of `layout` rotated counter-clockwise by its angle (unchecked):
+
+        [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
+        [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
+
+    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair, in float32 (float64 for float64 x).
+    Hugging Face writes the same products as x * [c, c] + rotate_half(x) * [s, s]: equal bit for bit.
+    """
+    if x.dtype not in (torch.float32, torch.float64):  # bf16/fp16: rotated in float32, rounded once at the end
+        return _rotate(x.float(), cos, sin, layout).to(x.dtype)
+    x1, x2 = _pair_members(x, layout)  # (..., seq, dim/2) each
+    return _join_pairs(x1 * cos - x2 * sin, x2 * cos + x1 * sin, layout)
+
+
+def _rotate_slice(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, start: int = 0) -> torch.Tensor:
+    """x (..., seq, dim) with dims start .. start + rotary_dim - 1 rotated, the others copied, where
+    rotary_dim = 2 * cos.shape[-1] (the tables say how wide; start says where, as lucidrains' start_index).
+    Full RoPE: start 0, rotary_dim = dim; partial (GPT-NeoX, Phi, GPT-J): start 0; decoupled (DeepSeek): the end."""
+    stop = start + 2 * cos.shape[-1]
+    if start == 0 and stop == x.shape[-1]:
+        return _rotate(x, cos, sin, layout)
+    return torch.cat((x[..., :start], _rotate(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
+
+
+def _rotate_90(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """Each pair (x1, x2) -> (-x2, x1): a rotation by 90 degrees (unchecked; the public forms check)."""
+    x1, x2 = _pair_members(x, layout)
+    return _join_pairs(-x2, x1, layout)
+
+
+def _check_pairs(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 1 or x.shape[-1] % 2:
+        raise ValueError(f"{name}'s last dimension must be even (pairs of dims), got shape {tuple(x.shape)}")
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """x (..., dim) = [x1 | x2] (halves) -> [-x2 | x1]: the half-split layout's 90-degree rotation (GPT-NeoX/HF).
+
+    With it, RoPE in the "half" layout is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of
+    shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) rotated counter-clockwise. Same as HF's rotate_half.
+    """
+    _check_pairs("x", x)
+    return _rotate_90(x, "half")
+
+
+def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
+    """x (..., dim) = (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): the interleaved layout's 90-degree rotation.
+
+    RoPE in the "interleaved" layout (RoFormer, Meta's Llama) is x * cos_rep + rotate_every_two(x) * sin_rep
+    with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) rotated counter-clockwise.
+    """
+    _check_pairs("x", x)
+    return _rotate_90(x, "interleaved")
+
+
+# ----------------------------------------------------------------------------- the cos/sin tables
+def _cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, attention_factor: float, dtype: torch.dtype):
+    """a cos(m theta_i), a sin(m theta_i): positions (...,), inv_freq (rotary_dim/2,) -> (..., rotary_dim/2) each."""
+    # m * theta_i in float64 (int64 times float64: m exact up to 2**53; float32 where the device has no float64)
+    angles = positions.unsqueeze(-1) * inv_freq.to(_checks.angle_dtype(positions.device))
+    cos, sin = angles.cos(), angles.sin()
+    if attention_factor != 1.0:
+        cos, sin = cos * attention_factor, sin * attention_factor
+    return cos.to(dtype), sin.to(dtype)
+
+
+def _check_inv_freq(inv_freq, owner_name: str, owner: torch.Tensor, rotary_dim: int | None = None) -> torch.Tensor:
+    """inv_freq: a finite floating (rotary_dim/2,) tensor (any length when rotary_dim is None) on owner's device."""
+    if not isinstance(inv_freq, torch.Tensor):
+        raise TypeError(f"inv_freq must be a torch.Tensor of frequencies theta_i, got {type(inv_freq).__name__}")
+    if inv_freq.dim() != 1 or (rotary_dim is not None and inv_freq.shape[0] != rotary_dim // 2):
+        expected = "(rotary_dim/2,)" if rotary_dim is None else f"(rotary_dim/2,) = ({rotary_dim // 2},)"
+        raise ValueError(f"inv_freq must be a tensor of shape {expected}, got {tuple(inv_freq.shape)}")
+    _checks.same_device(owner_name, owner, inv_freq=inv_freq)
+    return _checks.finite_tensor("inv_freq", inv_freq)
+
+
+def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_factor: float = 1.0,
+                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tables a * cos(m * theta_i) and a * sin(m * theta_i) for positions m, frequencies theta_i.
+
+    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (rotary_dim/2,) on positions'
+    device. Returns two tensors of shape (..., rotary_dim/2) in `dtype` (a floating dtype) on positions'
+    device. The angles and their cos/sin are computed in float64 (float32 on devices without it) and
+    rounded once to `dtype`; a is the attention factor (YaRN; 1 otherwise).
+    """
+    positions = _checks.position_values("positions", positions)
+    inv_freq = _check_inv_freq(inv_freq, "positions", positions)
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    return _cos_sin(positions, inv_freq, attention_factor, _checks.float_dtype("dtype", dtype) or torch.float32)
+
+
+def _positions(positions, x: torch.Tensor, name: str = "positions") -> torch.Tensor:
+    """Checked positions for x (..., seq, dim): (seq,) or (batch, seq) ints on x's device (default 0..seq-1)."""
+    if positions is None:
+        return default_positions(x)
+    batch = x.shape[0] if x.dim() >= 3 else None
+    positions = _checks.positions(name, positions, seq_len=x.shape[-2], device=x.device, batch=batch)
+    return positions[0] if positions.dim() == 2 and x.dim() < 3 else positions  # (1, seq) for x (seq, dim)
+
+
+def _over_heads(table: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """A table (batch, seq, r/2) from batched positions -> (batch, 1, ..., seq, r/2), to broadcast over x's heads."""
+    if positions.dim() == 1:
+        return table
+    return table.reshape(table.shape[0], *([1] * (x.dim() - 3)), *table.shape[1:])
+
+
+def _tables_for(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, attention_factor: float):
+    """cos/sin (..., seq, rotary_dim/2) for x's (checked) positions, in x's compute dtype, lined up over its heads."""
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
+    return _over_heads(cos, x, positions), _over_heads(sin, x, positions)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
+    """Rotate x (..., seq, dim) by precomputed cos/sin that broadcast to (..., seq, dim/2).
+
+    cos/sin: e.g. (seq, dim/2) from `rope_cos_sin`, or (batch, 1, seq, dim/2) for batched positions, on
+    x's device. Returns a new tensor of x's shape, dtype and device (x is not modified), computed in
+    float32 (float64 for float64 x). Given the same tables, it equals Hugging Face's eager
+    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: the same products and sums, each rounded once
+    (x1 c - x2 s is x1 c + (-x2) s exactly). For fused speed, compile it (`torch.compile`).
+    """
+    _check_x(x)
+    _checks.choice("layout", layout, LAYOUTS)
+    half = (*x.shape[:-1], x.shape[-1] // 2)
+    for name, table in (("cos", cos), ("sin", sin)):
+        _checks.float_tensor(name, table)
+        try:
+            fits = torch.broadcast_shapes(table.shape, half) == half
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name} of shape {tuple(table.shape)} must broadcast to x's (..., seq, dim/2) = {half}")
+    _checks.same_device("x", x, cos=cos, sin=sin)
+    work = _checks.compute_dtype(x.dtype)
+    return _rotate(x, cos.to(work), sin.to(work), layout)
 
 
 def _check_x(x, name: str = "x", *, even: bool = True) -> None:
@@ -150,136 +210,56 @@ def _check_x(x, name: str = "x", *, even: bool = True) -> None:
     check(f"{name}'s last dimension (head_dim)", x.shape[-1])
 
 
-def _check_tables(x: torch.Tensor, cos, sin) -> None:
-    """cos and sin: floating tensors on x's device that broadcast to x's (..., seq, dim/2)."""
-    half = (*x.shape[:-1], x.shape[-1] // 2)
-    for name, table in (("cos", cos), ("sin", sin)):
-        _checks.float_tensor(name, table)
-        try:
-            fits = torch.broadcast_shapes(table.shape, half) == half
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(f"{name} of shape {tuple(table.shape)} must broadcast to x's (..., seq, dim/2) = {half}")
-    _checks.same_device("x", x, cos=cos, sin=sin)
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
-    """Rotate x (..., seq, dim) by precomputed cos/sin that broadcast to (..., seq, dim/2).
-
-    cos/sin: e.g. (seq, dim/2), or (batch, 1, seq, dim/2) for batched positions, on x's device.
-    Returns a new tensor of x's shape, dtype and device (x is not modified), computed in float32
-    (float64 for float64 x). Given the same tables, it equals Hugging Face's eager
-    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: the same products and sums, each rounded once
-    (x1 c - x2 s is x1 c + (-x2) s exactly). For fused speed, compile it (`torch.compile`).
-    """
-    _check_x(x)
-    _checks.choice("layout", layout, LAYOUTS)
-    _check_tables(x, cos, sin)
-    work = _checks.compute_dtype(x.dtype)
-    return _turn(x, _as(cos, work), _as(sin, work), layout)
-
-
-def _turn(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """The rotation itself: every pair (x1, x2) of `layout` turned counter-clockwise by its angle,
-
-        [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
-        [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
-
-    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair, in x's compute dtype (float32;
-    float64 for float64 x). (Hugging Face writes the same products as x * [c, c] + rotate_half(x) * [s, s];
-    the results are equal bit for bit.)
-    """
-    if x.dtype not in (torch.float32, torch.float64):  # bf16/fp16: turned in float32, rounded once at the end
-        return _turn(x.float(), cos, sin, layout).to(x.dtype)
-    x1, x2 = _pair_members(x, layout)  # (..., seq, dim/2) each
-    y1 = x1 * cos - x2 * sin
-    y2 = x2 * cos + x1 * sin
-    return torch.cat((y1, y2), dim=-1) if layout == "half" else torch.stack((y1, y2), dim=-1).flatten(-2)
-
-
-def _quarter_turn(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """Each pair (x1, x2) -> (-x2, x1): a turn by 90 degrees (unchecked; the public forms check)."""
-    x1, x2 = _pair_members(x, layout)
-    return torch.cat((-x2, x1), dim=-1) if layout == "half" else torch.stack((-x2, x1), dim=-1).flatten(-2)
-
-
-def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return t if t.dtype == dtype else t.to(dtype=dtype)  # (a no-op .to costs ~1 us; dtype= skips .to's overload search)
-
-
 # ----------------------------------------------------------------------------- the public forms
-def _positions(positions, x: torch.Tensor, name: str = "positions") -> torch.Tensor:
-    """Checked positions for x (..., seq, dim): (seq,) or (batch, seq) ints on x's device (default 0..seq-1)."""
-    if positions is None:
-        return default_positions(x)
-    batch = x.shape[0] if x.dim() >= 3 else None
-    positions = _checks.positions(name, positions, seq_len=x.shape[-2], device=x.device, batch=batch)
-    return positions[0] if positions.dim() == 2 and x.dim() < 3 else positions  # (1, seq) for x (seq, dim)
+def apply_rope_to_dims(x: torch.Tensor, positions: torch.Tensor | None = None, *, inv_freq: torch.Tensor,
+                       start: int = 0, attention_factor: float = 1.0, layout: str = "half") -> torch.Tensor:
+    """RoPE on one slice of each head: dims start .. start + rotary_dim - 1 rotated, the others copied.
+
+    rotary_dim = 2 * len(inv_freq): pair i of the slice (`layout`'s pairs, formed within it) at position m
+    is rotated by m * inv_freq[i], cos and sin multiplied by attention_factor. x (..., seq, head_dim);
+    positions (seq,) or (batch, seq) integers on x's device (default 0 .. seq-1); inv_freq (rotary_dim/2,)
+    finite, on x's device. `apply_rope` (start 0) and `apply_decoupled_rope` (the last dims) are this
+    with their frequencies; a checkpoint's layer (configs.LayerPositions.apply) calls it with its own slice.
+    Returns a new tensor of x's shape, dtype and device.
+    """
+    _check_x(x, even=False)
+    _check_inv_freq(inv_freq, "x", x)
+    start = _checks.positive_int("start", start, allow_zero=True)
+    if start + 2 * inv_freq.shape[0] > x.shape[-1]:
+        raise ValueError(f"start={start} + rotary_dim={2 * inv_freq.shape[0]} (2 * len(inv_freq)) must be <= x's last "
+                         f"dimension (head_dim {x.shape[-1]})")
+    return _apply_to_dims(x, positions, inv_freq, start, attention_factor, layout)
 
 
-def _line_up(t: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """A table (batch, seq, d/2) from batched positions -> (batch, 1, ..., seq, d/2), to broadcast over x's heads."""
-    if positions.dim() == 1:
-        return t
-    return t.reshape(t.shape[0], *([1] * (x.dim() - 3)), *t.shape[1:])
-
-
-_PLAIN_FREQUENCIES: dict = {}  # (dim, base, device) -> base ** (-2i/dim): apply_rope's default, made once
-
-
-def _plain_frequencies(dim: int, base: float, device) -> torch.Tensor:
-    """rope_inv_freq(dim, base=base) on `device`, kept after the first call (not while torch.compile traces)."""
-    if torch.compiler.is_compiling() or type(base) not in (int, float) or type(dim) is not int:
-        return rope_inv_freq(dim, base=base, device=device)[0]  # which also names a bad base
-    key = (dim, base, device)
-    if key not in _PLAIN_FREQUENCIES:
-        if len(_PLAIN_FREQUENCIES) > 256:  # a long session of many sizes: start again rather than grow
-            _PLAIN_FREQUENCIES.clear()
-        _PLAIN_FREQUENCIES[key] = rope_inv_freq(dim, base=base, device=device)[0]
-    return _PLAIN_FREQUENCIES[key]
-
-
-def _tables(x, positions, base, inv_freq, attention_factor, rotated: int):
-    """cos/sin (..., seq, rotated/2) for x's positions, lined up to broadcast over x's heads."""
+def _apply_to_dims(x, positions, inv_freq, start: int, attention_factor, layout: str) -> torch.Tensor:
+    """apply_rope_to_dims once x, inv_freq and start are checked (the public forms check them their own way)."""
+    _checks.choice("layout", layout, LAYOUTS)
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
     positions = _positions(positions, x)
-    if inv_freq is None:
-        inv_freq = _plain_frequencies(rotated, base, x.device)
-    else:
-        _check_inv_freq(inv_freq, "x", x, rotated)
-    if type(attention_factor) is not float or attention_factor != 1.0:  # the default needs no check
-        attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
-    return _line_up(cos, x, positions), _line_up(sin, x, positions)
-
-
-def _rope_dims(x, positions, inv_freq, attention_factor, layout: str, start: int, stop: int) -> torch.Tensor:
-    """Dims start .. stop-1 of x turned by RoPE with these frequencies (pairs of `layout` formed within
-    them), the other dims copied: a checkpoint's layer (configs.LayerPositions.apply)."""
-    cos, sin = _tables(x, positions, None, inv_freq, attention_factor, stop - start)
-    return torch.cat((x[..., :start], _turn(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
+    cos, sin = _tables_for(x, positions, inv_freq, attention_factor)  # (..., seq, rotary_dim/2)
+    return _rotate_slice(x, cos, sin, layout, start)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
                inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
                layout: str = "half", partial_rotary_factor: float = 1.0) -> torch.Tensor:
-    """RoPE: turn pair i of the vector at position m counter-clockwise by m * theta_i.
+    """RoPE: rotate pair i of the vector at position m counter-clockwise by m * theta_i,
 
+        theta_i = base ** (-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1       (`rope_inv_freq`)
         y1 = a * (x1 cos(m theta_i) - x2 sin(m theta_i)),   y2 = a * (x2 cos(m theta_i) + x1 sin(m theta_i))
 
     x: (..., seq, dim), usually (batch, heads, seq, head_dim), floating point, dim even.
     positions: (seq,) or (batch, seq) integers m on x's device (default 0 .. seq-1); batch must be
     x's first dimension (or 1). layout: which dims form pair i -- "half": (x[i], x[i + dim/2])
     (GPT-NeoX, Hugging Face) or "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two
-    agree up to `layout_permutation`. inv_freq: (dim/2,) finite frequencies theta_i on x's device,
-    e.g. from `rope_inv_freq` with a scaling; default base ** (-2i/dim). attention_factor a
+    agree up to `layout_permutation`. inv_freq: (rotary_dim/2,) finite frequencies theta_i on x's device,
+    e.g. from `rope_inv_freq` with a scaling; default the formula above. attention_factor a
     multiplies cos and sin (YaRN, LongRoPE; 1 otherwise).
-    partial_rotary_factor f in (0, 1]: only the FIRST rot = int(dim * f) dims are turned (`rotary_dim`;
-    GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim = rot), the layout's pairs formed within those rot dims
-    ("half": (x[i], x[i + rot/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
-    dims rot .. dim-1 are copied unchanged; theta_i = base ** (-2i/rot), and inv_freq must then have
-    rot/2 entries (`rope_inv_freq(dim, partial_rotary_factor=f)`). dim may be odd when rot is even.
-    (r stays the relative position, key - query, as everywhere in the course.)
+    partial_rotary_factor f in (0, 1]: only the FIRST rotary_dim = int(dim * f) dims are rotated
+    (`rotary_dim`; GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim), the layout's pairs formed within them
+    ("half": (x[i], x[i + rotary_dim/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
+    the other dims are copied unchanged; dim may be odd when rotary_dim is even. Without a partial
+    factor, rotary_dim = dim.
     Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
     shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
     `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
@@ -288,35 +268,31 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     """
     whole = type(partial_rotary_factor) in (float, int) and partial_rotary_factor == 1  # (not True: a bool)
     _check_x(x, even=whole)
-    _checks.choice("layout", layout, LAYOUTS)
-    turned = x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor)  # the first `turned` dims turn
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, turned)  # (..., seq, turned/2)
-    if turned == x.shape[-1]:
-        return _turn(x, cos, sin, layout)
-    return torch.cat((_turn(x[..., :turned], cos, sin, layout), x[..., turned:]), dim=-1)
+    if inv_freq is None:  # theta_i = base ** (-2i / rotary_dim), rotary_dim/2 of them
+        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, partial_rotary_factor=partial_rotary_factor, device=x.device)
+    else:
+        _check_inv_freq(inv_freq, "x", x, x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor))
+    return _apply_to_dims(x, positions, inv_freq, 0, attention_factor, layout)
 
 
 def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
                          base: float = 10000.0, inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
                          layout: str = "interleaved") -> torch.Tensor:
-    """Decoupled RoPE (DeepSeek-V2/V3 multi-head latent attention): turn only the LAST rope_dim dims.
+    """Decoupled RoPE (DeepSeek-V2/V3 multi-head latent attention): rotate only the LAST rope_dim dims.
 
     x: (..., seq, head_dim) = [x_nope (head_dim - rope_dim) | x_rope (rope_dim)], DeepSeek's q = [q_nope |
-    q_pe] and k = [k_nope | k_pe] (HF: qk_nope_head_dim 128 + qk_rope_head_dim 64 = 192). x_rope is turned
-    by m * theta_i, theta_i = base ** (-2i/rope_dim) (or the given inv_freq, (rope_dim/2,), e.g. YaRN's
-    from `rope_inv_freq(rope_dim, scaling=...)`, with its attention_factor), pairs of `layout` formed
+    q_pe] and k = [k_nope | k_pe] (HF: qk_nope_head_dim 128 + qk_rope_head_dim 64 = 192). rope_dim is this
+    form's rotary_dim (DeepSeek's and HF's name for it). x_rope is rotated by m * theta_i,
+    theta_i = base ** (-2i/rope_dim) (or the given inv_freq, (rope_dim/2,), e.g. YaRN's from
+    `rope_inv_freq(rope_dim, scaling=...)`, with its attention_factor), pairs of `layout` formed
     within it -- "interleaved" (x[2i], x[2i+1]) by default, as DeepSeek's reference code
     (`view_as_complex`) and HF's `rope_interleave=True` pair them; x_nope is copied unchanged. So
     q.k = q_nope.k_nope + (R_m q_pe).(R_n k_pe): a position-free part plus a RoPE part.
 
-    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): keys and values are cached as one low-rank latent
-    c_n = W_DKV h_n (kv_lora_rank 512 per token), and the per-head key is k_n = W_UK c_n. Without
-    RoPE, q_m . k_n = (W_UK^T q_m) . c_n, so W_UK can be absorbed into the query side once and the
-    cached latent used directly. RoPE puts R_n between them: q_m^T R_m^T R_n W_UK c_n = q_m^T R_{n-m}
-    W_UK c_n, and R_{n-m} changes with the distance, so W_UK can no longer be folded into a fixed
-    query projection -- every cached key would have to be expanded again. Decoupling keeps the
-    compressed part free of positions and carries position on a separate small rope slice (its
-    key k_pe = RoPE(W_KR h_n) shared by all heads, cached beside the latent).
+    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): the cache holds one latent c_n per token and k_n = W_UK c_n,
+    so without RoPE q_m . k_n = (W_UK^T q_m) . c_n: W_UK folds into the query once. RoPE would put R_{n-m}
+    between them (q_m^T R_{n-m} W_UK c_n), which changes with the distance, so every cached key would have
+    to be expanded again; the small rope slice (k_pe = RoPE(W_KR h_n), shared by all heads) carries position.
 
     HF's `apply_rotary_pos_emb_interleave` computes the same rotation but writes each head's rope slice
     back de-interleaved, [y1 of every pair | y2 of every pair], which changes no score (q and k are
@@ -324,13 +300,14 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     shape, dtype and device; angles in float64, the rotation in float32 (float64 for float64 x).
     """
     _check_x(x, even=False)
-    _checks.choice("layout", layout, LAYOUTS)
     rope_dim = _checks.even_int("rope_dim", rope_dim)
     if rope_dim > x.shape[-1]:
         raise ValueError(f"rope_dim={rope_dim} must be <= x's last dimension (head_dim {x.shape[-1]})")
-    start = x.shape[-1] - rope_dim                           # [x_nope | x_rope]: only x_rope turns
-    cos, sin = _tables(x, positions, base, inv_freq, attention_factor, rope_dim)
-    return torch.cat((x[..., :start], _turn(x[..., start:], cos, sin, layout)), dim=-1)
+    if inv_freq is None:
+        inv_freq, _ = rope_inv_freq(rope_dim, base=base, device=x.device)
+    else:
+        _check_inv_freq(inv_freq, "x", x, rope_dim)
+    return _apply_to_dims(x, positions, inv_freq, x.shape[-1] - rope_dim, attention_factor, layout)  # [x_nope | x_rope]
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
@@ -338,14 +315,14 @@ def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base
 
     x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints on x's device (default
     0 .. seq-1); theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise
-    turn of apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama):
+    rotation of apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama):
     same result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding. Returns
     x's shape, dtype and device; angles in float64, the product in complex64 (complex128 for float64 x).
     """
     _check_x(x)
     positions = _positions(positions, x)
     inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, device=x.device)
-    angles = _line_up(_angles(positions, inv_freq), x, positions)  # (..., seq, d/2)
+    angles = _over_heads(positions.unsqueeze(-1) * inv_freq, x, positions)  # (..., seq, d/2), float64
     rotation = torch.polar(torch.ones_like(angles), angles)  # e^{i m theta}, complex128 (or complex64)
     work = _checks.compute_dtype(x.dtype)
     z = torch.complex(*_pair_members(x.to(work), "interleaved"))  # (..., seq, d/2): x[2i] + i x[2i+1]
@@ -385,54 +362,38 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
 class RotaryEmbedding(PositionalEncoding):
     """RoPE as a module: forward(q, k, positions=None) -> (rotated q, rotated k).
 
-    q, k: (batch, heads, seq, head_dim) on one device; positions (seq,) or (batch, seq), >= 0, on
-    that device. `rotate_qk(q, k, q_positions, k_positions)` is the protocol hook (queries and keys
-    at different positions, e.g. one new query against cached keys).
+    q, k: (batch, heads, seq, head_dim) on one device; positions (seq,) or (batch, seq) on that device.
+    `rotate_qk(q, k, q_positions, k_positions)` is the protocol hook (queries and keys at different
+    positions, e.g. one new query against cached keys).
 
-    dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) turns only the
+    dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) rotates only the
     first `rotary_dim` = int(dim * f) dims of each head and copies the rest (GPT-NeoX, Phi, GPT-J; see
     `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
     is a partial-rotary attention layer. p-RoPE (scaling={"rope_type": "proportional", "partial_rotary_factor": f},
-    Gemma 4) is the other partial: the whole head turns, and f sets how many of the fastest pairs keep their
-    frequencies (the slower ones get 0: copied unturned). q and k come back each in its own dtype.
+    Gemma 4) is the other partial: the whole head is rotated, and f sets how many of the fastest pairs keep
+    their frequencies (the slower ones get 0: copied as they are). q and k come back each in its own dtype.
 
-    What it caches, and when it recomputes:
-      * max_positions=N: one cos/sin table of N positions per (device, dtype), built at the first call
-        and indexed by the positions; nothing is read back from the device and torch.compile fuses the
-        lookup with the rotation. A position >= N is an error (named on the CPU, torch's index error
-        elsewhere). Not with dynamic NTK or LongRoPE, whose frequencies change with the length.
-      * otherwise, on the CPU: a table grown (doubled) when a later position is asked for, never rebuilt
-        on every call; positions past 65,536 get their cos/sin computed for themselves (no table of
-        2**40 rows). On other devices, and while torch.compile traces, cos/sin are computed from the
-        positions at every call (finding a table's length would read them back: a sync); only the
-        frequencies are kept. `cache_builds` counts the tables built.
+    State: only the frequencies theta_i (and the attention factor), kept per device; cos/sin are made from
+    the positions at every call, as transformers' LlamaRotaryEmbedding does, so a call's result is
+    apply_rope's whatever ran before. Nothing is read back from the device (but dynamic NTK's and LongRoPE's
+    length, below): a GPU forward never waits, and torch.compile(fullgraph=True) traces one graph.
 
-    Dynamic NTK ({"rope_type": "dynamic"}): the frequencies depend on the length L, and ONE call
-    uses one set of frequencies for q and k, with L = 1 + the largest position among q's and k's
-    (Hugging Face: max(position_ids) + 1), so their scores depend on m - n only. There is no other
-    state: a call's result does not depend on earlier calls. Hugging Face's `dynamic_rope_update`
-    instead keeps the longest length seen so far (its frequencies only grow) and resets to the
-    original ones when a call's length falls below L0. Keys already in a KV cache were rotated with
-    the frequencies of THEIR call; once L changes, the new queries' frequencies differ from theirs
-    and the score no longer depends on m - n alone (in HF too, which caches rotated keys). Here the
-    answer for one layer is to cache keys before rotation and pass them all to rotate_qk with their
-    positions; with several layers the earlier tokens' hidden states still carry the frequencies of
-    their own steps (notebook 12 measures both).
-    This library keeps no history because a result that depends on what ran before cannot be checked
-    or reproduced from the call alone, and re-rotating a teaching model's cache costs little.
-
-    LongRoPE ({"rope_type": "longrope"}): the same per-call rule as HF's `longrope_frequency_update`,
-    which has no history either: a call whose L = 1 + the largest position exceeds L0 uses the long
-    factors, any other call the short ones, for q and k alike; the attention factor applies at every
-    length. Keys cached from a short call and queried by a long one mix the two sets (HF's Phi-3
-    resets its cache at the switch for that reason).
+    Dynamic NTK ({"rope_type": "dynamic"}) and LongRoPE ({"rope_type": "longrope"}): the frequencies depend
+    on the length L = 1 + the largest position among q's and k's (HF: max(position_ids) + 1), one set per
+    call for q and k, so their scores depend on m - n only. Dynamic uses L itself; LongRoPE its long factors
+    when L > L0, else the short ones (HF's `longrope_frequency_update`, also per call). HF's
+    `dynamic_rope_update` instead keeps the longest length seen (its frequencies only grow); here no call
+    depends on an earlier one, so every result can be checked from the call alone. Keys cached after
+    rotation keep the frequencies of THEIR call: once L changes, scores are no longer a function of m - n
+    (in HF too); for one layer, cache keys before rotation and pass them all to rotate_qk with their
+    positions (notebook 12 measures both).
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
-                 partial_rotary_factor: float | None = None, max_positions: int | None = None):
+                 partial_rotary_factor: float | None = None):
         super().__init__()
-        # the fraction of the head that turns, and the keyword rope_inv_freq takes (p-RoPE: the whole head turns)
-        self.partial_rotary_factor, self._partial_keyword = _turned_fraction(partial_rotary_factor, scaling)
+        # the fraction of the head that is rotated, and the keyword rope_inv_freq takes (p-RoPE: the whole head)
+        self.partial_rotary_factor, self._partial_keyword = _rotated_fraction(partial_rotary_factor, scaling)
         self.dim = (_checks.even_int("dim", dim) if self.partial_rotary_factor == 1
                     else _checks.positive_int("dim", dim))
         self.rotary_dim = rotary_dim(self.dim, self.partial_rotary_factor)
@@ -441,16 +402,7 @@ class RotaryEmbedding(PositionalEncoding):
         rope_inv_freq(self.dim, base=self.base, scaling=scaling,  # validate now, not at the first call
                       partial_rotary_factor=self._partial_keyword)
         self.scaling, self.rope_type = scaling, rope_type_of(scaling)
-        self.max_positions = None if max_positions is None else _checks.at_most(
-            "max_positions", _checks.positive_int("max_positions", max_positions), MAX_TABLE_VALUES // self.rotary_dim,
-            f"the fixed table holds max_positions x rotary_dim={self.rotary_dim} cos and sin values, at most "
-            f"2**28; with max_positions=None cos/sin are computed from the positions")
-        if self.max_positions is not None and self.rope_type in ("dynamic", "longrope"):
-            raise ValueError(f"max_positions: a fixed table cannot follow {self.rope_type} RoPE, whose frequencies "
-                             f"change with the length; leave max_positions=None")
-        self._cache: dict = {}  # (device, dtype) -> (length, seq_len of the frequencies, cos, sin): the CPU's tables
-        self._frequency_cache: dict = {}  # (device, seq_len) -> (inv_freq, attention factor): other devices
-        self.cache_builds = 0
+        self._inv_freq: dict = {}  # (device, length) -> (inv_freq (rotary_dim/2,), attention factor)
 
     @classmethod
     def from_config(cls, config) -> RotaryEmbedding:
@@ -459,84 +411,33 @@ class RotaryEmbedding(PositionalEncoding):
 
     @classmethod
     def check_config(cls, config) -> None:
-        """RoPE turns pairs of dims: head_dim = d_model / num_heads must be even; rope_scaling is checked now."""
+        """RoPE rotates pairs of dims: head_dim = d_model / num_heads must be even; rope_scaling is checked now."""
         head_dim = config.d_model // config.num_heads
         if head_dim % 2:
             raise ValueError(f"RoPE needs an even head_dim = d_model / num_heads, got d_model={config.d_model}, "
                              f"num_heads={config.num_heads} (head_dim {head_dim})")
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
 
-    def _frequencies(self, device, seq_len):
-        return rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=seq_len,
-                             partial_rotary_factor=self._partial_keyword)
+    def _frequencies(self, device, *positions: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """(inv_freq, attention_factor) for a call at these positions, on `device`.
 
-    def _device_frequencies(self, device, seq_len):
-        """The frequencies for `seq_len` (None: the trained ones) on `device`, kept per device."""
-        key = (device, seq_len)
-        if key not in self._frequency_cache:
-            self._frequency_cache[key] = self._frequencies(device, seq_len)
-        return self._frequency_cache[key]
-
-    def _frequency_length(self, length: int):
-        """The length L the call's frequencies are made for (None: the trained ones). dynamic: L itself;
-        longrope: only L > L0 matters, so L0 + 1 stands for every longer call (one cached table)."""
-        if self.rope_type == "dynamic":
-            return length
-        if self.rope_type == "longrope":
+        theta_i = base ** (-2i/rotary_dim), rescaled by `scaling` (scaling.rope_inv_freq). Only dynamic NTK
+        and LongRoPE depend on the call, through L = 1 + the largest position: dynamic uses L itself (made
+        at every call), LongRoPE only whether L > L0 (two sets, both kept). The others are made once per device.
+        """
+        length = None
+        if self.rope_type in ("dynamic", "longrope") and torch.device(device).type != "meta":
+            largest = max((int(p.max()) for p in positions if p.numel()), default=0)  # reads the device, as HF
             l0 = self.scaling["original_max_position_embeddings"]
-            return l0 + 1 if length > l0 else None
-        return None
-
-    def _table(self, device, dtype, needed: int, seq_len):
-        """cos/sin for positions 0 .. length-1 (length >= needed) with the frequencies of seq_len."""
-        entry = self._cache.get((device, dtype))
-        if entry is None or entry[0] < needed or entry[1] != seq_len:
-            exact = self.rope_type == "dynamic"  # a dynamic table is for one length only
-            length = needed if exact else max(needed, 2 * entry[0] if entry else 0, 64)
-            inv_freq, factor = self._frequencies(device, seq_len)
-            entry = (length, seq_len, *_cos_sin(torch.arange(length, device=device), inv_freq, factor, dtype))
-            self._cache[(device, dtype)] = entry
-            self.cache_builds += 1
-        return entry[2], entry[3]
-
-    def _cos_sin(self, q_positions, k_positions, dtype):
-        """(cos, sin) for q's positions and for k's: one set of frequencies for both."""
-        device = q_positions.device
-        if self.max_positions is not None:
-            return self._fixed_lookup(q_positions, k_positions, dtype)
-        if not _checks.values_are_cheap(q_positions):  # GPU, meta, torch.compile: nothing read back
-            seq_len = None
-            if self.rope_type in ("dynamic", "longrope") and device.type != "meta":  # frequencies depend on L:
-                largest = max(int(p.max()) if p.numel() else 0 for _, p in _named(q_positions, k_positions))
-                seq_len = self._frequency_length(largest + 1)
-            return _computed(*self._device_frequencies(device, seq_len), dtype, q_positions, k_positions)
-        largest = 0
-        for name, p in _named(q_positions, k_positions):
-            if p.numel():
-                low, high = _checks.value_range(p)  # CPU values: free to read
-                if low < 0:
-                    raise ValueError(f"positions must be >= 0 for RotaryEmbedding's cache, got {name} min {low}")
-                largest = max(largest, high)
-        seq_len = self._frequency_length(largest + 1)  # L = 1 + the largest position, as in HF
-        if largest >= _MAX_TABLE_POSITIONS:  # far positions: their own cos/sin, no huge table
-            return _computed(*self._frequencies(device, seq_len), dtype, q_positions, k_positions)
-        return _rows(*self._table(device, dtype, largest + 1, seq_len), q_positions, k_positions)
-
-    def _fixed_lookup(self, q_positions, k_positions, dtype):
-        """Rows of the max_positions table (built once per device and dtype)."""
-        device = q_positions.device
-        key = (device, dtype, "fixed")
-        if key not in self._cache:
-            inv_freq, factor = self._frequencies(device, None)
-            self._cache[key] = _cos_sin(torch.arange(self.max_positions, device=device), inv_freq, factor, dtype)
-            self.cache_builds += 1
-        for name, p in _named(q_positions, k_positions):
-            if _checks.values_are_cheap(p) and p.numel():
-                low, high = _checks.value_range(p)
-                if low < 0 or high >= self.max_positions:
-                    raise ValueError(f"{name} must lie in [0, max_positions={self.max_positions}), got min {low}, "
-                                     f"max {high}")
-        return _rows(*self._cache[key], q_positions, k_positions)
+            length = largest + 1 if self.rope_type == "dynamic" else (l0 + 1 if largest + 1 > l0 else None)
+        key = (device, length)
+        if self.rope_type == "dynamic" or key not in self._inv_freq:
+            made = rope_inv_freq(self.dim, base=self.base, scaling=self.scaling, device=device, seq_len=length,
+                                 partial_rotary_factor=self._partial_keyword)
+            if self.rope_type != "dynamic":
+                self._inv_freq[key] = made
+            return made
+        return self._inv_freq[key]
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor | None = None):
         """(R q, R k) with q and k at the same positions (seq,) or (batch, seq) (default 0 .. seq-1)."""
@@ -548,59 +449,37 @@ class RotaryEmbedding(PositionalEncoding):
             if t.shape[-1] != self.dim:
                 raise ValueError(f"{name}'s last dimension must be dim={self.dim}, got {t.shape[-1]}")
         _checks.same_device("q", q, k=k)
-        # forward(q, k, positions): one check and one table, also when k has fewer heads (GQA, MQA)
+        # forward(q, k, positions): one check and one set of tables, also when k has fewer heads (GQA, MQA)
         same = k_positions is q_positions and k.dim() == q.dim() and k.shape[-2] == q.shape[-2] and (
             q.dim() < 3 or k.shape[0] == q.shape[0])
         q_positions = _positions(q_positions, q, "q_positions")
         k_positions = q_positions if same else _positions(k_positions, k, "k_positions")
-        # one table in the finer of q's and k's compute dtypes; each is turned in its own (and returned in its dtype)
+        inv_freq, attention_factor = self._frequencies(q.device, q_positions, k_positions)
+        # the tables in the finer of q's and k's compute dtypes; each is rotated in its own, returned in its dtype
         work = torch.promote_types(_checks.compute_dtype(q.dtype), _checks.compute_dtype(k.dtype))
-        (q_cos, q_sin), (k_cos, k_sin) = self._cos_sin(q_positions, k_positions, work)
-        rot = self.rotary_dim  # the first `rot` dims turn, the rest are copied
+        q_cos, q_sin = _cos_sin(q_positions, inv_freq, attention_factor, work)  # (..., seq, rotary_dim/2)
+        k_cos, k_sin = (q_cos, q_sin) if same else _cos_sin(k_positions, inv_freq, attention_factor, work)
         out = []
         for t, cos, sin, p in ((q, q_cos, q_sin, q_positions), (k, k_cos, k_sin, k_positions)):
             own = _checks.compute_dtype(t.dtype)
-            cos, sin = _line_up(_as(cos, own), t, p), _line_up(_as(sin, own), t, p)
-            out.append(_turn(t, cos, sin, self.layout) if rot == self.dim else
-                       torch.cat((_turn(t[..., :rot], cos, sin, self.layout), t[..., rot:]), dim=-1))
+            out.append(_rotate_slice(t, _over_heads(cos.to(own), t, p), _over_heads(sin.to(own), t, p), self.layout))
         return out[0], out[1]
 
     def extra_repr(self):
         partial = "" if self.rotary_dim == self.dim else f", rotary_dim={self.rotary_dim}"
-        table = "" if self.max_positions is None else f", max_positions={self.max_positions}"
-        return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}{table}"
+        return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
 
 
-def _turned_fraction(partial_rotary_factor, scaling) -> tuple:
-    """(the fraction of each head RoPE turns, the partial_rotary_factor keyword for rope_inv_freq). p-RoPE
-    ("proportional", Gemma 4) turns the whole head: its scaling['partial_rotary_factor'] stops the slowest pairs
-    inside the frequencies (scaling.py), so the keyword is refused there and the turned fraction is 1."""
+def _rotated_fraction(partial_rotary_factor, scaling) -> tuple:
+    """(the fraction of each head RoPE rotates, the partial_rotary_factor keyword for rope_inv_freq). p-RoPE
+    ("proportional", Gemma 4) rotates the whole head: its scaling['partial_rotary_factor'] stops the slowest
+    pairs inside the frequencies (scaling.py), so the keyword is refused there and the rotated fraction is 1."""
     if isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES:
         if partial_rotary_factor is not None:
             raise ValueError(WHOLE_HEAD_PARTIAL)
         return 1.0, None
     factor = _resolve_partial(partial_rotary_factor, scaling)
     return factor, factor
-
-
-def _named(q_positions, k_positions) -> tuple:
-    """("q_positions", q's) and, when k's are other positions, ("k_positions", k's)."""
-    pairs = (("q_positions", q_positions), ("k_positions", k_positions))
-    return pairs if k_positions is not q_positions else pairs[:1]
-
-
-def _rows(cos, sin, q_positions, k_positions) -> list:
-    """Rows of the tables for q's positions and k's: [(cos, sin) of q, (cos, sin) of k], (..., seq, d/2) each."""
-    q_rows = (cos[q_positions], sin[q_positions])
-    return [q_rows, q_rows if k_positions is q_positions else (cos[k_positions], sin[k_positions])]
-
-
-def _computed(inv_freq, attention_factor, dtype, q_positions, k_positions) -> list:
-    """cos/sin computed for q's positions and k's (once when they are the same positions), as `_rows` gives them."""
-    q_tables = _cos_sin(q_positions, inv_freq, attention_factor, dtype)
-    if k_positions is q_positions:
-        return [q_tables, q_tables]
-    return [q_tables, _cos_sin(k_positions, inv_freq, attention_factor, dtype)]
 
 
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:

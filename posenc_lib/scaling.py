@@ -1,11 +1,11 @@
 """RoPE frequencies and the context-extension methods that rescale them.
 
-    theta_i = base ** (-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1   (pair i turns by m * theta_i at position m)
+    theta_i = base ** (-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1   (pair i rotates by m * theta_i at position m)
     wavelength_i = 2 * pi / theta_i                                    (tokens per full turn)
     rotary_dim = int(head_dim * partial_rotary_factor)                 (HF's rule; = head_dim unless partial)
 
 Partial rotary (GPT-NeoX `rotary_pct`, Phi `partial_rotary_factor`, GPT-J `rotary_dim`): only the
-first rotary_dim dims of each head are turned, the rest pass through; the exponent is over
+first rotary_dim dims of each head are rotated, the rest pass through; the exponent is over
 rotary_dim, not head_dim (as in HF and GPT-NeoX), so the frequencies span the same range 1 ..
 ~1/base whatever the fraction. `rope_inv_freq(head_dim, partial_rotary_factor=f)` returns the
 rotary_dim/2 frequencies; `rotary_dim(head_dim, f)` the count.
@@ -35,8 +35,8 @@ YaRN's beta_fast < beta_slow is an error (HF only warns). HF's legacy key `type`
              smooth interpolation between (no band when the two are equal, as in Llama 4 Scout)
     proportional  p-RoPE (Barbero et al. 2025, "Round and Round We Go"; Gemma 4): theta_i = base ** (-2i/dim)
              over the WHOLE head for the fastest int(partial_rotary_factor * dim // 2) pairs and 0 for the
-             others (those pairs never turn), then / factor (default 1). The other meaning of "partial":
-             GPT-NeoX/Phi turn the first rotary_dim dims with theta over rotary_dim; p-RoPE keeps the
+             others (those pairs never rotate), then / factor (default 1). The other meaning of "partial":
+             GPT-NeoX/Phi rotate the first rotary_dim dims with theta over rotary_dim; p-RoPE keeps the
              head's pairs (i, i + dim/2) and its frequencies, and stops the slowest ones
 
 dim below is the rotary dim. Every type's function returns (inv_freq, attention_factor); inv_freq is
@@ -155,10 +155,10 @@ def _llama3(dim, base, device, p, seq_len):
 
 def _proportional(dim, base, device, p, seq_len):
     # p-RoPE (Gemma 4): the whole head's frequencies, base ** (-2i/dim); only the fastest int(f * dim // 2)
-    # pairs keep theirs, the slower ones get 0 (cos 1, sin 0: never turned); all divided by factor
-    turning = int(p.get("partial_rotary_factor", 1.0) * dim // 2)
+    # pairs keep theirs, the slower ones get 0 (cos 1, sin 0: never rotated); all divided by factor
+    rotating = int(p.get("partial_rotary_factor", 1.0) * dim // 2)
     theta = _default(dim, base, device)
-    theta = torch.where(torch.arange(dim // 2, device=device) < turning, theta, torch.zeros_like(theta))
+    theta = torch.where(torch.arange(dim // 2, device=device) < rotating, theta, torch.zeros_like(theta))
     return theta / p.get("factor", 1.0), 1.0
 
 
@@ -195,7 +195,7 @@ ROPE_SCALINGS = {r.name: r for r in (
 # rope_types whose partial_rotary_factor does not shrink the rotary dim: they use it inside their frequencies
 WHOLE_HEAD_TYPES = ("proportional",)
 WHOLE_HEAD_PARTIAL = ("partial_rotary_factor for rope_type='proportional' goes in the scaling dict: it sets how many "
-                      "pairs turn, not how many dims (the whole head is rotated)")
+                      "pairs rotate, not how many dims (the whole head is rotated)")
 ROPE_TYPES = tuple(ROPE_SCALINGS)
 
 
@@ -234,10 +234,10 @@ def _factor_list(name: str, values) -> tuple:
 
 
 def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
-    """How many dims of a head RoPE turns: int(head_dim * partial_rotary_factor), Hugging Face's rule.
+    """How many dims of a head RoPE rotates: int(head_dim * partial_rotary_factor), Hugging Face's rule.
 
     GPT-NeoX-20B: head_dim 96, rotary_pct 0.25 -> 24; Phi-2: 80 * 0.4 -> 32; GPT-J-6B states
-    rotary_dim = 64 of 256 directly. The turned dims are the FIRST rotary_dim of the head (both layouts
+    rotary_dim = 64 of 256 directly. The rotated dims are the FIRST rotary_dim of the head (both layouts
     pair within them); the rest carry no position. partial_rotary_factor in (0, 1]; the result must be
     even and >= 2 (pairs), else a ValueError naming partial_rotary_factor.
     """
@@ -246,7 +246,7 @@ def rotary_dim(head_dim: int, partial_rotary_factor: float = 1.0) -> int:
     dim = int(head_dim * factor)
     if dim < 2 or dim % 2:
         raise ValueError(f"partial_rotary_factor={factor} of head_dim={head_dim} gives rotary_dim={dim}: it must be "
-                         f"even and >= 2 (RoPE turns pairs of dims)")
+                         f"even and >= 2 (RoPE rotates pairs of dims)")
     return dim
 
 
@@ -312,7 +312,7 @@ def rope_inv_freq(dim: int, *, base: float = 10000.0, scaling: dict | None = Non
                   device=None, partial_rotary_factor: float | None = None) -> tuple[torch.Tensor, float]:
     """(inv_freq, attention_factor) for RoPE on a head of `dim` dims: inv_freq has shape (rotary_dim/2,).
 
-    Plain RoPE: theta_i = base ** (-2i/rotary_dim), i = 0 .. rotary_dim/2 - 1 (pair i turns by
+    Plain RoPE: theta_i = base ** (-2i/rotary_dim), i = 0 .. rotary_dim/2 - 1 (pair i rotates by
     m * theta_i at position m), attention_factor 1; rotary_dim = int(dim * partial_rotary_factor)
     (`rotary_dim`; default factor 1, so rotary_dim = dim, which must then be even). scaling: None or
     a dict modelled on Hugging Face's rope_parameters (the differences are in the module docstring),

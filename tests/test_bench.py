@@ -31,9 +31,20 @@ def test_bench_rope_times_ours_and_transformers_at_every_shape_and_checks_they_a
 
 def test_bench_compiled_rope_against_a_clone(bench, capsys):
     result = bench.bench_compiled("cpu", shape=(1, 2, 8, 16), rounds=3)
-    assert result["agree"] and len(result["compiled_over_clone"]) == 3
+    assert result["agree"] and len(result["compiled_over_clone"]) == len(result["module_over_clone"]) == 3
     bench.print_compiled(result)
-    assert "the clone" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "cached tables" in out and "tables made" in out and f"goal <= ~{bench.COMPILED_CLONE_GOAL}" in out
+
+
+def test_round_robin_interleaves_the_candidates_and_times_each_block(bench):
+    """After sizing (blocked_autorange), every round times one block of each candidate in turn: the call log
+    alternates between them block by block, and each candidate gets one time per round."""
+    log = []
+    times = bench._round_robin({"a": lambda: log.append("a"), "b": lambda: log.append("b")}, rounds=4, block_s=1e-5)
+    assert [len(t) for t in times.values()] == [4, 4] and all(t > 0 for ts in times.values() for t in ts)
+    blocks = [name for i, name in enumerate(log) if i == 0 or log[i - 1] != name]
+    assert blocks[-8:] == ["a", "b"] * 4
 
 
 def test_bench_moves_a_control_to_other_valid_values(bench):

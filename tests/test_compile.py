@@ -35,7 +35,7 @@ def test_rotary_embedding_compiles_as_one_graph(scaling):
     positions = torch.arange(100, 116)[None].expand(2, 16)
     fn = _compiled(lambda a, b, p: rope(a, b, p))
     for got, want in zip(fn(q, k, positions), rope(q, k, positions)):
-        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)  # compiled: cos/sin computed, eager: the table
+        torch.testing.assert_close(got, want, atol=0, rtol=0)  # both make cos/sin from the positions
 
 
 @pytest.mark.parametrize("name", sorted(ENCODINGS))
@@ -55,7 +55,7 @@ def test_a_cuda_forward_never_waits_for_the_gpu(name):
     torch.manual_seed(0)
     mha = MultiHeadAttention(64, 4, encoding=make_encoding(name, d_model=64, num_heads=4), causal=True).cuda()
     x, positions = torch.randn(2, 32, 64, device="cuda"), torch.arange(5, 37, device="cuda")
-    mha(x, positions)  # a first call may build tables from CPU values; the calls after it must not sync
+    mha(x, positions)  # a first call may make the frequencies (from CPU values); the calls after it must not sync
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -66,18 +66,24 @@ def test_a_cuda_forward_never_waits_for_the_gpu(name):
         torch.cuda.set_sync_debug_mode("default")
 
 
-def test_a_fixed_table_compiles_and_names_positions_outside_it():
-    rope, table = RotaryEmbedding(32), RotaryEmbedding(32, max_positions=64)
-    q, k = torch.randn(2, 4, 16, 32), torch.randn(2, 4, 16, 32)
-    positions = torch.arange(40, 56)
-    fn = _compiled(lambda a, b, p: table(a, b, p))
-    for got, want in zip(fn(q, k, positions), rope(q, k, positions)):
-        torch.testing.assert_close(got, want, atol=0, rtol=0)  # the same float64-made table rows
-    assert table.cache_builds == 1
-    with pytest.raises(ValueError, match=r"q_positions must lie in \[0, max_positions=64\), got min 60, max 75"):
-        table(q, k, torch.arange(60, 76))
-    with pytest.raises(ValueError, match="max_positions: a fixed table cannot follow dynamic"):
-        RotaryEmbedding(32, max_positions=64, scaling={"rope_type": "dynamic", "factor": 2.0,
-                                                       "original_max_position_embeddings": 32})
-    with pytest.raises(ValueError, match="max_positions"):
-        RotaryEmbedding(32, max_positions=0)
+def test_one_compiled_graph_follows_the_positions_of_every_call():
+    """cos/sin are made from the positions inside the graph, not baked into it: one compiled forward called at
+    other positions (a later window, batched, a decoding step's one query against its keys) gives transformers'
+    LlamaRotaryEmbedding + apply_rotary_pos_emb at those positions, as eager does."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as hf
+    config = LlamaConfig(hidden_size=128, num_attention_heads=4, head_dim=32,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    hf_rotary, rope = hf.LlamaRotaryEmbedding(config), RotaryEmbedding(32)
+    forward = _compiled(lambda a, b, p: rope(a, b, p))
+    rotate_qk = _compiled(lambda a, b, p, s: rope.rotate_qk(a, b, p, s))
+    gen = torch.Generator().manual_seed(5)
+    q, k = torch.randn(2, 4, 16, 32, generator=gen), torch.randn(2, 4, 16, 32, generator=gen)
+    for positions in (torch.arange(16), torch.arange(40, 56), torch.randint(0, 200, (2, 16), generator=gen)):
+        cos, sin = hf_rotary(q, positions.expand(2, -1))
+        for got, want in zip(forward(q, k, positions), hf.apply_rotary_pos_emb(q, k, cos, sin)):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=0)  # HF's float32 angles, ours float64
+    one, keys = torch.tensor([15]), torch.arange(16)
+    got_q, got_k = rotate_qk(q[:, :, -1:], k, one, keys)
+    torch.testing.assert_close(got_q, rope(q, k, keys)[0][:, :, -1:], atol=0, rtol=0)
+    torch.testing.assert_close(got_k, rope(q, k, keys)[1], atol=0, rtol=0)

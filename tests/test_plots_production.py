@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from posenc_lib import apply_rope, from_hf_config, rope_inv_freq, rope_matrix
+from posenc_lib import apply_rope, from_hf_config, rope_inv_freq, rope_matrix, scaling
 from posenc_lib.configs import attention_temperature
 from posenc_lib.experiments.results import load_model_configs
 from posenc_lib.plots import production as plots
@@ -208,19 +208,27 @@ def test_layer_figure_for_gemma_and_llama4():
 
 
 def test_attention_factors_are_the_librarys():
-    """yarn_attention_factor and longrope_attention_factor against rope_inv_freq's (compared with transformers in
-    test_scaling.py), and LongRoPE's factor on q.k equals log-n scaling at the extended length n = s L0."""
+    """The attention budget figure draws scaling.yarn_attention_factor and scaling.longrope_attention_factor
+    (compared with transformers in test_scaling.py through rope_inv_freq), the names notebook 10 imports from
+    here; LongRoPE's factor on q.k equals log-n scaling at the extended length n = s L0."""
+    assert plots.yarn_attention_factor is scaling.yarn_attention_factor
+    assert plots.longrope_attention_factor is scaling.longrope_attention_factor
     for s in (1.0, 2.0, 16.0, 40.0):
         yarn = {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": 4096}
-        assert float(plots.yarn_attention_factor(s)) == pytest.approx(rope_inv_freq(64, scaling=yarn)[1])
+        assert scaling.yarn_attention_factor(s) == pytest.approx(rope_inv_freq(64, scaling=yarn)[1])
         longrope = {"rope_type": "longrope", "factor": s, "original_max_position_embeddings": 4096,
                     "short_factor": [1.0] * 32, "long_factor": [1.0] * 32}
-        assert float(plots.longrope_attention_factor(s, 4096)) == pytest.approx(rope_inv_freq(64, scaling=longrope)[1])
-        assert float(plots.longrope_attention_factor(s, 4096)) ** 2 == pytest.approx(
-            float(plots.log_n_scale(s * 4096, 4096)))
+        assert scaling.longrope_attention_factor(s, 4096) == pytest.approx(rope_inv_freq(64, scaling=longrope)[1])
+        assert scaling.longrope_attention_factor(s, 4096) ** 2 == pytest.approx(float(plots.log_n_scale(s * 4096, 4096)))
+    fig, axes = plt.subplots(1, 2)
+    drawn = plots.render_attention_budget(axes, 32.0, original=4096)
+    plt.close(fig)
+    for s, yarn, longrope in zip(drawn["factors"], drawn["yarn"], drawn["longrope"]):
+        assert yarn == pytest.approx(scaling.yarn_attention_factor(s) ** 2, rel=1e-14, abs=0)
+        assert longrope == pytest.approx(scaling.longrope_attention_factor(s, 4096) ** 2, rel=1e-14, abs=0)
     phi3 = _by_prefix("Phi-3")
     factor = phi3.max_position_embeddings / phi3.original_max_position_embeddings
-    assert phi3.layer(0).attention_factor == pytest.approx(float(plots.longrope_attention_factor(factor, 4096)))
+    assert phi3.layer(0).attention_factor == pytest.approx(scaling.longrope_attention_factor(factor, 4096))
 
 
 def test_log_n_scaling_keeps_the_needle_and_plain_softmax_dilutes_it():

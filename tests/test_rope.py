@@ -1,5 +1,5 @@
 """RoPE (posenc_lib.rope): against an explicit float64 per-pair rotation and Hugging Face's Llama code, its
-properties, the fast path's bit-identity with the eager form, RotaryEmbedding's cache and dynamic tables,
+properties, the bit-identity with the eager form, RotaryEmbedding's per-call tables and dynamic frequencies,
 RoFormer's decay bound, and a clear error (or the right empty/huge answer) for every bad input.
 
 Precision note: Hugging Face computes the angles position * inv_freq in float32, which by itself
@@ -191,7 +191,7 @@ def test_rotation_sign_is_counter_clockwise():
 
 
 
-# ------------------------------------------------------------------ the fast path is the eager form, bit for bit
+# ------------------------------------------------------------------ the rotation is the eager form, bit for bit
 def _eager_reference(x, cos, sin, layout):
     """The eager form x * cos_full + turn(x) * sin_full in float32 (float64 for float64 x), rounded to x's dtype."""
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
@@ -262,7 +262,7 @@ def test_under_autograd_the_result_and_gradients_are_the_eager_forms(layout, dty
                      lambda t: RotaryEmbedding(32, layout=layout)(t, t, positions)[0]):
         out, grad = forward_backward(rotation)
         assert torch.equal(out, ref_out) and torch.equal(grad, ref_grad)
-    with torch.no_grad():  # without autograd: the fast path, the same bits
+    with torch.no_grad():  # without autograd: the same bits
         assert torch.equal(apply_rope(x.clone().requires_grad_(), positions, layout=layout), ref_out)
 
 
@@ -274,7 +274,6 @@ def test_cos_sin_tables_match_the_formula():
     assert cos.dtype == torch.float32 and cos.shape == (3003, 64)
     torch.testing.assert_close(cos.double(), 1.25 * angles.cos(), atol=2e-7, rtol=0)
     torch.testing.assert_close(sin.double(), 1.25 * angles.sin(), atol=2e-7, rtol=0)
-    torch.testing.assert_close(rope_mod.rope_angles(positions, inv), angles, atol=1e-9, rtol=1e-15)
     small_cos, _ = rope_mod.rope_cos_sin(positions[:100], inv, attention_factor=1.25)  # a prefix gives the same rows
     torch.testing.assert_close(small_cos, cos[:100], atol=1.2e-7, rtol=0)
     batched, _ = rope_mod.rope_cos_sin(positions[:3000].view(3, 1000), inv, dtype=torch.float64)
@@ -343,35 +342,33 @@ def test_gradients(layout):
     torch.testing.assert_close(x.grad, apply_rope(g, -positions, layout=layout), atol=1e-12, rtol=0)
 
 
-# ------------------------------------------------------------------ RotaryEmbedding's cache
-def test_rotary_cache_built_once_grown_on_demand_and_per_dtype():
+# ------------------------------------------------------------------ RotaryEmbedding: tables made per call
+def test_rotary_tables_are_made_per_call_and_equal_apply_rope():
+    """No cos/sin table outlives a call: a long call, a short one, far positions and another dtype each give
+    apply_rope's bits (the same float64 angles), whatever ran before; only the frequencies are kept."""
+    torch.manual_seed(17)
     rope = RotaryEmbedding(16)
     q = torch.randn(1, 2, 10, 16)
-    rope(q, q)
-    assert rope.cache_builds == 1
-    for _ in range(5):  # repeated calls at the same or shorter length: no rebuild
-        rope(q, q)
-        rope(q[:, :, :3], q[:, :, :3])
-    assert rope.cache_builds == 1
-    length = rope._cache[(q.device, torch.float32)][0]
-    within = torch.arange(length - 10, length)
-    rope(q, q, within)
-    assert rope.cache_builds == 1
-    beyond = torch.arange(length, length + 10)  # past the cached table: grown once
-    q2, _ = rope(q, q, beyond)
-    assert rope.cache_builds == 2
-    rope(q, q, beyond)
-    assert rope.cache_builds == 2
-    torch.testing.assert_close(q2.double(), ref_rope(q, beyond), atol=1e-5, rtol=0)
-    rope(q.double(), q.double())  # a new dtype gets its own table
-    assert rope.cache_builds == 3
-    rope(q.to(torch.bfloat16), q.to(torch.bfloat16))  # half inputs share the float32 table
-    assert rope.cache_builds == 3
-    # growth is geometric: rising one position at a time triggers only a few builds
-    rope2 = RotaryEmbedding(16)
-    for t in range(1, 600):
-        rope2(q[:, :, :1], q[:, :, :1], torch.tensor([t]))
-    assert rope2.cache_builds <= 5
+    for positions in (torch.arange(10), torch.arange(5000, 5010), torch.arange(10), 2 ** 40 + torch.arange(10),
+                      torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3]])):
+        for x in (q, q.double(), q.to(torch.bfloat16)):
+            assert torch.equal(rope(x, x, positions)[0], apply_rope(x, positions))
+    torch.testing.assert_close(rope(q, q, torch.arange(5000, 5010))[1].double(),
+                               ref_rope(q, torch.arange(5000, 5010)), atol=1e-5, rtol=0)
+    assert list(rope._inv_freq) == [(q.device, None)]  # one set of frequencies for every call above
+    inv_freq, attention_factor = rope._inv_freq[(q.device, None)]
+    assert attention_factor == 1.0 and torch.equal(inv_freq, rope_inv_freq(16)[0])
+
+
+def test_rotary_negative_positions_rotate_the_other_way():
+    """A table indexed by position would refuse m < 0; cos/sin made from the positions rotate by m * theta_i, so
+    R_{-m} undoes R_m, as for apply_rope."""
+    torch.manual_seed(18)
+    rope, q = RotaryEmbedding(8), torch.randn(1, 2, 5, 8, dtype=torch.float64)
+    positions = torch.tensor([0, 1, -2, 3, -400])
+    rotated, _ = rope(q, q, positions)
+    torch.testing.assert_close(rotated, ref_rope(q, positions), atol=1e-12, rtol=0)
+    torch.testing.assert_close(rope(rotated, rotated, -positions)[0], q, atol=1e-12, rtol=0)
 
 
 def test_rotary_cached_values_equal_uncached():
@@ -398,29 +395,29 @@ def test_errors_leave_no_partial_state():
     x = torch.randn(2, 3, 5, 8)
     with pytest.raises(ValueError):
         rope(x, x, torch.arange(6))
-    assert rope.cache_builds == 0 and not rope._cache
+    assert not rope._inv_freq
 
 
 DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 64}
 
 
 @pytest.mark.parametrize("far", [70_000, 2 ** 40])
-def test_far_positions_get_their_own_cos_sin_not_a_huge_table(far):
-    """A position past the cached range (2**40, say) must not allocate a table of that many rows."""
+def test_far_positions_cost_no_more_than_near_ones(far):
+    """A position 2**40 needs cos/sin for itself alone: nothing of its size is allocated, and dynamic NTK
+    makes its frequencies for L = far + 4."""
     torch.manual_seed(16)
     rope = RotaryEmbedding(16)
     q = torch.randn(1, 2, 4, 16)
-    rope(q, q)  # a small table exists
     positions = far + torch.arange(4)
     out, _ = rope(q, q, positions)
-    assert rope.cache_builds == 1 and all(entry[0] <= rope_mod._MAX_TABLE_POSITIONS for entry in rope._cache.values())
-    assert torch.equal(out, apply_rope(q, positions))  # the same tables, computed for these positions
+    assert torch.equal(out, apply_rope(q, positions))
     if far < 2 ** 20:  # float64 angles of 2**40 * theta differ in their last bits between formulas
         torch.testing.assert_close(out.double(), ref_rope(q, positions), atol=1e-5, rtol=0)
     dynamic = RotaryEmbedding(16, scaling=DYNAMIC)
     out, _ = dynamic(q, q, positions)
     inv, _ = rope_mod.rope_inv_freq(16, scaling=dynamic.scaling, seq_len=far + 4)
-    assert dynamic.cache_builds == 0 and torch.equal(out, apply_rope(q, positions, inv_freq=inv))
+    assert torch.equal(out, apply_rope(q, positions, inv_freq=inv))
+    assert not dynamic._inv_freq  # dynamic NTK's frequencies follow each call's length: none kept
 
 
 # ------------------------------------------------------------------ dynamic NTK: one table per call, no history
@@ -577,12 +574,12 @@ ON_DEVICE = {
     "RotaryEmbedding_rotate_qk": lambda d, t: RotaryEmbedding(8).rotate_qk(
         _x(d, t, (2, 3, 1, 8)), _x(d, t), torch.tensor([7], device=d), torch.arange(5, device=d)),
     "RotaryEmbedding_far": lambda d, t: RotaryEmbedding(8)(_x(d, t), _x(d, t), 2 ** 40 + torch.arange(5, device=d)),
+    "apply_rope_to_dims": lambda d, t: rope_mod.apply_rope_to_dims(_x(d, t, (2, 3, 5, 12)), inv_freq=_inv(d), start=2),
     **{f"RotaryEmbedding_{s['rope_type']}": (lambda s: lambda d, t: RotaryEmbedding(8, scaling=s)(
         _x(d, t), _x(d, t), torch.arange(20, 25, device=d)))(s) for s in SCALINGS},
 }
 # documented float64 (float32 on devices without it) whatever the input dtype
-DTYPE_FREE = {"rope_angles": lambda d, t: rope_mod.rope_angles(torch.arange(5, device=d), _inv(d)),
-              "rope_decay_bound": lambda d, t: rope_decay_bound(torch.arange(5, device=d, dtype=t), 8)}
+DTYPE_FREE = {"rope_decay_bound": lambda d, t: rope_decay_bound(torch.arange(5, device=d, dtype=t), 8)}
 
 
 def _tensors(result):
@@ -609,7 +606,6 @@ EMPTY = {  # T = 0: an empty result of the right shape
                                          torch.ones(0, 4, device=d), "interleaved"), (4, 0, 8)),
     "rope_complex": (lambda d: rope_complex(torch.randn(2, 3, 0, 8, device=d)), (2, 3, 0, 8)),
     "rope_cos_sin": (lambda d: rope_cos_sin(torch.zeros(0, dtype=torch.long, device=d), _inv(d))[0], (0, 4)),
-    "rope_angles": (lambda d: rope_mod.rope_angles(torch.zeros(3, 0, dtype=torch.long, device=d), _inv(d)), (3, 0, 4)),
     "RotaryEmbedding": (lambda d: RotaryEmbedding(8)(torch.randn(2, 3, 0, 8, device=d),
                                                      torch.randn(2, 3, 0, 8, device=d))[1], (2, 3, 0, 8)),
     "RotaryEmbedding_dynamic": (lambda d: RotaryEmbedding(8, scaling=SCALINGS[2]).rotate_qk(
@@ -691,7 +687,7 @@ BAD = [
     # inv_freq: a finite (dim/2,) floating tensor
     *[(f"{name} inv_freq {label}", call, error, pattern)
       for label, bad, error, pattern in [
-          ("shape", torch.ones(3), ValueError, r"inv_freq must be a tensor of shape \(dim/2,\)"),
+          ("shape", torch.ones(3), ValueError, r"inv_freq must be a tensor of shape \(rotary_dim/2,\)"),
           ("2-D", torch.ones(1, 4), ValueError, r"inv_freq must be a tensor of shape"),
           ("int", torch.ones(4, dtype=LONG), TypeError, r"inv_freq must be a floating-point tensor"),
           ("nan", torch.tensor([1.0, float("nan"), 0.1, 0.01]), ValueError, r"inv_freq must hold finite numbers"),
@@ -699,10 +695,10 @@ BAD = [
           ("list", [1.0, 0.1, 0.01, 0.001], TypeError, r"inv_freq must be a torch.Tensor")]
       for name, call in [("apply_rope", lambda v=bad: apply_rope(X, inv_freq=v)),
                          ("rope_cos_sin", lambda v=bad: rope_cos_sin(torch.arange(3), v)),
-                         ("rope_angles", lambda v=bad: rope_mod.rope_angles(torch.arange(3), v))]
+                         ("apply_rope_to_dims", lambda v=bad: rope_mod.apply_rope_to_dims(X, inv_freq=v))]
       if not (label == "shape" and name != "apply_rope")],
     ("apply_rope inv_freq shape names dim/2", lambda: apply_rope(X, inv_freq=torch.ones(3)), ValueError,
-     r"inv_freq must be a tensor of shape \(dim/2,\) = \(4,\)"),
+     r"inv_freq must be a tensor of shape \(rotary_dim/2,\) = \(4,\)"),
     # cos/sin tables for rotate
     ("rotate cos too long", lambda: rope_mod.rotate(X, torch.ones(6, 4), COS), ValueError,
      r"cos of shape \(6, 4\) must broadcast to x's"),
@@ -728,10 +724,12 @@ BAD = [
      ValueError, r"does not fit: expected no batch dimension"),
     ("rope_cos_sin float positions", lambda: rope_cos_sin(torch.arange(3.0), INV), TypeError,
      r"positions must be an integer tensor"),
-    ("rope_angles list positions", lambda: rope_mod.rope_angles([0, 1], INV), TypeError,
+    ("rope_cos_sin list positions", lambda: rope_cos_sin([0, 1], INV), TypeError,
      r"positions must be a torch.Tensor"),
-    ("rotary negative positions", lambda: RotaryEmbedding(8)(X, X, torch.tensor([0, 1, -2, 3, 4])), ValueError,
-     r"positions must be >= 0"),
+    ("apply_rope_to_dims start past the head", lambda: rope_mod.apply_rope_to_dims(X, inv_freq=INV[:2], start=6),
+     ValueError, r"start=6 \+ rotary_dim=4 \(2 \* len\(inv_freq\)\) must be <= x's last dimension \(head_dim 8\)"),
+    ("apply_rope_to_dims negative start", lambda: rope_mod.apply_rope_to_dims(X, inv_freq=INV[:2], start=-2),
+     ValueError, r"start must be"),
     # distances for the decay bound
     ("decay distance string", lambda: rope_decay_bound("far", 8), TypeError, r"distance must be a number"),
     ("decay distance complex", lambda: rope_decay_bound(torch.tensor([1j]), 8), TypeError, r"distance must hold real"),
@@ -748,7 +746,7 @@ BAD = [
     ("apply_rope partial odd rotary dim", lambda: apply_rope(torch.randn(2, 5, 10), partial_rotary_factor=0.3),
      ValueError, r"partial_rotary_factor=0.3 of head_dim=10 gives rotary_dim=3"),
     ("apply_rope partial inv_freq of the whole head", lambda: apply_rope(X, inv_freq=INV, partial_rotary_factor=0.5),
-     ValueError, r"inv_freq must be a tensor of shape \(dim/2,\) = \(2,\)"),
+     ValueError, r"inv_freq must be a tensor of shape \(rotary_dim/2,\) = \(2,\)"),
     ("RotaryEmbedding partial bool", lambda: RotaryEmbedding(8, partial_rotary_factor=True), TypeError,
      r"partial_rotary_factor must be a number"),
     ("RotaryEmbedding partial disagrees", lambda: RotaryEmbedding(
@@ -763,7 +761,7 @@ BAD = [
     ("decoupled rope_dim > head_dim", lambda: apply_decoupled_rope(X, rope_dim=10), ValueError,
      r"rope_dim=10 must be <= x's last dimension \(head_dim 8\)"),
     ("decoupled inv_freq length", lambda: apply_decoupled_rope(X, rope_dim=4, inv_freq=INV), ValueError,
-     r"inv_freq must be a tensor of shape \(dim/2,\) = \(2,\)"),
+     r"inv_freq must be a tensor of shape \(rotary_dim/2,\) = \(2,\)"),
     ("decoupled layout", lambda: apply_decoupled_rope(X, rope_dim=4, layout="concat"), ValueError,
      r"layout must be one of"),
     ("decoupled attention_factor", lambda: apply_decoupled_rope(X, rope_dim=4, attention_factor=0.0), ValueError,
@@ -779,10 +777,6 @@ BAD = [
      r"scaling\['partial_rotary_factor'\] must be in \(0, 1\]"),
     ("RotaryEmbedding p-RoPE odd dim", lambda: RotaryEmbedding(
         9, scaling={"rope_type": "proportional", "partial_rotary_factor": 0.5}), ValueError, r"dim must be even"),
-    ("RotaryEmbedding max_positions 2**40", lambda: RotaryEmbedding(8, max_positions=2 ** 40), ValueError,
-     r"max_positions must be <= 33,554,432 \(the fixed table holds max_positions x rotary_dim=8"),
-    ("RotaryEmbedding max_positions float", lambda: RotaryEmbedding(8, max_positions=1e6), TypeError,
-     r"max_positions must be an int"),
 ]
 
 
@@ -822,7 +816,9 @@ def test_p_rope_through_rotary_embedding_is_transformers(fraction):
                                              (torch.float16, torch.bfloat16)])
 @pytest.mark.parametrize("settings", [{}, {"partial_rotary_factor": 0.5},
                                       {"scaling": {"rope_type": "proportional", "partial_rotary_factor": 0.5}},
-                                      {"max_positions": 16}], ids=["plain", "partial", "p-RoPE", "table"])
+                                      {"scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                   "original_max_position_embeddings": 4}}],
+                         ids=["plain", "partial", "p-RoPE", "yarn"])
 def test_q_and_k_each_come_back_in_their_own_dtype(q_dtype, k_dtype, settings):
     """Each is turned in its own compute dtype (float64 for float64, float32 otherwise) from one table made in the
     finer of the two, so each equals what the same module gives it next to a partner of its own dtype."""
@@ -852,8 +848,8 @@ MIXED = {  # name -> (f(device, other) that mixes the two, the message naming bo
                    r"sin must be on x's device"),
     "rope_cos_sin inv_freq": (lambda d, o: rope_cos_sin(torch.arange(5, device=d), _inv(o)),
                               r"inv_freq must be on positions' device"),
-    "rope_angles inv_freq": (lambda d, o: rope_mod.rope_angles(torch.arange(5, device=d), _inv(o)),
-                             r"inv_freq must be on positions' device"),
+    "apply_rope_to_dims inv_freq": (lambda d, o: rope_mod.apply_rope_to_dims(_x(d), inv_freq=_inv(o)),
+                                    r"inv_freq must be on x's device"),
     "RotaryEmbedding k": (lambda d, o: RotaryEmbedding(8)(_x(d), _x(o)), r"k must be on q's device"),
     "RotaryEmbedding positions": (lambda d, o: RotaryEmbedding(8)(_x(d), _x(d), torch.arange(5, device=o)),
                                   r"q_positions must be on the device"),

@@ -20,7 +20,7 @@ import torch
 
 from .. import _checks
 from ..multidim import apply_multiaxis_rope, mrope_axes
-from ..rope import _rope_dims
+from ..rope import apply_rope_to_dims
 from ..scaling import rope_inv_freq
 from . import report
 
@@ -125,7 +125,8 @@ class LayerPositions:
         if positions is not None and positions.dim() == 3 and self.mrope_section is not None:
             return self._apply_mrope(x, positions, inv_freq)
         # the layer's own factor: 1 where a q/k normalisation after RoPE cancels the scaling's (reader.py)
-        return _rope_dims(x, positions, inv_freq, self.attention_factor, self.layout, *self.rotary_dims)
+        return apply_rope_to_dims(x, positions, inv_freq=inv_freq, start=self.rotary_dims[0],
+                                  attention_factor=self.attention_factor, layout=self.layout)
 
     def _apply_mrope(self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
         """x's rotary dims turned by M-RoPE: pair i by positions[axis(i)] * theta_i (multidim.mrope_axes)."""

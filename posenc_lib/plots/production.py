@@ -27,15 +27,14 @@ from ..configs import (ATTENTION_KINDS, MIXERS, LayerPositions, ModelPositions, 
 from ..configs.report import KindLabel
 from ..i18n import display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
-from .. import scaling
-from ..scaling import rope_inv_freq, rotary_dim
+from ..scaling import longrope_attention_factor, rope_inv_freq, rotary_dim, yarn_attention_factor
 from ._style import tidy, to_numpy, two_panels
 
 __all__ = [
     "rope_self_similarity", "first_negative_distance", "pairs_without_a_turn", "render_base_context",
     "render_rotated_dims", "partial_rotary_scores", "render_partial_rotary", "render_longrope",
     "KIND_COLORS", "layer_kind", "render_layer_positions", "render_absorption_error",
-    "needle_weight", "yarn_attention_factor", "longrope_attention_factor", "log_n_scale", "render_attention_budget",
+    "needle_weight", "log_n_scale", "render_attention_budget",
     "long_context_wavelengths", "spectrum_rows", "checkpoint_table", "render_checkpoint_spectra",
 ]
 
@@ -424,16 +423,6 @@ def needle_weight(n, advantage: float, scale=1.0) -> np.ndarray:
     return lift / (lift + n - 1)
 
 
-def yarn_attention_factor(factor) -> np.ndarray:
-    """posenc_lib.scaling.yarn_attention_factor (0.1 ln(s) + 1 for s > 1) for each factor in an array."""
-    return np.vectorize(scaling.yarn_attention_factor, otypes=[float])(factor)
-
-
-def longrope_attention_factor(factor, original: int) -> np.ndarray:
-    """posenc_lib.scaling.longrope_attention_factor (sqrt(1 + ln(s) / ln(L0)) for s > 1) for each factor."""
-    return np.vectorize(scaling.longrope_attention_factor, otypes=[float])(factor, original)
-
-
 def log_n_scale(n, original: int) -> np.ndarray:
     """Log-n scaling of the logits (Chiang & Cholak 2022 scale by log n; here normalised to 1 at the trained
     length L0): max(1, ln n / ln L0). A key `ln L0` logits above n - 1 equal others then keeps the weight
@@ -457,8 +446,8 @@ def render_attention_budget(axes, factor: float = 32.0, *, original: int = 4096,
     ax_f, ax_w = axes
     factors = np.geomspace(1, 128, 120)
     log_n = log_n_scale(factors * original, original)
-    longrope = longrope_attention_factor(factors, original) ** 2
-    yarn = yarn_attention_factor(factors) ** 2
+    longrope = np.array([longrope_attention_factor(s, original) for s in factors]) ** 2
+    yarn = np.array([yarn_attention_factor(s) for s in factors]) ** 2
     llama4 = to_numpy(attention_temperature(torch.as_tensor(np.round(factors * floor_scale) - 1, dtype=torch.long),
                                             floor_scale=floor_scale, attn_scale=attn_scale))
     ax_f.semilogx(factors, log_n, color="k", lw=1.4, label="log-n: ln n / ln L0")
