@@ -24,7 +24,7 @@ from .configs import LayerPositions, ModelPositions, attention_temperature, from
 from .i18n import get_language, language, set_language, tr
 from .inference import KVCache, SinkWindowCache, decode_step, packed_position_ids, position_ids_from_mask
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
-from .numbers import below
+from .printing import below
 from .relative import (
     ShawRelativePosition,
     T5RelativeBias,

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from .._version import __version__
-from ..numbers import seed_stats
+from ..printing import seed_stats
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus

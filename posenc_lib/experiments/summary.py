@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..attention import HOOK_PLACES, where_it_acts
 from ..i18n import tr
-from ..numbers import seed_stats
+from ..printing import seed_stats
 from .config import config_from
 from .results import load_results
 from .training import build_model

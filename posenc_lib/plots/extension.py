@@ -24,7 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from ..i18n import Text, tr
 from ..model import encoding_label
-from ..numbers import seed_stats
+from ..printing import seed_stats
 from ..scaling import extension_scaling, rope_inv_freq
 from ._style import ENCODING_COLORS, tidy
 
