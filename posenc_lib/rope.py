@@ -269,7 +269,8 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     whole = type(partial_rotary_factor) in (float, int) and partial_rotary_factor == 1  # (not True: a bool)
     _check_x(x, even=whole)
     if inv_freq is None:  # theta_i = base ** (-2i / rotary_dim), rotary_dim/2 of them
-        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, partial_rotary_factor=partial_rotary_factor, device=x.device)
+        inv_freq, _ = rope_inv_freq(x.shape[-1], base=base, partial_rotary_factor=partial_rotary_factor,
+                                    device=x.device)
     else:
         _check_inv_freq(inv_freq, "x", x, x.shape[-1] if whole else rotary_dim(x.shape[-1], partial_rotary_factor))
     return _apply_to_dims(x, positions, inv_freq, 0, attention_factor, layout)

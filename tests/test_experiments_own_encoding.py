@@ -11,13 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from test_encoding_rules import LogBucketBias, SequenceMean
 
 from posenc_lib import experiments as E
 from posenc_lib.experiments import own_encoding as O
 from posenc_lib.model import ENCODINGS, TinyLMConfig
 from posenc_lib.plots.extension import render_own_encoding
 from posenc_lib.relative import T5RelativeBias
-from test_encoding_rules import LogBucketBias, SequenceMean
 
 
 def test_experiment_config_is_build_models():
@@ -30,7 +30,8 @@ def test_experiment_config_is_build_models():
 
 
 # ------------------------------------------------------------------------------------ training
-@pytest.mark.parametrize("name, cls", [("t5", T5RelativeBias), ("rope", ENCODINGS["rope"]), ("learned", ENCODINGS["learned"])])
+@pytest.mark.parametrize("name, cls", [("t5", T5RelativeBias), ("rope", ENCODINGS["rope"]),
+                                       ("learned", ENCODINGS["learned"])])
 def test_own_model_is_build_models_model(name, cls):
     """A registered class passed as a class gets exactly the weights build_model gives its name."""
     cfg = E.ExperimentConfig()

@@ -219,7 +219,8 @@ def test_attention_factors_are_the_librarys():
         longrope = {"rope_type": "longrope", "factor": s, "original_max_position_embeddings": 4096,
                     "short_factor": [1.0] * 32, "long_factor": [1.0] * 32}
         assert scaling.longrope_attention_factor(s, 4096) == pytest.approx(rope_inv_freq(64, scaling=longrope)[1])
-        assert scaling.longrope_attention_factor(s, 4096) ** 2 == pytest.approx(float(plots.log_n_scale(s * 4096, 4096)))
+        log_n = float(plots.log_n_scale(s * 4096, 4096))
+        assert scaling.longrope_attention_factor(s, 4096) ** 2 == pytest.approx(log_n)
     fig, axes = plt.subplots(1, 2)
     drawn = plots.render_attention_budget(axes, 32.0, original=4096)
     plt.close(fig)

@@ -12,15 +12,24 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
+from conftest import eager_rotate_half, float32_ulp, measured_rope_frequencies, pair_indices, ref_frequencies, ref_rope
+from hypothesis import given, strategies as st
 from transformers import LlamaConfig
 from transformers.models.llama import modeling_llama as hf_llama
 
-from conftest import measured_rope_frequencies, eager_rotate_half, float32_ulp, pair_indices, ref_frequencies, ref_rope
-from posenc_lib import (RotaryEmbedding, apply_decoupled_rope, apply_rope, layout_permutation, rope_complex,
-                        rope_cos_sin, rope_decay_bound, rope_inv_freq, rope_matrix, rotate_half)
-from posenc_lib import rope as rope_mod
+from posenc_lib import (
+    RotaryEmbedding,
+    apply_decoupled_rope,
+    apply_rope,
+    layout_permutation,
+    rope as rope_mod,
+    rope_complex,
+    rope_cos_sin,
+    rope_decay_bound,
+    rope_inv_freq,
+    rope_matrix,
+    rotate_half,
+)
 
 LAYOUTS = ["half", "interleaved"]
 even_dims = st.integers(1, 32).map(lambda h: 2 * h)
@@ -575,7 +584,7 @@ ON_DEVICE = {
         _x(d, t, (2, 3, 1, 8)), _x(d, t), torch.tensor([7], device=d), torch.arange(5, device=d)),
     "RotaryEmbedding_far": lambda d, t: RotaryEmbedding(8)(_x(d, t), _x(d, t), 2 ** 40 + torch.arange(5, device=d)),
     "apply_rope_to_dims": lambda d, t: rope_mod.apply_rope_to_dims(_x(d, t, (2, 3, 5, 12)), inv_freq=_inv(d), start=2),
-    **{f"RotaryEmbedding_{s['rope_type']}": (lambda s: lambda d, t: RotaryEmbedding(8, scaling=s)(
+    **{f"RotaryEmbedding_{s['rope_type']}": (lambda scaling: lambda d, t: RotaryEmbedding(8, scaling=scaling)(
         _x(d, t), _x(d, t), torch.arange(20, 25, device=d)))(s) for s in SCALINGS},
 }
 # documented float64 (float32 on devices without it) whatever the input dtype
@@ -1080,7 +1089,8 @@ def _rotate_with(family, q, angles):
         return module.apply_rotary_emb(q, q, torch.polar(torch.ones_like(angles), angles)[None])[0]
     if family == "gptj":        # rotate_every_two, sin/cos tables of head_dim/2 repeated inside
         return module.apply_rotary_pos_emb(q.transpose(1, 2), angles.sin()[None], angles.cos()[None]).transpose(1, 2)
-    if family == "deepseek_v3" or part == "mla":  # rope_interleave=True (its default): pairs (x[2i], x[2i+1]) in, and the result
+    # deepseek_v3 / MLA: rope_interleave=True (its default): pairs (x[2i], x[2i+1]) in, and the result
+    if family == "deepseek_v3" or part == "mla":
         cos, sin = _cat_tables(angles)  # written de-interleaved (pair i at dims i, i + d/2): the same dot products
         out = module.apply_rotary_pos_emb_interleave(q, q, cos[None], sin[None])[0]
         return out[..., torch.argsort(layout_permutation(q.shape[-1]))]

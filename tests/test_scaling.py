@@ -12,13 +12,12 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
+from conftest import float32_ulp, ref_frequencies, ref_rope
+from hypothesis import given, strategies as st
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT
 from transformers.models.llama import modeling_llama as hf_llama
 
-from conftest import float32_ulp, ref_frequencies, ref_rope
 from posenc_lib import ROPE_SCALINGS, ROPE_TYPES, RotaryEmbedding, apply_rope, rope_inv_freq, rotary_dim
 
 
@@ -485,7 +484,8 @@ BAD = [
     # the dict and its rope_type
     ("scaling not a dict", lambda: rope_inv_freq(8, scaling="linear"), TypeError, r"scaling must be a dict"),
     ("rope_type unknown", lambda: rope_inv_freq(8, scaling={"rope_type": "su", "factor": 2.0}), ValueError,
-     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'longrope', 'ntk', 'proportional', 'yarn'\], "
+     r"rope_type'\] must be one of \['default', 'dynamic', 'linear', 'llama3', 'longrope', 'ntk', 'proportional', "
+     r"'yarn'\], "
      r"got 'su'"),
     ("rope_type missing", lambda: rope_inv_freq(8, scaling={"factor": 2.0}), ValueError,
      r"scaling needs a 'rope_type', one of"),
@@ -581,7 +581,8 @@ def test_bad_scaling_is_named(call, exc, pattern):
     (dict(method="dynamic", dynamic_factor=float("nan")), ValueError, r"dynamic_factor must be a finite number"),
     (dict(method="dynamic", dynamic_factor=0.5), ValueError, r"dynamic_factor must be >= 1"),
     (dict(method="llama3", low_freq_factor="1"), TypeError, r"low_freq_factor must be a number"),
-    (dict(method="llama3", low_freq_factor=4.0, high_freq_factor=1.0), ValueError, r"high_freq_factor.*low_freq_factor"),
+    (dict(method="llama3", low_freq_factor=4.0, high_freq_factor=1.0), ValueError,
+     r"high_freq_factor.*low_freq_factor"),
 ])
 def test_extension_scaling_checks_its_settings(kwargs, exc, match):
     from posenc_lib.scaling import extension_scaling
@@ -589,7 +590,8 @@ def test_extension_scaling_checks_its_settings(kwargs, exc, match):
         extension_scaling(factor=2.0, original_max_position_embeddings=64, **kwargs)
 
 
-@pytest.mark.parametrize("head_dim, fraction, factor", [(16, 0.25, None), (16, 0.5, 2.0), (64, 0.25, None), (32, 1.0, None)])
+@pytest.mark.parametrize("head_dim, fraction, factor",
+                         [(16, 0.25, None), (16, 0.5, 2.0), (64, 0.25, None), (32, 1.0, None)])
 def test_proportional_rope_is_transformers_p_rope(head_dim, fraction, factor):
     """Gemma 4's rope_type 'proportional' (p-RoPE): transformers' own init function gives the same frequencies;
     the slowest pairs get 0 and the exponent runs over the whole head (not over the rotated dims)."""

@@ -81,6 +81,22 @@ def _inputs(shape, device, seed: int):
     return [torch.randn(shape, generator=generator).to(device) for _ in range(2)]
 
 
+def _rope_candidates(q, k, positions, position_ids, rope, hf_rotary, hf) -> dict:
+    """The four calls bench_rope times at one shape: ours and transformers', on one tensor and on q and k."""
+
+    def hf_one():
+        cos, sin = hf_rotary(q, position_ids)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        return q * cos + hf.rotate_half(q) * sin
+
+    def hf_two():
+        cos, sin = hf_rotary(q, position_ids)
+        return hf.apply_rotary_pos_emb(q, k, cos, sin)
+
+    return {"apply_rope": lambda: apply_rope(q, positions), "transformers (one tensor)": hf_one,
+            "RotaryEmbedding(q, k)": lambda: rope(q, k, positions), "transformers (q, k)": hf_two}
+
+
 def bench_rope(device="cpu", *, sweep: dict | None = None, rounds: int = 30, seed: int = 0) -> list[dict]:
     """For each shape: median seconds of ours and transformers' path, and the per-round ratios."""
     device = torch.device(device)
@@ -89,20 +105,9 @@ def bench_rope(device="cpu", *, sweep: dict | None = None, rounds: int = 30, see
         q, k = _inputs(shape, device, seed)
         positions = torch.arange(first, first + shape[-2], device=device)
         position_ids = positions[None].expand(shape[0], -1)
-        hf_rotary, hf = _hf(shape[-1], device)
         rope = RotaryEmbedding(shape[-1])
-
-        def hf_one():
-            cos, sin = hf_rotary(q, position_ids)
-            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-            return q * cos + hf.rotate_half(q) * sin
-
-        def hf_two():
-            cos, sin = hf_rotary(q, position_ids)
-            return hf.apply_rotary_pos_emb(q, k, cos, sin)
-
-        candidates = {"apply_rope": lambda: apply_rope(q, positions), "transformers (one tensor)": hf_one,
-                      "RotaryEmbedding(q, k)": lambda: rope(q, k, positions), "transformers (q, k)": hf_two}
+        candidates = _rope_candidates(q, k, positions, position_ids, rope, *_hf(shape[-1], device))
+        hf_one, hf_two = candidates["transformers (one tensor)"], candidates["transformers (q, k)"]
         with torch.no_grad():
             # transformers rounds the angles m * theta to float32: up to ~1e-3 apart near position 4000
             agree = (torch.allclose(candidates["apply_rope"](), hf_one(), atol=1e-2)

@@ -22,8 +22,14 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator, NullLocator
 
 from .. import _checks
-from ..configs import (ATTENTION_KINDS, MIXERS, LayerPositions, ModelPositions, attention_temperature,
-                       layer_ranges, table_cell)
+from ..configs import (
+    ATTENTION_KINDS,
+    MIXERS,
+    LayerPositions,
+    ModelPositions,
+    attention_temperature,
+    table_cell,
+)
 from ..configs.report import KindLabel
 from ..i18n import display_width as _width, ljust as _ljust, tr
 from ..rope import apply_rope
@@ -237,10 +243,11 @@ def render_partial_rotary(axes, fraction: float = 0.25, *, head_dim: int = 96, s
                          f"旋转比例 {fraction:g}：{head_dim} 维中第 0..{rot - 1} 维旋转"), fontsize=9)
     tidy(ax_dims, axis="x")
     ax_score.plot(data["distance"], data["score"], color="C0", lw=1.2, label="q . k")
-    ax_score.axhline(data["position_free"], color="k", lw=1, ls="--", label=tr("unrotated dims' part", "不旋转维度的贡献"))
+    ax_score.axhline(data["position_free"], color="k", lw=1, ls="--",
+                     label=tr("unrotated dims' part", "不旋转维度的贡献"))
     ax_score.set_xlabel(tr("m - n (query - key)", "m - n（查询 - 键）"), fontsize=8)
-    ax_score.set_title(tr(f"score against the distance ({rot // 2} pairs turn)", f"分数随距离的变化（{rot // 2} 对旋转）"),
-                       fontsize=9)
+    ax_score.set_title(tr(f"score against the distance ({rot // 2} pairs turn)",
+                          f"分数随距离的变化（{rot // 2} 对旋转）"), fontsize=9)
     ax_score.legend(fontsize=8, loc="upper right", frameon=False)
     tidy(ax_score)
     two_panels(axes)
@@ -373,8 +380,8 @@ def render_layer_positions(axes, model: str, layer: int, *, reports: dict):
         ax_right.semilogx(to_numpy(m), scale, color=KIND_COLORS["NoPE"], lw=1.6)
         ax_right.set_xlabel(tr("query position m", "查询位置 m"), fontsize=8)
         ax_right.set_ylabel(tr("query x", "查询的乘数"), fontsize=8)
-        ax_right.set_title(tr(f"layer {i}: NoPE, full attention; query temperature", f"第 {i} 层：NoPE，全注意力；查询温度"),
-                           fontsize=8)
+        ax_right.set_title(tr(f"layer {i}: NoPE, full attention; query temperature",
+                              f"第 {i} 层：NoPE，全注意力；查询温度"), fontsize=8)
         tidy(ax_right, axis="y")
         _few_log_ticks(ax_right, "x")
         out["temperature"] = (to_numpy(m), scale)
@@ -529,7 +536,8 @@ def checkpoint_table(rows: list) -> str:
             ("layout", tr("layout", "布局")), ("rotary", tr("rotated", "旋转维度")), ("base", tr("base", "底数")),
             ("rope_type", "rope_type"), ("attention_factor", "cos/sin x")]
     lengths = [("model", tr("model", "模型")), ("layers", tr("layers", "层")), ("context", tr("context", "上下文")),
-               ("seen", tr("sees", "可见距离")), ("slow", tr("<1 turn", "<1 圈")), ("first_negative", tr("B<0 at", "B<0 处"))]
+               ("seen", tr("sees", "可见距离")), ("slow", tr("<1 turn", "<1 圈")),
+               ("first_negative", tr("B<0 at", "B<0 处"))]
     cells = []
     for row in rows:
         line = {key: table_cell(row[key], digits=4) for key, _ in what + lengths}
