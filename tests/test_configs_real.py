@@ -49,6 +49,11 @@ KNOWN_CONTRADICTIONS = {
         "hunyuan_vl's rope_scaling {type: 'xdrope', alpha: 1000.0, xdrope_section: [16, 16, 16, 16]}: transformers "
         "5.24's HunYuanVLConfig reads type 'xdrope' as 'dynamic' (NTK alpha) with xdrope_section as mrope_section and "
         "runs it; the reader refuses it (config['rope_scaling']: rope_type must be one of [...], got 'xdrope')",
+    "Qwen__Qwen2.5-Omni-7B-AWQ.llm-tpu.json":
+        "qwen2_5_omni nests its text model two deep, in thinker_config.text_config (qwen2_5_omni_text: 28 layers, "
+        "mrope_section [16, 24, 24], rope_theta 1e6); transformers 5.24's Qwen2_5OmniConfig reads it there and the thinker "
+        "runs M-RoPE; the reader looks only at the top level and text_config and refuses the file "
+        "(config['num_hidden_layers'] is missing)",
 }
 
 
