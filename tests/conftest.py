@@ -59,7 +59,7 @@ def _readable_figures(request, monkeypatch):
         if fig.axes:
             px, text = smallest_text(fig)
             assert px >= MIN_TEXT_PX, f"text {text!r} is {px:.1f} px high (< {MIN_TEXT_PX} px) at dpi {fig.dpi:g}"
-            cut = clipped_texts(fig)
+            cut = clipped_texts(fig, laid_out=True)  # smallest_text has just laid it out: not done twice
             size = tuple(round(v) for v in (fig.bbox.width, fig.bbox.height))
             assert not cut, f"text past the edge of a {size[0]} x {size[1]} px figure (x0, y0, x1, y1): {cut}"
 
