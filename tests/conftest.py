@@ -27,7 +27,12 @@ settings.load_profile("posenc")
 
 # One thread per pytest-xdist worker when the workers already fill the cores (make test: -n auto), else two.
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _workers)))
+_threads = max(1, min(2, (os.cpu_count() or 1) // _workers))
+torch.set_num_threads(_threads)
+if _workers > 1:
+    # the same for the processes a worker starts: nbval's notebook kernels (each would take every core, while
+    # the other worker runs too) and the tests' subprocesses; a value set by hand is kept
+    os.environ.setdefault("OMP_NUM_THREADS", str(_threads))
 warnings.filterwarnings("ignore", message=".*rope_parameters.*")  # HF config chatter in the reference tests
 
 @pytest.fixture(autouse=True)
