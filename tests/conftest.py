@@ -27,7 +27,12 @@ settings.load_profile("posenc")
 
 # One thread per pytest-xdist worker when the workers already fill the cores (make test: -n auto), else two.
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // _workers)))
+_threads = max(1, min(2, (os.cpu_count() or 1) // _workers))
+torch.set_num_threads(_threads)
+if _workers > 1:
+    # the same for the processes a worker starts: nbval's notebook kernels (each would take every core, while
+    # the other worker runs too) and the tests' subprocesses; a value set by hand is kept
+    os.environ.setdefault("OMP_NUM_THREADS", str(_threads))
 warnings.filterwarnings("ignore", message=".*rope_parameters.*")  # HF config chatter in the reference tests
 
 @pytest.fixture(autouse=True)
@@ -59,7 +64,7 @@ def _readable_figures(request, monkeypatch):
         if fig.axes:
             px, text = smallest_text(fig)
             assert px >= MIN_TEXT_PX, f"text {text!r} is {px:.1f} px high (< {MIN_TEXT_PX} px) at dpi {fig.dpi:g}"
-            cut = clipped_texts(fig)
+            cut = clipped_texts(fig, laid_out=True)  # smallest_text has just laid it out: not done twice
             size = tuple(round(v) for v in (fig.bbox.width, fig.bbox.height))
             assert not cut, f"text past the edge of a {size[0]} x {size[1]} px figure (x0, y0, x1, y1): {cut}"
 

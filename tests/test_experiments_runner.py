@@ -49,14 +49,28 @@ def _numbers(result):
     return result
 
 
-def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agree(tmp_path):
-    cfg = _TINY
-    out = R.run_all(cfg, out_dir=tmp_path, workers=2, show_progress=False)
+# Two seeds (so two processes share the jobs in more than one way), 08's fine-tunes from seed 1 only (queued
+# behind seed 0's jobs): run once, in two processes, for the two tests below.
+_TWO_SEEDS = replace(_TINY, seeds=(0, 1), finetune_seeds=(1,))
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """(the folder it wrote, what it returned): run_all of _TWO_SEEDS with workers=2."""
+    out_dir = tmp_path_factory.mktemp("two_processes")
+    return out_dir, R.run_all(_TWO_SEEDS, out_dir=out_dir, workers=2, show_progress=False)
+
+
+def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agree(two_processes):
+    cfg = _TWO_SEEDS
+    tmp_path, out = two_processes
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([EXTRAPOLATION_FILE, EXTENSION_FILE, ROPE_STATE_FILE])
-    runs = {r["encoding"]: r for r in out["extrapolation"]["runs"]}
+    every = out["extrapolation"]["runs"]
+    runs = {r["encoding"]: r for r in every if r["seed"] == 0}
     assert runs["learned"]["loss"]["2"] is None and len(runs["learned"]["per_position_loss"]) == 16
     assert len(runs["rope"]["per_position_loss"]) == 32 and runs["rope"]["train_curve"][-1][0] == 4
     ext = load_results("context_extension", tmp_path)
+    assert [e["seed"] for e in ext["no_finetune"]] == [0, 1]  # every RoPE model evaluated, seed by seed
     assert ext == _as_json(out["context_extension"]) and ext["no_finetune"][0]["loss"]["none"] == runs["rope"]["loss"]
     assert [(f["method"], f["finetune_len"], f["finetune_batch"]) for f in ext["finetuned"]] == [
         (m, 32, 2) for m in ("none", "linear", "yarn", "abf")]
@@ -72,9 +86,13 @@ def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agre
     extrap = out["extrapolation"]
     assert extrap["probe_len"] == ext["probe_len"] == 4 and extrap["probe_cells"] == [[1, 4], [1, 8], [2, 4], [2, 24]]
     assert runs["rope"]["sliding_loss"] > 0 and runs["learned"]["sliding_loss"] > 0  # L fits a learned table
-    assert extrap["sliding_summary"]["rope"]["mean"] == runs["rope"]["sliding_loss"]
+    rope_runs = [r for r in every if r["encoding"] == "rope"]
+    assert [r["seed"] for r in rope_runs] == [0, 1]  # the summaries below are over both seeds
+    assert extrap["sliding_summary"]["rope"]["mean"] == pytest.approx(
+        sum(r["sliding_loss"] for r in rope_runs) / 2, rel=0, abs=1e-5)
     assert [c["loss"] is None for c in runs["learned"]["probe"]] == [False, False, True, True]
-    assert extrap["probe_summary"]["rope"][3]["gain"]["mean"] == runs["rope"]["probe"][3]["gain"]
+    assert extrap["probe_summary"]["rope"][3]["gain"]["mean"] == pytest.approx(
+        sum(r["probe"][3]["gain"] for r in rope_runs) / 2, rel=0, abs=1e-5)
     parts = extrap["provenance"]["timing_whole_command"]["cpu_seconds_by_part"]
     assert set(parts) == {"pretraining", "sliding_baseline", "probe", "extension_eval", "finetune",
                           "evaluation_at_every_multiple"}
@@ -90,11 +108,11 @@ def test_run_all_with_extension_in_two_processes_writes_every_file_and_they_agre
         assert config_from({"provenance": prov}) == cfg and prov["timing_whole_command"]["wall_seconds"] >= 0
 
 
-def test_the_numbers_do_not_depend_on_the_workers(tmp_path):
+def test_the_numbers_do_not_depend_on_the_workers(two_processes):
     """One process or two, the same numbers: every job is seeded and single-threaded, whichever worker runs it
     and whenever 08's jobs are queued."""
-    one = R.run_all(replace(_TINY, seeds=(0, 1), finetune_seeds=(1,)), out_dir=None, workers=1, show_progress=False)
-    two = R.run_all(replace(_TINY, seeds=(0, 1), finetune_seeds=(1,)), out_dir=None, workers=2, show_progress=False)
+    one = R.run_all(_TWO_SEEDS, out_dir=None, workers=1, show_progress=False)
+    two = two_processes[1]
     assert _numbers(one) == _numbers(two)
     assert [(r["encoding"], r["seed"]) for r in one["extrapolation"]["runs"]] == [
         ("rope", 0), ("learned", 0), ("rope", 1), ("learned", 1)]            # seed by seed, as configured

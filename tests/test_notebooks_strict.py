@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -27,30 +28,54 @@ def _notebook(path: Path, cells) -> Path:
     return path
 
 
-def _nbval(path: Path) -> subprocess.CompletedProcess:
-    """The notebook under `make test`'s nbval options, in a pytest of its own."""
-    return subprocess.run([sys.executable, "-m", "pytest", str(path), "--nbval", "--nbval-current-env",
+def _nbval(*paths: Path) -> dict:
+    """The notebooks under `make test`'s nbval options, in one pytest of their own (one start of pytest
+    and nbval for all of them; nbval still runs each notebook in a kernel of its own): for each notebook's
+    name, whether all its cells passed and the text of its failures."""
+    folder = paths[0].parent
+    report = folder / "report.xml"
+    done = subprocess.run([sys.executable, "-m", "pytest", *map(str, paths), "--nbval", "--nbval-current-env",
                            "--nbval-sanitize-with", str(SANITIZER), "-p", "no:cacheprovider", "-q",
-                           "-p", "no:xdist", "--rootdir", str(path.parent)],
-                          cwd=path.parent, capture_output=True, text=True, timeout=300)
+                           "-p", "no:xdist", "--rootdir", str(folder), "--junitxml", str(report)],
+                          cwd=folder, capture_output=True, text=True, timeout=300)
+    assert report.exists(), done.stdout + done.stderr
+    results = {path.name: {"cells": 0, "passed": True, "failures": ""} for path in paths}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = case.get("classname")  # the notebook's file name, as nbval names its cells' items
+        results[name]["cells"] += 1
+        for problem in case:
+            if problem.tag in ("failure", "error"):
+                results[name]["passed"] = False
+                results[name]["failures"] += (problem.get("message") or "") + (problem.text or "")
+    for name, result in results.items():  # every notebook ran (a notebook nbval never reached passes nothing)
+        assert result["cells"] > 0, f"{name} was not run: " + done.stdout + done.stderr
+    return results
 
 
-def test_strict_nbval_fails_when_a_printed_number_differs_from_the_stored_one(tmp_path):
+@pytest.fixture(scope="module")
+def strict_runs(tmp_path_factory) -> dict:
+    """The four small notebooks of the two tests below, run by one nbval session."""
+    folder = tmp_path_factory.mktemp("strict")
     code = "print(f'{1 / 3:.3f}')\n"
-    right = _nbval(_notebook(tmp_path / "right.ipynb", [(code, "0.333\n")]))
-    assert right.returncode == 0, right.stdout + right.stderr
-    wrong = _nbval(_notebook(tmp_path / "wrong.ipynb", [(code, "0.334\n")]))
-    assert wrong.returncode != 0 and "0.334" in wrong.stdout, wrong.stdout  # an unmarked cell is compared
+    return _nbval(_notebook(folder / "right.ipynb", [(code, "0.333\n")]),
+                  _notebook(folder / "wrong.ipynb", [(code, "0.334\n")]),
+                  _notebook(folder / "sizes.ipynb", [(
+                      "print('<Figure size 640x480 with 2 Axes>'); print(f'<object at {hex(id(object()))}>')\n",
+                      "<Figure size 800x288 with 2 Axes>\n<object at 0x7f00deadbeef>\n")]),
+                  _notebook(folder / "axes.ipynb", [("print('<Figure size 640x480 with 2 Axes>')\n",
+                                                     "<Figure size 640x480 with 3 Axes>\n")]))
 
 
-def test_the_sanitizer_forgives_a_figure_size_and_an_address_but_not_a_number(tmp_path):
-    forgiven = _nbval(_notebook(tmp_path / "sizes.ipynb", [(
-        "print('<Figure size 640x480 with 2 Axes>'); print(f'<object at {hex(id(object()))}>')\n",
-        "<Figure size 800x288 with 2 Axes>\n<object at 0x7f00deadbeef>\n")]))
-    assert forgiven.returncode == 0, forgiven.stdout + forgiven.stderr
-    axes = _nbval(_notebook(tmp_path / "axes.ipynb", [("print('<Figure size 640x480 with 2 Axes>')\n",
-                                                       "<Figure size 640x480 with 3 Axes>\n")]))
-    assert axes.returncode != 0, "a different number of axes is a different figure"
+def test_strict_nbval_fails_when_a_printed_number_differs_from_the_stored_one(strict_runs):
+    right, wrong = strict_runs["right.ipynb"], strict_runs["wrong.ipynb"]
+    assert right["passed"], right["failures"]
+    assert not wrong["passed"] and "0.334" in wrong["failures"], wrong  # an unmarked cell is compared
+
+
+def test_the_sanitizer_forgives_a_figure_size_and_an_address_but_not_a_number(strict_runs):
+    forgiven, axes = strict_runs["sizes.ipynb"], strict_runs["axes.ipynb"]
+    assert forgiven["passed"], forgiven["failures"]
+    assert not axes["passed"], "a different number of axes is a different figure"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT / "notebooks")) for p in NOTEBOOKS])
