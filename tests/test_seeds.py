@@ -159,15 +159,23 @@ def test_lambda_as_module_attribute_vs_nope():
         model.replace_encoding(lambda q, k: (q, k))
 
 
-def test_cache_rebuilt_on_every_long_call_vs_grown_once():
-    """The seed rebuilds its tables on EVERY call past max_seq_len; the library grows its cache once."""
+def test_cache_rebuilt_on_every_long_call_vs_no_table():
+    """The seed rebuilds its tables on EVERY call past max_seq_len (it never updates the bound); the library
+    keeps no table at all: cos/sin come from each call's positions, so no call depends on an earlier one."""
     seed = _SeedRotary(8, 16)
+    builds = []
+    build = seed._build
+    seed._build = lambda seq_len: (builds.append(seq_len), build(seq_len))
     q = torch.randn(1, 2, 40, 8)
     rope = P.RotaryEmbedding(8)
     for _ in range(5):
         out, _ = rope(q, q)
-    assert rope.cache_builds == 1
-    torch.testing.assert_close(out, seed(q, q, 40)[0], atol=1e-5, rtol=0)  # same rotation
+        seed_out, _ = seed(q, q, 40)
+    assert builds == [40] * 5  # rebuilt on every call
+    torch.testing.assert_close(out, seed_out, atol=1e-5, rtol=0)  # the same rotation
+    short = torch.randn(1, 2, 7, 8)
+    assert torch.equal(rope(short, short)[0], P.apply_rope(short))  # after longer calls: apply_rope's, exactly
+    assert torch.equal(out, P.apply_rope(q))
 
 
 def test_rope_past_its_cache_stays_on_the_device():
