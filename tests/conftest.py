@@ -50,6 +50,7 @@ def _readable_figures(request, monkeypatch):
         yield
         return
     from matplotlib.figure import Figure
+
     from posenc_lib.plots._style import MIN_TEXT_PX, clipped_texts, smallest_text
     made, original_init = [], Figure.__init__
 

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from posenc_lib import ENCODINGS, apply_rope, rope_inv_freq
-from posenc_lib.experiments import build_model, load_corpus
-from posenc_lib.experiments import evaluation as V
+from posenc_lib.experiments import build_model, evaluation as V, load_corpus
 from posenc_lib.experiments.config import ExperimentConfig
 from posenc_lib.scaling import EXTENSION_METHODS
 

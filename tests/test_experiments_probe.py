@@ -9,8 +9,7 @@ import torch
 from torch import nn
 
 from posenc_lib.attention import NoPE
-from posenc_lib.experiments import build_model, load_corpus
-from posenc_lib.experiments import probe as P
+from posenc_lib.experiments import build_model, load_corpus, probe as P
 from posenc_lib.experiments.config import ExperimentConfig
 
 

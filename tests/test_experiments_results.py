@@ -7,10 +7,18 @@ import math
 
 import pytest
 
-from posenc_lib.experiments import (CORPUS_FILES, EXPERIMENT_ENCODINGS, VALID_FILES, VOCAB_SIZE,
-                                    config_from, eval_ends, evaluate, load_corpus)
-from posenc_lib.experiments import paths as P
-from posenc_lib.experiments import results as S
+from posenc_lib.experiments import (
+    CORPUS_FILES,
+    EXPERIMENT_ENCODINGS,
+    VALID_FILES,
+    VOCAB_SIZE,
+    config_from,
+    eval_ends,
+    evaluate,
+    load_corpus,
+    paths as P,
+    results as S,
+)
 from posenc_lib.scaling import EXTENSION_METHODS
 
 
@@ -78,7 +86,8 @@ def test_cached_extrapolation_has_the_expected_shape(cached):
             assert len(run["per_position_loss"]) == 8 * 64
         assert run["loss"]["1"] < math.log(VOCAB_SIZE)  # it learned something
         if run["encoding"] == "t5":  # its trained bias table, [bucket][head] (notebook 05)
-            assert len(run["t5_bias"]) == cfg["t5_num_buckets"] and {len(r) for r in run["t5_bias"]} == {cfg["num_heads"]}
+            assert len(run["t5_bias"]) == cfg["t5_num_buckets"]
+            assert {len(r) for r in run["t5_bias"]} == {cfg["num_heads"]}
         else:
             assert "t5_bias" not in run
     for enc, row in res["summary"].items():  # the summary is the seeds' mean, recomputed here
@@ -123,8 +132,9 @@ def test_cached_context_extension_has_the_expected_shape(cached):
     for f in ext["finetuned"]:
         assert f["finetune_len"] == cfg["finetune_multiple"] * cfg["train_len"]
         assert f["train_curve"][-1][0] == cfg["finetune_steps"]
-        assert f["scaling"] == (None if f["method"] == "none" else {"rope_type": "default", "rope_theta": cfg["abf_base"]}
-                                if f["method"] == "abf" else {**f["scaling"], "factor": cfg["finetune_multiple"]})
+        abf = {"rope_type": "default", "rope_theta": cfg["abf_base"]}
+        assert f["scaling"] == (None if f["method"] == "none" else abf if f["method"] == "abf"
+                                else {**f["scaling"], "factor": cfg["finetune_multiple"]})
     for method, row in ext["finetuned_summary"].items():  # the summary is the seeds' mean, recomputed here
         for m, stats in row.items():
             values = [f["loss"][m] for f in ext["finetuned"] if f["method"] == method]
@@ -192,7 +202,8 @@ def test_the_shipped_seed0_models_load_and_are_the_cached_runs():
     """data/ ships the seed-0 RoPE and sinusoidal models; each loads into build_model's architecture and gives
     its cached run's loss at L on the same windows (a changed file or recipe fails)."""
     import torch
-    from posenc_lib.experiments import ExperimentConfig, STATE_FILES, load_corpus, load_results, load_seed0_model
+
+    from posenc_lib.experiments import STATE_FILES, ExperimentConfig, load_corpus, load_results, load_seed0_model
     from posenc_lib.experiments.evaluation import eval_ends, evaluate
     cfg, valid = ExperimentConfig(), load_corpus().valid
     runs = load_results("extrapolation")["runs"]

@@ -7,8 +7,7 @@ from dataclasses import asdict, replace
 import pytest
 import torch
 
-from posenc_lib.experiments import config_from, load_results, load_rope_model
-from posenc_lib.experiments import runner as R
+from posenc_lib.experiments import config_from, load_results, load_rope_model, runner as R
 from posenc_lib.experiments.config import ExperimentConfig
 from posenc_lib.experiments.results import EXTENSION_FILE, EXTRAPOLATION_FILE, ROPE_STATE_FILE
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.experiments import config_from, load_corpus, load_results
-from posenc_lib.experiments import training as T
-from posenc_lib.experiments.corpus import VOCAB_SIZE
+from posenc_lib.experiments import config_from, load_corpus, load_results, training as T
 from posenc_lib.experiments.config import ExperimentConfig
+from posenc_lib.experiments.corpus import VOCAB_SIZE
 
 
 @pytest.fixture

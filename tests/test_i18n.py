@@ -229,8 +229,8 @@ def test_permutation_figures_show_the_characters_in_chinese_and_pinyin_in_englis
 
     from posenc_lib.plots.permutation import PINYIN, TOKENS, render_permutation
 
-    for language, labels in (("en", [PINYIN[t] for t in TOKENS]), ("zh", list(TOKENS))):
-        set_language(language)
+    for lang, labels in (("en", [PINYIN[t] for t in TOKENS]), ("zh", list(TOKENS))):
+        set_language(lang)
         try:
             fig, axes = plt.subplots(1, 3)
             render_permutation(axes)
@@ -238,7 +238,7 @@ def test_permutation_figures_show_the_characters_in_chinese_and_pinyin_in_englis
             plt.close(fig)
         finally:
             set_language("en")
-        assert shown == labels, (language, shown)
+        assert shown == labels, (lang, shown)
 
 
 def test_the_plots_one_matplotlib_setting_is_a_fallback_font_that_can_be_removed():

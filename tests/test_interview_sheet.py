@@ -3,11 +3,10 @@ with an answer, the usual wrong answer and a link to the section that proves it;
 the one `sheet_numbers()` computes from the library and data/ (so the sheet cannot drift from the course);
 and its table of the seed notes' wrong claims quotes them word for word."""
 import re
-from pathlib import Path
 
 import pytest
-
 from notebook_sync import ROOT, read_cells, source
+
 from posenc_lib.exercises.review import sheet_numbers
 from posenc_lib.i18n import language
 

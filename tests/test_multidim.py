@@ -9,20 +9,26 @@ splits the float32 error off at long positions). Position ids are integers and c
 """
 import pytest
 import torch
+from conftest import is_meta
 from transformers import PixtralVisionConfig
 from transformers.models.pixtral import modeling_pixtral as hf_pixtral
-from transformers.models.qwen2_5_vl import configuration_qwen2_5_vl as cfg_qwen25
-from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as hf_qwen25
-from transformers.models.qwen2_vl import configuration_qwen2_vl as cfg_qwen2
-from transformers.models.qwen2_vl import modeling_qwen2_vl as hf_qwen2
-from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3
-from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3
+from transformers.models.qwen2_5_vl import configuration_qwen2_5_vl as cfg_qwen25, modeling_qwen2_5_vl as hf_qwen25
+from transformers.models.qwen2_vl import configuration_qwen2_vl as cfg_qwen2, modeling_qwen2_vl as hf_qwen2
+from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3, modeling_qwen3_vl as hf_qwen3
 
-from conftest import is_meta
 from posenc_lib import apply_rope, layout_permutation, rope_inv_freq
-from posenc_lib.multidim import (MROPE_PRESETS, apply_axial_rope, apply_mrope, apply_multiaxis_rope,
-                                 axial_rope_frequencies, mrope_axes, mrope_position_ids, mrope_token_types,
-                                 multiaxis_cos_sin, patch_positions)
+from posenc_lib.multidim import (
+    MROPE_PRESETS,
+    apply_axial_rope,
+    apply_mrope,
+    apply_multiaxis_rope,
+    axial_rope_frequencies,
+    mrope_axes,
+    mrope_position_ids,
+    mrope_token_types,
+    multiaxis_cos_sin,
+    patch_positions,
+)
 
 ATOL = 1e-5
 LONG = torch.long
@@ -325,7 +331,7 @@ def test_mrope_score_depends_on_coordinate_differences_and_text_is_plain_rope():
     q, k = torch.randn(2, 2, 3, 9, 16, dtype=torch.float64)
     positions = torch.randint(0, 50, (3, 2, 9))
     for interleaved, section in ((False, (2, 3, 3)), (True, (4, 2, 2))):
-        def score(p):
+        def score(p, section=section, interleaved=interleaved):  # this iteration's layout
             return _scores(apply_mrope(q, p, mrope_section=section, interleaved=interleaved),
                            apply_mrope(k, p, mrope_section=section, interleaved=interleaved))
         torch.testing.assert_close(score(positions + torch.tensor([5, -2, 9])[:, None, None]), score(positions),

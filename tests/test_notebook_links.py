@@ -7,14 +7,12 @@ A heading's anchor is the one JupyterLab gives it (site/anchors.py, which the we
 headings too).
 Anchors into a .md file are GitHub's (lower case, punctuation dropped, spaces to "-").
 """
+import importlib.util
 import re
 from pathlib import Path
 from urllib.parse import unquote
 
-import importlib.util
-
 import pytest
-
 from notebook_sync import ROOT, read_cells, shown_path, source
 
 _spec = importlib.util.spec_from_file_location("site_anchors", ROOT / "site" / "anchors.py")

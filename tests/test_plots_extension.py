@@ -9,8 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from posenc_lib import experiments as E
-from posenc_lib import rope_inv_freq
+from posenc_lib import experiments as E, rope_inv_freq
 from posenc_lib.plots import extension as P
 from posenc_lib.scaling import EXTENSION_METHODS
 from posenc_lib.widgets import extension as W

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from posenc_lib import sinusoidal_table
-from posenc_lib.experiments.learned import load_learned_snapshots, position_similarity
+from posenc_lib.absolute import position_similarity
+from posenc_lib.experiments.learned import load_learned_snapshots
 from posenc_lib.plots import learned as plots
 from posenc_lib.widgets import learned as widgets
 
@@ -98,7 +99,8 @@ def test_extend_by_copying_repeats_the_rows_like_longformer():
     before = table.clone()
     longer = ld.extend_by_copying(table, 12)
     assert longer.shape == (12, 3) and torch.equal(table, before)
-    # Longformer's conversion script: fill [k, k + n) with the n trained rows, k = 0, n, 2n, ... (no RoBERTa offset here)
+    # Longformer's conversion script: fill [k, k + n) with the n trained rows, k = 0, n, 2n, ...
+    # (no RoBERTa offset here)
     expected = torch.empty(12, 3)
     k = 0
     while k < 12:

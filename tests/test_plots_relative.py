@@ -82,7 +82,8 @@ def test_t5_titles_count_the_buckets_actually_used():
     r = torch.as_tensor(result["relative"])
     hf = T5Attention._relative_position_bucket(r, bidirectional=True, num_buckets=32, max_distance=128)
     assert 16 not in set(hf.tolist()) and 16 not in set(result["bidirectional"].tolist())
-    assert axes[0].get_title().endswith("31 of 32 buckets used") and axes[1].get_title().endswith("32 of 32 buckets used")
+    assert axes[0].get_title().endswith("31 of 32 buckets used")
+    assert axes[1].get_title().endswith("32 of 32 buckets used")
 
 
 def test_t5_learned_bias_draws_each_heads_bucket_value_at_every_offset():

@@ -5,10 +5,9 @@ against angles computed in the input's dtype), and that no line hides another or
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-
-import posenc_lib
 import torch
 
+import posenc_lib
 from posenc_lib.plots import rope as plots
 from posenc_lib.rope import apply_rope, rope_decay_bound
 from posenc_lib.widgets import rope as widgets

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ref_frequencies
 from torch import nn
 
 import posenc_lib as P
-from conftest import ref_frequencies
 
 SEEDS = Path(__file__).resolve().parents[1] / ".." / "shared" / "seeds"  # the course's shared notes
 
@@ -241,7 +241,8 @@ def test_000_prose_pairs_neighbours_code_pairs_halves():
     # the prose's pairing written out: pair i = (x[2i], x[2i+1]) turned by pos * theta_i
     theta = torch.tensor(ref_frequencies(8, 10000.0), dtype=torch.float64)
     a = pos[:, None].double() * theta
-    written = torch.stack((x[:, 0::2] * a.cos() - x[:, 1::2] * a.sin(), x[:, 1::2] * a.cos() + x[:, 0::2] * a.sin()), -1)
+    written = torch.stack((x[:, 0::2] * a.cos() - x[:, 1::2] * a.sin(),
+                           x[:, 1::2] * a.cos() + x[:, 0::2] * a.sin()), -1)
     torch.testing.assert_close(prose, written.flatten(-2))
     assert (prose - code).abs().max() > 0.1
     perm = P.layout_permutation(8)
@@ -254,6 +255,7 @@ def test_000_partial_rotary_comment_describes_real_models():
     configs and modeling code); the rest passes through unchanged. GLM rotates half: transformers' GlmConfig
     default and the published GLM-4 9B config, 64 of 128."""
     from transformers import GlmConfig, GPTJConfig, GPTNeoXConfig, LlamaConfig
+
     from posenc_lib.experiments.results import load_model_configs
 
     assert GlmConfig().rope_parameters["partial_rotary_factor"] == 0.5
@@ -331,7 +333,8 @@ def test_06_quotes_seed_q4_verbatim(edition):
     import json
     root = Path(__file__).resolve().parents[1]
     cells = json.loads((root / edition / "06_rope.ipynb").read_text())["cells"]
-    text = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown" and "### Q4:" in "".join(c["source"]))
+    text = next("".join(c["source"]) for c in cells
+                if c["cell_type"] == "markdown" and "### Q4:" in "".join(c["source"]))
     block = text[text.index("```text") + len("```text"):].split("```")[0]
     quoted = [line.strip() for line in block.splitlines() if line.strip()]
     assert "theta = 10000 ** (-2 * torch.arange(0, dim, 2) / dim)" in quoted  # the doubled exponent, point (4)

@@ -86,7 +86,8 @@ def _equal(a, b):
 
 
 def test_a_widget_starting_elsewhere_is_found(tmp_path):
-    nb = {"cells": [{"cell_type": "code", "source": "fig, ax = plt.subplots()\nrender_rope_decay_bound(ax, 10000.0, 128)"},
+    nb = {"cells": [{"cell_type": "code",
+                     "source": "fig, ax = plt.subplots()\nrender_rope_decay_bound(ax, 10000.0, 128)"},
                     {"cell_type": "code", "source": "rope_decay_widget()"}]}
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
@@ -95,9 +96,10 @@ def test_a_widget_starting_elsewhere_is_found(tmp_path):
 
 
 def test_a_widget_that_starts_elsewhere_says_so_in_its_placeholder():
-    from posenc_lib.widgets._base import InteractiveFigure
-    from posenc_lib.plots.rope import render_rope_decay_bound
     import ipywidgets
+
+    from posenc_lib.plots.rope import render_rope_decay_bound
+    from posenc_lib.widgets._base import InteractiveFigure
 
     base = ipywidgets.FloatLogSlider(value=10000.0, base=10, min=2, max=6)
     fig = InteractiveFigure(render_rope_decay_bound, {"base": base}, differs="base: 10,000 here, 500,000 above")

@@ -7,7 +7,6 @@ import json
 import re
 
 import pytest
-
 from notebook_sync import CHINESE_DIR, differences, pairs, read_cells, source
 
 PAIRS = pairs()
@@ -65,14 +64,16 @@ def _code(text):
 ENGLISH = [
     _md("# 01 · Attention cannot see order\n\nA few words of English prose here, to be translated.\n"),
     _code('import posenc_lib\nposenc_lib.set_language("en")  # the language\n'),
-    _code('# NBVAL_CHECK_OUTPUT\nscores = q @ k.T / 8  # the scores\nprint(f"max score {scores.max():.3f}", "and some words")\n'),
+    _code('# NBVAL_CHECK_OUTPUT\nscores = q @ k.T / 8  # the scores\n'
+          'print(f"max score {scores.max():.3f}", "and some words")\n'),
     _md("## 2. A section\n\nMore English prose that a reader reads.\n### 2.1 Sub\n"),
     _code('plot(layout="half", title="Where the pairs are")\n'),
 ]
 CHINESE = [
     _md("# 01 · 注意力看不见顺序\n\n这里是几句中文。\n"),
     _code('import posenc_lib\nposenc_lib.set_language("zh")  # 语言\n'),
-    _code('# NBVAL_CHECK_OUTPUT\nscores = q @ k.T / 8  # 打分\nprint(f"最大分数 {scores.max():.3f}",\n      "以及一些字")\n'),
+    _code('# NBVAL_CHECK_OUTPUT\nscores = q @ k.T / 8  # 打分\n'
+          'print(f"最大分数 {scores.max():.3f}",\n      "以及一些字")\n'),
     _md("## 2. 一节\n\n读者要读的更多中文。\n### 2.1 小节\n"),
     _code('plot(layout="half",\n     title="各对维度的位置")\n'),
 ]

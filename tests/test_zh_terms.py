@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from notebook_sync import CHINESE_DIR, NOT_PROSE, ROOT, read_cells, shown_path, source
 from zh_terms import EXEMPT, TERMS
 
@@ -138,7 +137,8 @@ def test_a_variant_is_found_in_markdown_and_printed_output(tmp_path, markdown, p
     ("见 notebook 07，在笔记本电脑上几秒跑完。", ""),
     ("`attention_mask` 给出掩码（attention mask）", "attention_mask = [0, 1]"),
     ("注意力汇聚点（attention sink）", "num_sinks 4"),
-    ("**注意力汇聚点**（attention sink；Xiao 等人）见 \"Efficient Streaming Language Models with\nAttention Sinks\"", ""),
+    ("**注意力汇聚点**（attention sink；Xiao 等人）见 \"Efficient Streaming Language Models with\n"
+     "Attention Sinks\"", ""),
     ("| English | 中文 | 别名 |\n|---|---|---|\n| sinusoidal | 正弦位置编码 | 三角函数式位置编码 |", ""),
     ("```python\nmask = x\n```", ""),
 ])
