@@ -41,14 +41,6 @@ PROVENANCE = json.loads((DATA / "real_configs_provenance.json").read_text(encodi
 MAX_PARAMS = 40_000_000  # the deepest files (88 layers, MLA over 61 layers) at the shrunk widths
 # file -> what the reader gets wrong (or refuses although transformers reads and runs the file), in one line
 KNOWN_CONTRADICTIONS = {
-    "MiniMaxAI__MiniMax-M2.tt-metal.json":
-        "minimax_m2 states partial RoPE as the legacy rotary_dim: 64 (head_dim 128); transformers 5.24's "
-        "MiniMaxM2Config turns it into partial_rotary_factor 0.5 and rotates dims 0-64; the reader (rotate_half "
-        "family) ignores rotary_dim and says every layer rotates dims 0-128: a silent wrong answer",
-    "tencent__HunyuanOCR.hub-download.json":
-        "hunyuan_vl's rope_scaling {type: 'xdrope', alpha: 1000.0, xdrope_section: [16, 16, 16, 16]}: transformers "
-        "5.24's HunYuanVLConfig reads type 'xdrope' as 'dynamic' (NTK alpha) with xdrope_section as mrope_section and "
-        "runs it; the reader refuses it (config['rope_scaling']: rope_type must be one of [...], got 'xdrope')",
 }
 
 
