@@ -252,6 +252,11 @@ QWEN3_VL = Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text"), mrope=MRope("interl
                   defaults={"rope_theta": 500000.0, "head_dim": 128},
                   source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by "
                          "pair")
+QWEN2_5_OMNI = Family("qwen2_5_omni", ("qwen2_5_omni_text", "qwen2_5_omni_thinker"), layers="max_window_layers",
+                      mrope=MRope("chunks", (16, 24, 24)),
+                      defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                                "sliding_window": 32768, "max_window_layers": 28},
+                      source="modeling_qwen2_5_omni.py (thinker's text model): Qwen2.5-VL's chunks and rotate_half")
 DEEPSEEK_V3 = Family("deepseek_v3", ("deepseek_v3", "kimi_k2", "kimi_k25"),
                      layout_key=Switch("rope_interleave", True), head_dim="mla", reorders_pairs=True, mla_mscale=True,
                      defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
@@ -307,11 +312,20 @@ REGISTRY = (
            defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128},
            source="modeling_paddleocr_vl.py: Qwen2-VL's chunks t | h | w and rotate_half; a window only on "
                   "layer_types' sliding layers"),
-    Family("qwen2_5_omni", ("qwen2_5_omni_text", "qwen2_5_omni_thinker"), layers="max_window_layers",
-           mrope=MRope("chunks", (16, 24, 24)),
-           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
-                     "sliding_window": 32768, "max_window_layers": 28},
-           source="modeling_qwen2_5_omni.py (thinker's text model): Qwen2.5-VL's chunks and rotate_half"),
+    QWEN2_5_OMNI,
+    replace(QWEN2_5_OMNI, name="qwen2_5_omni_talker", model_types=("qwen2_5_omni_talker",),
+            defaults={**QWEN2_5_OMNI.defaults, "head_dim": 128},
+            source="modeling_qwen2_5_omni.py: Qwen2_5OmniTalkerModel stacks the thinker's Qwen2_5OmniDecoderLayer with "
+                   "the same Qwen2_5OmniRotaryEmbedding (chunks, default [16, 24, 24]); its config class has head_dim "
+                   "128"),
+    # the talker's code predictor: Qwen3's attention (q/k norms before RoPE, rotate_half) with plain RoPE
+    Family("qwen3_omni_moe_talker_code_predictor", ("qwen3_omni_moe_talker_code_predictor",),
+           layers="layer_types_required", rope_dict=RopeDict(ignored_keys=("mrope_section",)),
+           defaults={"rope_theta": 10000.0, "head_dim": 128, "max_position_embeddings": 32768},
+           source="modeling_qwen3_omni_moe.py: Qwen3OmniMoeTalkerCodePredictorModel turns q and k with "
+                  "Qwen3OmniMoeRotaryEmbedding (cat(freqs, freqs), no M-RoPE sections read) and rotate_half; its "
+                  "config class makes layers >= max_window_layers sliding whenever sliding_window is set (no "
+                  "use_sliding_window): read from layer_types"),
     Family("qwen3_omni_moe", ("qwen3_omni_moe_text", "qwen3_omni_moe_thinker"),
            mrope=MRope("interleaved", (24, 20, 20)),
            defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768},

@@ -337,7 +337,8 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
             partial = _Given(1.0, partial.where)
         if rope_type == "default":
             scaling = None
-    return _RopeRead(base, rope_type, scaling, partial, p.get("mrope_section"), beta)
+    section = None if "mrope_section" in family.rope_dict.ignored_keys else p.get("mrope_section")
+    return _RopeRead(base, rope_type, scaling, partial, section, beta)
 
 
 def _renamed_keys(r: _Reader, rope: _RopeDict) -> dict:
