@@ -787,3 +787,15 @@ def test_hunyuan_dynamic_with_alpha_is_its_fixed_ntk_alpha(model_type):
         assert layer.mrope_section == (8, 8, 8, 8)
         with pytest.raises(ValueError, match="XD-RoPE"):
             layer.apply(torch.randn(1, 3, 64), torch.zeros(4, 1, 3, dtype=torch.long))
+
+
+def test_qwen3_omni_talker_code_predictor_turns_plain_rope_and_reads_its_layer_types():
+    """Its rotary embedding reads no mrope_section (plain cat(freqs, freqs)); its config class makes layers sliding
+    from sliding_window alone, so without layer_types the reader refuses by name rather than guess the pattern."""
+    config = {"model_type": "qwen3_omni_moe_talker_code_predictor", "hidden_size": 64, "num_attention_heads": 2,
+              "num_hidden_layers": 2, "head_dim": 32, "layer_types": ["full_attention"] * 2,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [6, 5, 5]}}
+    read = from_hf_config(config)
+    assert read.mrope_section is None and read.layer(0).rotary_dims == (0, 32)
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] is missing"):
+        from_hf_config({k: v for k, v in config.items() if k != "layer_types"})
