@@ -51,8 +51,10 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
       the attention looks half-split (configs.measure sees that).
     rope_dict: a RopeDict record: what the family's config class does to the rope dict before its checks:
-      legacy rope types it renames (Phi-3: su, yarn -> longrope), keys it leaves out of its checks and its rotary
-      code does not read (Ministral 3: max_position_embeddings).
+      legacy rope types it renames (Phi-3: su, yarn -> longrope; HunYuan-VL: xdrope -> dynamic), keys it renames
+      (HunYuan-VL: xdrope_section -> mrope_section), keys it leaves out of its checks and its rotary code does not
+      read (Ministral 3: max_position_embeddings; Qwen3-Omni's code predictor: mrope_section), and the key whose
+      value in a 'dynamic' dict makes it HunYuan's fixed NTK-alpha (alpha_key).
     mrope: an MRope record (style, default section) of a multimodal RoPE: "chunks" (Qwen2-VL: s_t pairs of t, then
       h, then w) or "interleaved" (Qwen3-VL: pair i reads t, h, w in turn; multidim.mrope_axes), or "dims"
       (HunYuan-VL's XD-RoPE, per dim rather than per pair: LayerPositions.apply does not model its image positions);
