@@ -799,3 +799,16 @@ def test_qwen3_omni_talker_code_predictor_turns_plain_rope_and_reads_its_layer_t
     assert read.mrope_section is None and read.layer(0).rotary_dims == (0, 32)
     with pytest.raises(ValueError, match=r"config\['layer_types'\] is missing"):
         from_hf_config({k: v for k, v in config.items() if k != "layer_types"})
+
+
+def test_hunyuan_turns_the_whole_head_whatever_partial_rotary_factor_says():
+    """HunYuan's compute_default_rope_parameters sizes its frequencies by head_dim alone; a partial_rotary_factor in
+    the config changes nothing there, and the reader states the whole head, as the code turns it."""
+    from transformers.models.hunyuan_v1_dense import modeling_hunyuan_v1_dense as hf
+    config = {"model_type": "hunyuan_v1_dense", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 1,
+              "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                  "partial_rotary_factor": 0.5}}
+    hf_config = transformers.CONFIG_MAPPING["hunyuan_v1_dense"](**{k: v for k, v in config.items()
+                                                                  if k != "model_type"})
+    layer = from_hf_config(config).layer(0)
+    assert layer.rotary_dims == (0, 64) and hf.HunYuanDenseV1RotaryEmbedding(hf_config).inv_freq.numel() == 32

@@ -27,7 +27,7 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       of keys: the config class reads the first of them the config holds (MiniMax-M2: partial_rotary_factor,
       else its legacy rotary_dim, which MiniMaxM2Config divides by head_dim into the factor).
     fixed: values written in the family's code rather than read from the config, {setting: value}: rope_theta
-      (GPT-J: 10000), score_scale (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each
+      (GPT-J: 10000), partial_rotary_factor (HunYuan: 1.0, its rotary embedding sizes by head_dim), score_scale (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each
       pair turns clockwise; +1, the course's counter-clockwise, when absent).
     layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES);
       pattern: the Pattern (key, default) of the every-k-th-layer rules (Gemma 3's sliding_window_pattern 6 ...).
@@ -75,7 +75,7 @@ from dataclasses import dataclass, field, replace
 
 # the settings a family may read from a key of its own name (Family.keys), and those its code may fix (Family.fixed)
 SHARED_SETTINGS = ("rope_theta", "partial_rotary_factor", "sliding_window")
-CODE_SETTINGS = ("rope_theta", "score_scale", "direction")
+CODE_SETTINGS = ("rope_theta", "partial_rotary_factor", "score_scale", "direction")
 
 
 @dataclass(frozen=True)
@@ -549,11 +549,13 @@ REGISTRY = (
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
     # HunYuan: q and k RMS-normalised after RoPE in every layer; a 'dynamic' rope dict with alpha is fixed NTK-alpha
     Family("hunyuan_v1_dense", ("hunyuan_v1_dense", "hunyuan_v1_moe"), qk_norm_after_rope="always",
+           fixed={"partial_rotary_factor": 1.0},
            rope_dict=RopeDict(alpha_key="alpha"), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
            source="modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py: rotate_half on the whole head; "
                   "query_layernorm / key_layernorm after apply_rotary_pos_emb; HunYuan...RotaryEmbedding turns "
                   "'dynamic' with alpha into ntk_alpha (compute_ntk_alpha_rope_parameters)"),
     Family("hunyuan_vl", ("hunyuan_vl", "hunyuan_vl_text"), qk_norm_after_rope="always", mrope=MRope("dims", ()),
+           fixed={"partial_rotary_factor": 1.0},
            rope_dict=RopeDict(renamed_types={"xdrope": "dynamic"}, renamed_keys={"xdrope_section": "mrope_section"},
                               alpha_key="alpha"),
            defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},

@@ -275,7 +275,9 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
     else:
         base = _checks.positive_float(r.name(rope.theta_key), r.get(rope.theta_key))
     partial = _Given(p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']")
-    if partial.value is None:
+    if "partial_rotary_factor" in family.fixed:  # the code sizes its frequencies by head_dim (HunYuan)
+        partial = _Given(family.fixed["partial_rotary_factor"], tr(f"{family.name}'s code", f"{family.name} 的代码"))
+    elif partial.value is None:
         partial = _partial_from_keys(r)
     given = {k: v for k, v in p.items() if k not in _NOT_SCALING + family.rope_dict.ignored_keys}
     beta, query_scale = None, family.query_scale
