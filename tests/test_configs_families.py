@@ -207,7 +207,8 @@ def test_records_hold_named_records_not_tuples_of_facts():
     (lambda: Family("x", (), keys={"theta": "base"}), r"Family 'x': keys names \['theta'\], not among"),
     (lambda: Family("x", (), fixed={"base": 1e4}), r"Family 'x': fixed names \['base'\], not among"),
     (lambda: QueryScale("queries", "beta"), r"QueryScale.on must be 'nope' or 'rope', got 'queries'"),
-    (lambda: MRope("stacked", (1, 1, 1)), r"MRope.style must be 'chunks' or 'interleaved', got 'stacked'"),
+    (lambda: MRope("stacked", (1, 1, 1)),
+     r"MRope.style must be one of \['chunks', 'interleaved', 'dims'\], got 'stacked'"),
     (lambda: Indexer("half", "middle"), r"Indexer.where must be 'first' or 'last', got 'middle'"),
 ])
 def test_a_misspelt_rule_is_refused_not_read_as_absent(make, pattern):

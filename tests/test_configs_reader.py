@@ -744,3 +744,71 @@ def test_pasted_text_that_is_not_json_is_one_line():
     assert "\n" not in str(info.value) and info.value.__cause__ is None
     with pytest.raises(TypeError, match=r"must be an object"):
         read_pasted("[1, 2]")
+
+
+@pytest.mark.parametrize("extra, expected", [({}, (0, 32)), ({"partial_rotary_factor": 0.25}, (0, 16)),
+                                             ({"rotary_dim": None}, (0, 64))])
+def test_minimax_m2_reads_its_legacy_rotary_dim_as_its_config_class(extra, expected):
+    """MiniMax-M2's checkpoints state partial RoPE as rotary_dim (dims); MiniMaxM2Config divides it by head_dim
+    into partial_rotary_factor unless a factor is given; the reader turns the dims transformers' config says."""
+    from transformers.models.minimax_m2 import configuration_minimax_m2 as cfg
+    config = {"model_type": "minimax_m2", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 2,
+              "head_dim": 64, "rotary_dim": 32, "rope_theta": 5000000.0, **extra}
+    hf = cfg.MiniMaxM2Config(**{k: v for k, v in config.items() if k != "model_type"})
+    turned = int(64 * hf.rope_parameters.get("partial_rotary_factor", 1.0))
+    assert from_hf_config(config).layer(0).rotary_dims == expected == (0, turned)
+
+
+def test_minimax_m2_rotary_dim_without_a_head_dim_is_refused_by_name():
+    config = {"model_type": "minimax_m2", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 2,
+              "head_dim": None, "rotary_dim": 32}
+    with pytest.raises(ValueError, match=r"config\['rotary_dim'\] = 32 is divided by config\['head_dim'\]"):
+        from_hf_config(config)
+
+
+@pytest.mark.parametrize("model_type", ["hunyuan_vl_text", "hunyuan_v1_dense"])
+def test_hunyuan_dynamic_with_alpha_is_its_fixed_ntk_alpha(model_type):
+    """HunYuan's rotary embedding turns a 'dynamic' dict with alpha into ntk_alpha (fixed frequencies at base
+    rope_theta * alpha ** (d / (d - 2))); HunYuan-VL's config class reads the legacy type 'xdrope' as 'dynamic' and
+    xdrope_section as mrope_section. The reader's frequencies are the code's."""
+    module = importlib.import_module(f"transformers.models.{model_type.removesuffix('_text')}."
+                                     f"modeling_{model_type.removesuffix('_text')}")
+    rotary = next(getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding") and "Vision" not in n)
+    scaling = {"type": "dynamic", "alpha": 1000.0, "factor": 1.0, "beta_fast": 32}
+    if model_type == "hunyuan_vl_text":
+        scaling = {**scaling, "type": "xdrope", "xdrope_section": [8, 8, 8, 8]}
+    config = {"model_type": model_type, "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 1,
+              "head_dim": 64, "rope_theta": 10000.0, "rope_scaling": scaling}
+    layer = from_hf_config(config).layer(0)
+    hf = transformers.CONFIG_MAPPING[model_type](**{k: v for k, v in config.items() if k != "model_type"})
+    torch.testing.assert_close(layer.inv_freq.float(), rotary(hf).inv_freq, rtol=1e-5, atol=0)
+    assert (layer.rope_type, layer.rotary_dims, layer.layout) == ("ntk", (0, 64), "half")
+    if model_type == "hunyuan_vl_text":
+        assert layer.mrope_section == (8, 8, 8, 8)
+        with pytest.raises(ValueError, match="XD-RoPE"):
+            layer.apply(torch.randn(1, 3, 64), torch.zeros(4, 1, 3, dtype=torch.long))
+
+
+def test_qwen3_omni_talker_code_predictor_turns_plain_rope_and_reads_its_layer_types():
+    """Its rotary embedding reads no mrope_section (plain cat(freqs, freqs)); its config class makes layers sliding
+    from sliding_window alone, so without layer_types the reader refuses by name rather than guess the pattern."""
+    config = {"model_type": "qwen3_omni_moe_talker_code_predictor", "hidden_size": 64, "num_attention_heads": 2,
+              "num_hidden_layers": 2, "head_dim": 32, "layer_types": ["full_attention"] * 2,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [6, 5, 5]}}
+    read = from_hf_config(config)
+    assert read.mrope_section is None and read.layer(0).rotary_dims == (0, 32)
+    with pytest.raises(ValueError, match=r"config\['layer_types'\] is missing"):
+        from_hf_config({k: v for k, v in config.items() if k != "layer_types"})
+
+
+def test_hunyuan_turns_the_whole_head_whatever_partial_rotary_factor_says():
+    """HunYuan's compute_default_rope_parameters sizes its frequencies by head_dim alone; a partial_rotary_factor in
+    the config changes nothing there, and the reader states the whole head, as the code turns it."""
+    from transformers.models.hunyuan_v1_dense import modeling_hunyuan_v1_dense as hf
+    config = {"model_type": "hunyuan_v1_dense", "hidden_size": 128, "num_attention_heads": 2, "num_hidden_layers": 1,
+              "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                  "partial_rotary_factor": 0.5}}
+    hf_config = transformers.CONFIG_MAPPING["hunyuan_v1_dense"](**{k: v for k, v in config.items()
+                                                                  if k != "model_type"})
+    layer = from_hf_config(config).layer(0)
+    assert layer.rotary_dims == (0, 64) and hf.HunYuanDenseV1RotaryEmbedding(hf_config).inv_freq.numel() == 32

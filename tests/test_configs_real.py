@@ -41,18 +41,10 @@ PROVENANCE = json.loads((DATA / "real_configs_provenance.json").read_text(encodi
 MAX_PARAMS = 40_000_000  # the deepest files (88 layers, MLA over 61 layers) at the shrunk widths
 # file -> what the reader gets wrong (or refuses although transformers reads and runs the file), in one line
 KNOWN_CONTRADICTIONS = {
-    "MiniMaxAI__MiniMax-M2.tt-metal.json":
-        "minimax_m2 states partial RoPE as the legacy rotary_dim: 64 (head_dim 128); transformers 5.24's "
-        "MiniMaxM2Config turns it into partial_rotary_factor 0.5 and rotates dims 0-64; the reader (rotate_half "
-        "family) ignores rotary_dim and says every layer rotates dims 0-128: a silent wrong answer",
-    "tencent__HunyuanOCR.hub-download.json":
-        "hunyuan_vl's rope_scaling {type: 'xdrope', alpha: 1000.0, xdrope_section: [16, 16, 16, 16]}: transformers "
-        "5.24's HunYuanVLConfig reads type 'xdrope' as 'dynamic' (NTK alpha) with xdrope_section as mrope_section and "
-        "runs it; the reader refuses it (config['rope_scaling']: rope_type must be one of [...], got 'xdrope')",
     "Qwen__Qwen2.5-Omni-7B-AWQ.llm-tpu.json":
         "qwen2_5_omni nests its text model two deep, in thinker_config.text_config (qwen2_5_omni_text: 28 layers, "
-        "mrope_section [16, 24, 24], rope_theta 1e6); transformers 5.24's Qwen2_5OmniConfig reads it there and the thinker "
-        "runs M-RoPE; the reader looks only at the top level and text_config and refuses the file "
+        "mrope_section [16, 24, 24], rope_theta 1e6); transformers 5.24's Qwen2_5OmniConfig reads it there and the "
+        "thinker runs M-RoPE; the reader looks only at the top level and text_config and refuses the file "
         "(config['num_hidden_layers'] is missing)",
 }
 

@@ -23,9 +23,11 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       transformers' to_dict writes) wins.
     keys: the family's own names for settings every family has, {setting: its key}: rope_theta (GPT-NeoX:
       rotary_emb_base), partial_rotary_factor (GPT-NeoX: rotary_pct; GPT-J, CodeGen: rotary_dim, a count of dims,
-      as transformers names it everywhere), sliding_window (RecurrentGemma: attention_window_size).
+      as transformers names it everywhere), sliding_window (RecurrentGemma: attention_window_size). A tuple
+      of keys: the config class reads the first of them the config holds (MiniMax-M2: partial_rotary_factor,
+      else its legacy rotary_dim, which MiniMaxM2Config divides by head_dim into the factor).
     fixed: values written in the family's code rather than read from the config, {setting: value}: rope_theta
-      (GPT-J: 10000), score_scale (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each
+      (GPT-J: 10000), partial_rotary_factor (HunYuan: 1.0, its rotary embedding sizes by head_dim), score_scale (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each
       pair turns clockwise; +1, the course's counter-clockwise, when absent).
     layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES);
       pattern: the Pattern (key, default) of the every-k-th-layer rules (Gemma 3's sliding_window_pattern 6 ...).
@@ -49,11 +51,14 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       second dim of every pair] (DeepSeek's apply_rotary_pos_emb_interleave): q.k is unchanged, and what reaches
       the attention looks half-split (configs.measure sees that).
     rope_dict: a RopeDict record: what the family's config class does to the rope dict before its checks:
-      legacy rope types it renames (Phi-3: su, yarn -> longrope), keys it leaves out of its checks and its rotary
-      code does not read (Ministral 3: max_position_embeddings).
+      legacy rope types it renames (Phi-3: su, yarn -> longrope; HunYuan-VL: xdrope -> dynamic), keys it renames
+      (HunYuan-VL: xdrope_section -> mrope_section), keys it leaves out of its checks and its rotary code does not
+      read (Ministral 3: max_position_embeddings; Qwen3-Omni's code predictor: mrope_section), and the key whose
+      value in a 'dynamic' dict makes it HunYuan's fixed NTK-alpha (alpha_key).
     mrope: an MRope record (style, default section) of a multimodal RoPE: "chunks" (Qwen2-VL: s_t pairs of t, then
-      h, then w) or "interleaved" (Qwen3-VL: pair i reads t, h, w in turn; multidim.mrope_axes); the section is the
-      code's default when the rope dict has none.
+      h, then w) or "interleaved" (Qwen3-VL: pair i reads t, h, w in turn; multidim.mrope_axes), or "dims"
+      (HunYuan-VL's XD-RoPE, per dim rather than per pair: LayerPositions.apply does not model its image positions);
+      the section is the code's default when the rope dict has none.
     refused: Refusal records: a value of a key that the reader refuses, with why (Gemma 4's
       use_bidirectional_attention 'all' changes the window's meaning).
     indexer: an Indexer record (layout, "first" | "last") of a sparse-attention indexer's own RoPE beside the main
@@ -70,7 +75,7 @@ from dataclasses import dataclass, field, replace
 
 # the settings a family may read from a key of its own name (Family.keys), and those its code may fix (Family.fixed)
 SHARED_SETTINGS = ("rope_theta", "partial_rotary_factor", "sliding_window")
-CODE_SETTINGS = ("rope_theta", "score_scale", "direction")
+CODE_SETTINGS = ("rope_theta", "partial_rotary_factor", "score_scale", "direction")
 
 
 @dataclass(frozen=True)
@@ -133,20 +138,31 @@ class QueryScale:
 
 @dataclass(frozen=True)
 class RopeDict:
-    """What the config class does to the rope dict: rope types it renames, keys it neither checks nor reads."""
+    """What the config class does to the rope dict: rope types it renames, keys it renames ({old: new}; both given
+    must agree), keys it neither checks nor reads; alpha_key: a 'dynamic' dict holding this key (truthy) turns with
+    fixed frequencies at base rope_theta * alpha ** (d / (d - 2)), d the head dim (HunYuan's
+    compute_ntk_alpha_rope_parameters: posenc's static 'ntk' with factor alpha; the dict's other keys unread)."""
     renamed_types: dict = field(default_factory=dict)
+    renamed_keys: dict = field(default_factory=dict)
     ignored_keys: tuple = ()
+    alpha_key: str | None = None
+
+
+MROPE_STYLES = ("chunks", "interleaved", "dims")
 
 
 @dataclass(frozen=True)
 class MRope:
-    """A multimodal RoPE: style "chunks" or "interleaved", and the code's default mrope_section."""
+    """A multimodal RoPE: style "chunks" or "interleaved" (three sections t, h, w of the pairs), or "dims" (HunYuan-VL's
+    XD-RoPE: any number of axes; section i covers 2 s_i dims of the head's doubled frequency table [f | f] and takes
+    axis i mod n, so the two dims of a pair may read different axes); and the code's default mrope_section (empty:
+    the code has none and needs the config's)."""
     style: str
     section: tuple
 
     def __post_init__(self):
-        if self.style not in ("chunks", "interleaved"):
-            raise ValueError(f"MRope.style must be 'chunks' or 'interleaved', got {self.style!r}")
+        if self.style not in MROPE_STYLES:
+            raise ValueError(f"MRope.style must be one of {list(MROPE_STYLES)}, got {self.style!r}")
 
 
 @dataclass(frozen=True)
@@ -203,8 +219,14 @@ class Family:
                 raise ValueError(f"Family {self.name!r}: {name} names {unknown}, not among {list(known)}")
 
     def key(self, setting: str) -> str:
-        """The config key this family reads a shared setting from (`keys`), the setting's own name by default."""
-        return self.keys.get(setting, setting)
+        """The config key this family reads a shared setting from (`keys`; the first of a tuple), the setting's own
+        name by default."""
+        return self.keys_of(setting)[0]
+
+    def keys_of(self, setting: str) -> tuple:
+        """Every config key this family reads a shared setting from, in the order its config class reads them."""
+        given = self.keys.get(setting, setting)
+        return given if isinstance(given, tuple) else (given,)
 
 def _dsa(name: str, layout: str, indexer: Indexer, source: str, *, max_position_embeddings: int,
          qk_rope_head_dim: int, qk_nope_head_dim: int, index_n_heads: int) -> Family:
@@ -232,6 +254,11 @@ QWEN3_VL = Family("qwen3_vl", ("qwen3_vl", "qwen3_vl_text"), mrope=MRope("interl
                   defaults={"rope_theta": 500000.0, "head_dim": 128},
                   source="modeling_qwen3_vl.py: rotate_half; recomposition_frequencies interleaves t, h, w pair by "
                          "pair")
+QWEN2_5_OMNI = Family("qwen2_5_omni", ("qwen2_5_omni_text", "qwen2_5_omni_thinker"), layers="max_window_layers",
+                      mrope=MRope("chunks", (16, 24, 24)),
+                      defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
+                                "sliding_window": 32768, "max_window_layers": 28},
+                      source="modeling_qwen2_5_omni.py (thinker's text model): Qwen2.5-VL's chunks and rotate_half")
 DEEPSEEK_V3 = Family("deepseek_v3", ("deepseek_v3", "kimi_k2", "kimi_k25"),
                      layout_key=Switch("rope_interleave", True), head_dim="mla", reorders_pairs=True, mla_mscale=True,
                      defaults={"rope_theta": 10000.0, "max_position_embeddings": 4096, "qk_rope_head_dim": 64,
@@ -287,11 +314,20 @@ REGISTRY = (
            defaults={"rope_theta": 500000.0, "max_position_embeddings": 131072, "head_dim": 128},
            source="modeling_paddleocr_vl.py: Qwen2-VL's chunks t | h | w and rotate_half; a window only on "
                   "layer_types' sliding layers"),
-    Family("qwen2_5_omni", ("qwen2_5_omni_text", "qwen2_5_omni_thinker"), layers="max_window_layers",
-           mrope=MRope("chunks", (16, 24, 24)),
-           defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768, "use_sliding_window": False,
-                     "sliding_window": 32768, "max_window_layers": 28},
-           source="modeling_qwen2_5_omni.py (thinker's text model): Qwen2.5-VL's chunks and rotate_half"),
+    QWEN2_5_OMNI,
+    replace(QWEN2_5_OMNI, name="qwen2_5_omni_talker", model_types=("qwen2_5_omni_talker",),
+            defaults={**QWEN2_5_OMNI.defaults, "head_dim": 128},
+            source="modeling_qwen2_5_omni.py: Qwen2_5OmniTalkerModel stacks the thinker's Qwen2_5OmniDecoderLayer with "
+                   "the same Qwen2_5OmniRotaryEmbedding (chunks, default [16, 24, 24]); its config class has head_dim "
+                   "128"),
+    # the talker's code predictor: Qwen3's attention (q/k norms before RoPE, rotate_half) with plain RoPE
+    Family("qwen3_omni_moe_talker_code_predictor", ("qwen3_omni_moe_talker_code_predictor",),
+           layers="layer_types_required", rope_dict=RopeDict(ignored_keys=("mrope_section",)),
+           defaults={"rope_theta": 10000.0, "head_dim": 128, "max_position_embeddings": 32768},
+           source="modeling_qwen3_omni_moe.py: Qwen3OmniMoeTalkerCodePredictorModel turns q and k with "
+                  "Qwen3OmniMoeRotaryEmbedding (cat(freqs, freqs), no M-RoPE sections read) and rotate_half; its "
+                  "config class makes layers >= max_window_layers sliding whenever sliding_window is set (no "
+                  "use_sliding_window): read from layer_types"),
     Family("qwen3_omni_moe", ("qwen3_omni_moe_text", "qwen3_omni_moe_thinker"),
            mrope=MRope("interleaved", (24, 20, 20)),
            defaults={"rope_theta": 1000000.0, "max_position_embeddings": 32768},
@@ -505,12 +541,32 @@ REGISTRY = (
         "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
         "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
         "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
-        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m2", "minimax_m3_vl", "minimax_m3_vl_text",
+        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m3_vl", "minimax_m3_vl_text",
         "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
         "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
         "vaultgemma", "voxtral_realtime_encoder",
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
+    # HunYuan: q and k RMS-normalised after RoPE in every layer; a 'dynamic' rope dict with alpha is fixed NTK-alpha
+    Family("hunyuan_v1_dense", ("hunyuan_v1_dense", "hunyuan_v1_moe"), qk_norm_after_rope="always",
+           fixed={"partial_rotary_factor": 1.0},
+           rope_dict=RopeDict(alpha_key="alpha"), defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
+           source="modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py: rotate_half on the whole head; "
+                  "query_layernorm / key_layernorm after apply_rotary_pos_emb; HunYuan...RotaryEmbedding turns "
+                  "'dynamic' with alpha into ntk_alpha (compute_ntk_alpha_rope_parameters)"),
+    Family("hunyuan_vl", ("hunyuan_vl", "hunyuan_vl_text"), qk_norm_after_rope="always", mrope=MRope("dims", ()),
+           fixed={"partial_rotary_factor": 1.0},
+           rope_dict=RopeDict(renamed_types={"xdrope": "dynamic"}, renamed_keys={"xdrope_section": "mrope_section"},
+                              alpha_key="alpha"),
+           defaults={"rope_theta": 10000.0, "max_position_embeddings": 2048},
+           source="modeling_hunyuan_vl.py: HunYuan's attention (rotate_half on the whole head, q/k RMS norms after "
+                  "it) and ntk_alpha; recomposition_frequencies splits cat(freq, freq) into 2 x mrope_section dims, "
+                  "axis i mod n; configuration_hunyuan_vl.py renames type 'xdrope' to 'dynamic' and xdrope_section to "
+                  "mrope_section"),
+    Family("minimax_m2", ("minimax_m2",), keys={"partial_rotary_factor": ("partial_rotary_factor", "rotary_dim")},
+           defaults={"rope_theta": 5000000.0, "head_dim": 128, "max_position_embeddings": 196608},
+           source="modeling_minimax_m2.py: rotate_half on the first rotary dims; configuration_minimax_m2.py: a "
+                  "legacy rotary_dim becomes partial_rotary_factor = rotary_dim / head_dim when none is given"),
     Family("nanochat", ("nanochat",), fixed={"direction": -1}, qk_norm_after_rope="always",
            source="modeling_nanochat.py: rotate_half returns cat(x2, -x1): each pair turns clockwise"),
     Family("openai_privacy_filter", ("openai_privacy_filter",), layout="interleaved",

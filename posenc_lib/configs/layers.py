@@ -130,6 +130,9 @@ class LayerPositions:
 
     def _apply_mrope(self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
         """x's rotary dims turned by M-RoPE: pair i by positions[axis(i)] * theta_i (multidim.mrope_axes)."""
+        if self.mrope_interleaved is None and len(self.mrope_section) != 3:
+            raise ValueError(f"layer {self.index}: {len(self.mrope_section)} M-RoPE axes (HunYuan-VL's XD-RoPE) give "
+                             f"the two dims of a pair different axes, which this per-pair rotation does not model")
         if self.mrope_interleaved is None:
             raise ValueError(f"layer {self.index}: whether the M-RoPE sections interleave is in the family's code, not "
                              f"in config.json: configs.measure(config) cannot tell it from text tokens either")

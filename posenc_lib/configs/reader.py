@@ -122,9 +122,11 @@ class _RopeSetting:
 
 @dataclass(frozen=True)
 class _MRopeRead:
-    """M-RoPE's sections (t, h, w) and whether they interleave (None: the family's code decides; no record)."""
+    """M-RoPE's sections (t, h, w) and whether they interleave (None: the family's code decides; no record), and
+    the record's style (families.MRope; None: no record)."""
     section: tuple
     interleaved: bool | None
+    style: str | None = None
 
 
 class _Reader:
@@ -265,7 +267,7 @@ def _legacy_per_layer_type(r: _Reader, params: dict, key: str, layer_types: list
 
 def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
     """What one HF rope parameters dict says (_RopeRead), checked, with the family's config-class rules applied."""
-    family, text, p, where = r.family, r.config, rope.params, rope.where
+    family, text, p, where = r.family, r.config, _renamed_keys(r, rope), rope.where
     if "rope_theta" in family.fixed:  # a base written in the family's code (GPT-J: create_sinusoidal_positions)
         base = family.fixed["rope_theta"]
     elif p.get("rope_theta") is not None:
@@ -273,9 +275,10 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
     else:
         base = _checks.positive_float(r.name(rope.theta_key), r.get(rope.theta_key))
     partial = _Given(p.get("partial_rotary_factor"), f"{where}['partial_rotary_factor']")
-    if partial.value is None:
-        partial_key = family.key("partial_rotary_factor")
-        partial = _Given(r.get(partial_key, None if partial_key == _DIMS_KEY else 1.0), r.name(partial_key))
+    if "partial_rotary_factor" in family.fixed:  # the code sizes its frequencies by head_dim (HunYuan)
+        partial = _Given(family.fixed["partial_rotary_factor"], tr(f"{family.name}'s code", f"{family.name} 的代码"))
+    elif partial.value is None:
+        partial = _partial_from_keys(r)
     given = {k: v for k, v in p.items() if k not in _NOT_SCALING + family.rope_dict.ignored_keys}
     beta, query_scale = None, family.query_scale
     if query_scale is not None and query_scale.on == "rope":  # Ministral 3: a query scaling in the rope dict
@@ -289,6 +292,18 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
         given["rope_type"] = rope_type = family.rope_dict.renamed_types[rope_type]
     if rope_type == "mrope":  # Qwen2-VL / Qwen2.5-VL: plain frequencies, sections recorded
         given["rope_type"] = rope_type = "default"
+    alpha_key = family.rope_dict.alpha_key
+    alpha = given.pop(alpha_key, None) if alpha_key is not None else None
+    if alpha and rope_type == "dynamic":  # HunYuan's ntk_alpha: fixed frequencies, its other keys unread
+        alpha = _checks.positive_float(f"{where}[{alpha_key!r}]", alpha)
+        given = {"rope_type": "ntk", "factor": alpha}
+        rope_type = "ntk"
+        r.notes.append(tr(f"{where}: 'dynamic' with {alpha_key} {alpha:g} is {family.name}'s fixed NTK-alpha (its "
+                          f"compute_ntk_alpha_rope_parameters): base x {alpha:g}^(d/(d-2)) at every length, read as "
+                          f"rope_type 'ntk' with factor {alpha:g}",
+                          f"{where}：带 {alpha_key} {alpha:g} 的 'dynamic' 是 {family.name} 的固定 NTK-alpha（其 "
+                          f"compute_ntk_alpha_rope_parameters）：任何长度下底数都乘以 {alpha:g}^(d/(d-2))，读作 "
+                          f"rope_type 'ntk'、factor {alpha:g}"))
     l0 = "original_max_position_embeddings"
     if rope_type in ("llama3", "yarn", "longrope"):
         top = text.get(l0)  # a top-level L0 (Phi-3 keeps it there) wins, as in transformers
@@ -324,7 +339,47 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
             partial = _Given(1.0, partial.where)
         if rope_type == "default":
             scaling = None
-    return _RopeRead(base, rope_type, scaling, partial, p.get("mrope_section"), beta)
+    section = None if "mrope_section" in family.rope_dict.ignored_keys else p.get("mrope_section")
+    return _RopeRead(base, rope_type, scaling, partial, section, beta)
+
+
+def _renamed_keys(r: _Reader, rope: _RopeDict) -> dict:
+    """The rope dict with the keys the family's config class renames (Family.rope_dict.renamed_keys: HunYuan-VL's
+    xdrope_section -> mrope_section) under their new names; both names given must agree, as the class requires."""
+    renamed = r.family.rope_dict.renamed_keys
+    if not any(old in rope.params for old in renamed):
+        return rope.params
+    p = dict(rope.params)
+    for old, new in renamed.items():
+        if old in p:
+            value = p.pop(old)
+            if p.get(new) is not None and p[new] != value:
+                raise ValueError(f"{rope.where}[{old!r}] = {value!r} and {rope.where}[{new!r}] = {p[new]!r} disagree "
+                                 f"(the {r.family.name} config class reads {old} as {new})")
+            p[new] = value
+    return p
+
+
+def _partial_from_keys(r: _Reader) -> _Given:
+    """The partial-rotary setting outside the rope dict: the family's one key (GPT-J's rotary_dim, read as dims by
+    _rotated_dims), or the first of its keys the config holds (Family.keys); a rotary_dim among several is the
+    config class's legacy count of dims, divided by head_dim into the factor (MiniMaxM2Config)."""
+    names = r.family.keys_of("partial_rotary_factor")
+    if len(names) == 1:
+        return _Given(r.get(names[0], None if names[0] == _DIMS_KEY else 1.0), r.name(names[0]))
+    for key in names:
+        if key not in r.config:
+            continue
+        if key != _DIMS_KEY or r.config[key] is None:
+            return _Given(1.0 if r.config[key] is None else r.config[key], r.name(key))
+        dims = _checks.positive_int(r.name(key), r.config[key])
+        head_dim = r.get("head_dim")
+        if head_dim is None:
+            raise ValueError(f"{r.name(key)} = {dims} is divided by {r.name('head_dim')} into the partial rotary "
+                             f"factor (the {r.family.name} config class), and head_dim is null")
+        head_dim = _checks.positive_int(r.name("head_dim"), head_dim)
+        return _Given(dims / head_dim, f"{r.name(key)} / {r.name('head_dim')}")
+    return _Given(r.get(names[0], 1.0), r.name(names[0]))
 
 
 def _rotated_dims(r: _Reader, rope_head_dim: int, partial: _Given) -> int:
@@ -566,12 +621,16 @@ def _rope_settings(r: _Reader, params: dict, wanted: set, max_pos) -> tuple:
         except (ValueError, TypeError) as error:
             raise type(error)(f"{where}: {error}") from error
         if family.mrope is not None or section is not None:
+            style = None if family.mrope is None else family.mrope.style
+            if section is None and not family.mrope.section:
+                raise ValueError(f"{where}['mrope_section'] is missing: the {family.name} code takes its axes from it "
+                                 f"and has no default")
             named = f"{where}['mrope_section']" + ("" if section is not None else tr(
                 f" (absent: the {family.name} code's default {list(family.mrope.section)})",
                 f"（缺省：{family.name} 代码里的默认值 {list(family.mrope.section)}）"))
             section = family.mrope.section if section is None else section
-            mrope = _MRopeRead(_mrope_section(section, rotated, named),
-                               None if family.mrope is None else family.mrope.style == "interleaved")
+            mrope = _MRopeRead(_mrope_section(section, rotated, named, any_axes=style == "dims"),
+                               None if style in (None, "dims") else style == "interleaved", style)
         if normed_after and factor != 1:  # q and k normalised after the rotation: a factor on cos/sin cancels
             notes.append(tr(f"{where}: attention factor {float(factor):.6g} on cos/sin, cancelled by the q/k "
                             f"normalisation after RoPE: reported as 1",
@@ -758,7 +817,16 @@ def _model_notes(r: _Reader, layers: list, mrope: _MRopeRead | None, indexer=Non
                         f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{heads} 个查询头，每头 "
                         f"{indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 {indexer.layout} "
                         f"配对{unlike}；它的分数只决定每个查询关注哪 {top} 个键（ModelPositions.indexer）"))
-    if mrope is not None:
+    if mrope is not None and mrope.style == "dims":
+        section = list(mrope.section)
+        notes.append(tr(f"mrope_section {section} ({family.name}'s XD-RoPE): {len(section)} position axes, section i "
+                        f"covering 2 x s_i dims of the doubled frequency table with axis i mod {len(section)}, so the "
+                        f"two dims of a pair may read different axes; for text tokens every axis holds the same "
+                        f"position, so the frequencies above apply (image positions are not modelled here)",
+                        f"mrope_section {section}（{family.name} 的 XD-RoPE）：{len(section)} 个位置轴，第 i 段覆盖"
+                        f"加倍频率表的 2 x s_i 维，取第 i mod {len(section)} 个轴，所以一对中的两维可能读不同的轴；"
+                        f"文本 token 的各轴位置相同，所以上面的频率照样适用（这里不建模图像位置）"))
+    elif mrope is not None:
         section = list(mrope.section)
         how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
@@ -805,10 +873,13 @@ def _unknown_columns(r: _Reader, layers: list) -> tuple:
             + (_MLA_UNKNOWN if any(key in r.config for key in _MLA_KEYS) else ()))
 
 
-def _mrope_section(section, rotated: int, where: str) -> tuple:
+def _mrope_section(section, rotated: int, where: str, *, any_axes: bool = False) -> tuple:
     """M-RoPE's split of the rotary pairs into (temporal, height, width): three non-negative ints adding up to
-    the number of pairs, as transformers' Qwen-VL code needs them."""
-    if not isinstance(section, (list, tuple)) or len(section) != 3:
+    the number of pairs, as transformers' Qwen-VL code needs them; any_axes: any number of axes (HunYuan-VL's
+    XD-RoPE), their sum again the number of pairs."""
+    if any_axes and isinstance(section, (list, tuple)) and section:
+        pass
+    elif not isinstance(section, (list, tuple)) or len(section) != 3:
         raise ValueError(f"{where} must be a list of 3 section sizes (temporal, height, width), got {section!r}")
     for v in section:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
