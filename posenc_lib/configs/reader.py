@@ -199,14 +199,19 @@ class _Reader:
 def _text_config(config):
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict (a config.json read with json.load), got {type(config).__name__}")
-    text = config.get("text_config")
+    text, where = config.get("text_config"), "config['text_config']"
+    thinker = config.get("thinker_config")
+    if text is None and isinstance(thinker, dict) and "text_config" in thinker:
+        # Qwen2.5-Omni / Qwen3-Omni: the text model sits two deep (transformers' get_text_config goes through
+        # thinker_config)
+        text, where = thinker["text_config"], "config['thinker_config']['text_config']"
     if text is None:
         return config, "config"
     if not isinstance(text, dict):
-        raise TypeError(f"config['text_config'] must be a dict, got {type(text).__name__}")
+        raise TypeError(f"{where} must be a dict, got {type(text).__name__}")
     merged = dict(text)
     merged.setdefault("model_type", config.get("model_type"))
-    return merged, "config['text_config']"
+    return merged, where
 
 
 def _rope_dicts(r: _Reader, layer_types: list) -> tuple[dict, list]:
