@@ -13,6 +13,6 @@ from .measure import Measured, MeasuredLayer, measure, side_by_side
 from .reader import FAMILIES, FAMILY_DEFAULTS, LAYER_RULES, MIXERS, from_hf_config, read_pasted
 from .report import KIND_NAMES, layer_ranges, table_cell
 
-__all__ = ["ATTENTION_KINDS", "FAMILIES", "FAMILY_DEFAULTS", "Family", "KIND_NAMES", "LAYER_RULES", "LayerPositions", "MIXERS",
-           "Measured", "MeasuredLayer", "ModelPositions", "REGISTRY", "attention_temperature", "from_hf_config",
-           "layer_ranges", "measure", "read_pasted", "side_by_side", "table_cell"]
+__all__ = ["ATTENTION_KINDS", "FAMILIES", "FAMILY_DEFAULTS", "Family", "KIND_NAMES", "LAYER_RULES", "LayerPositions",
+           "MIXERS", "Measured", "MeasuredLayer", "ModelPositions", "REGISTRY", "attention_temperature",
+           "from_hf_config", "layer_ranges", "measure", "read_pasted", "side_by_side", "table_cell"]

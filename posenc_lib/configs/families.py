@@ -27,8 +27,9 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       of keys: the config class reads the first of them the config holds (MiniMax-M2: partial_rotary_factor,
       else its legacy rotary_dim, which MiniMaxM2Config divides by head_dim into the factor).
     fixed: values written in the family's code rather than read from the config, {setting: value}: rope_theta
-      (GPT-J: 10000), partial_rotary_factor (HunYuan: 1.0, its rotary embedding sizes by head_dim), score_scale (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each
-      pair turns clockwise; +1, the course's counter-clockwise, when absent).
+      (GPT-J: 10000), partial_rotary_factor (HunYuan: 1.0, its rotary embedding sizes by head_dim), score_scale
+      (Gemma 4: 1.0, its q and k are RMS-normalised), direction (NanoChat: -1, each pair turns clockwise; +1, the
+      course's counter-clockwise, when absent).
     layers: the rule giving each layer's type when the config has no layer_types (see reader.LAYER_RULES);
       pattern: the Pattern (key, default) of the every-k-th-layer rules (Gemma 3's sliding_window_pattern 6 ...).
     rope_layers: a RopeLayers record: the layer types whose attention turns q and k (None: every attention
@@ -532,7 +533,8 @@ REGISTRY = (
            defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5,
                      "block_types": ["recurrent", "recurrent", "attention"], "attention_window_size": 2048},
            source="modeling_recurrent_gemma.py: recurrent blocks; local attention with RoPE on half the head"),
-    Family("mllama", ("mllama", "mllama_text_model"), layers="cross_attention_layers", defaults={"rope_theta": 500000.0},
+    Family("mllama", ("mllama", "mllama_text_model"), layers="cross_attention_layers",
+           defaults={"rope_theta": 500000.0},
            source="modeling_mllama.py: MllamaTextCrossAttention (no RoPE) on cross_attention_layers"),
     # every attention layer turns the two halves of its rotary dims (rotate_half on x[..., :r/2], x[..., r/2:]),
     # measured with configs.measure on transformers 5.24's default configs (tests/test_configs_sweep.py re-checks)
@@ -541,9 +543,9 @@ REGISTRY = (
         "doge", "emu3", "emu3_text_model", "eurobert", "flex_olmo", "gemma", "glm4_moe", "gpt_oss", "granite",
         "granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text", "granite_swa",
         "granitemoe", "granitemoe_swa", "granitemoeshared", "gte", "higgs_audio_v2", "hy_v3", "hyperclovax", "jais2",
-        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m3_vl", "minimax_m3_vl_text",
-        "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio", "nomic_bert",
-        "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
+        "jina_embeddings_v3", "lfm2", "lfm3", "lfm3_vl", "mellum", "mimo_v2_flash", "minimax_m3_vl",
+        "minimax_m3_vl_text", "modernbert-decoder", "molmo2", "molmo2_text", "nemotron", "nemotron3_diarization_audio",
+        "nomic_bert", "olmo", "olmo2", "pe_audio", "pe_audio_video", "pe_video", "phimoe", "qwen2_moe",
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
         "vaultgemma", "voxtral_realtime_encoder",
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),

@@ -208,13 +208,13 @@ class ModelPositions:
     the length the scaling starts from (the rope dict's or the config's original_max_position_embeddings;
     not always the pretraining length: Llama 4 Scout's 8192 is its attention chunk; None if none is given).
     defaults_used: the keys taken from the family's defaults (absent from the config). layout_from: where
-    the layout column comes from (the family record's source, or where it would come from when unknown). mrope_section: Qwen-VL's
-    split of the pairs into (temporal, height, width), or None; mrope_interleaved: True when the pairs take t, h, w
-    in turn (Qwen3-VL, Qwen3.5), False for chunks (Qwen2-VL), None when no record says. notes: how keys were
-    interpreted. unknown: the report's columns that only the family's code decides and no record states (a
-    model_type without a record: "rope", "layout", and "attention" when the config has no layer_types;
-    "rotary_dims" and "longest_wavelength" when it has MLA keys); the layers then hold the generic reading, which
-    the report does not show as fact. position_encoding "none": no layer turns q and k (Kimi Linear).
+    the layout column comes from (the family record's source, or where it would come from when unknown).
+    mrope_section: Qwen-VL's split of the pairs into (temporal, height, width), or None; mrope_interleaved: True
+    when the pairs take t, h, w in turn (Qwen3-VL, Qwen3.5), False for chunks (Qwen2-VL), None when no record says.
+    notes: how keys were interpreted. unknown: the report's columns that only the family's code decides and no
+    record states (a model_type without a record: "rope", "layout", and "attention" when the config has no
+    layer_types; "rotary_dims" and "longest_wavelength" when it has MLA keys); the layers then hold the generic
+    reading, which the report does not show as fact. position_encoding "none": no layer turns q and k (Kimi Linear).
     indexer: a sparse-attention indexer's own rotation (DeepSeek-V3.2's DSA indexer, the same in every layer: its
     q/k head_dim, the dims it turns, its layout, the layer's frequencies; `apply` rotates as the indexer does), or
     None; the layers' layout is the main attention's.

@@ -220,8 +220,8 @@ class Captured(NamedTuple):
 def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Captured:
     """Run the tiny model twice (with and without its rotary turn); return what it recorded (`Captured`).
     Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
-    pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that batch x heads >= the q head size (the fit
-    of M needs as many independent q vectors as dims)."""
+    pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that
+    batch x heads >= the q head size (the fit of M needs as many independent q vectors as dims)."""
     import transformers
     from transformers import AttentionInterface, masking_utils
 

@@ -253,8 +253,8 @@ def _legacy_per_layer_type(r: _Reader, params: dict, key: str, layer_types: list
     family, legacy, theta_key = r.family, r.family.legacy_scaling, r.family.key("rope_theta")
     if params and key == "rope_parameters":
         raise ValueError(f"{r.name(key)} is flat, but transformers' {family.name} config class converts only a "
-                         f"legacy rope_scaling (with rope_theta) per layer type and keeps a flat rope_parameters beside "
-                         f"its default per-layer-type dicts, unused: give rope_parameters per layer type "
+                         f"legacy rope_scaling (with rope_theta) per layer type and keeps a flat rope_parameters "
+                         f"beside its default per-layer-type dicts, unused: give rope_parameters per layer type "
                          f"({{'full_attention': {{...}}, 'sliding_attention': {{...}}}}) or the legacy rope_scaling")
     out = {}
     for layer_type in set(layer_types) | set(legacy.layer_types):  # the legacy dict checked though unused
@@ -266,7 +266,8 @@ def _legacy_per_layer_type(r: _Reader, params: dict, key: str, layer_types: list
         else:  # the config class's default base, whatever rope_theta says (OLMo 3)
             out[layer_type] = _RopeDict({"rope_type": "default", "rope_theta": family.defaults[theta_key]},
                                         tr(f"{family.name}'s default base for its {layer_type} layers",
-                                           f"{family.name} 的 {layer_type} 层的默认底数"), theta_key, truncate_read=False)
+                                           f"{family.name} 的 {layer_type} 层的默认底数"), theta_key,
+                                        truncate_read=False)
     return out
 
 
@@ -315,7 +316,8 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
         given[l0] = top if top is not None else given.get(l0) or max_pos
         if given.get("factor") is None and rope_type in ("yarn", "longrope") and max_pos and given[l0]:
             given["factor"] = max_pos / given[l0]  # transformers' fallback for the factor
-    if rope_type == "dynamic":  # transformers 5's dynamic NTK starts from max_position_embeddings, whatever the dict says
+    if rope_type == "dynamic":
+        # transformers 5's dynamic NTK starts from max_position_embeddings, whatever the dict says
         if max_pos is None:
             raise ValueError(f"{where}: dynamic NTK starts from {r.name('max_position_embeddings')}, which is missing")
         if given.get(l0) not in (None, max_pos):
@@ -329,8 +331,8 @@ def _scaling(r: _Reader, rope: _RopeDict, *, max_pos) -> _RopeRead:
         r.notes.append(tr(f"{where}['truncate'] = {ignored!r} is not read: transformers 5 reads YaRN's "
                           f"truncate from the top of rope_parameters only, and this dict is one layer type's "
                           f"(truncate stays true)",
-                          f"{where}['truncate'] = {ignored!r} 不被读取：transformers 5 只从 rope_parameters 的顶层读取 YaRN 的 "
-                          f"truncate，而这个字典属于某一种层（truncate 仍为 true）"))
+                          f"{where}['truncate'] = {ignored!r} 不被读取：transformers 5 只从 rope_parameters "
+                          f"的顶层读取 YaRN 的 truncate，而这个字典属于某一种层（truncate 仍为 true）"))
     scaling = None if rope_type == "default" and set(given) <= {"rope_type"} else given
     if scaling is not None:
         try:
@@ -690,8 +692,8 @@ def from_hf_config(config: dict) -> ModelPositions:
             f"dims that turn are in the code (DeepSeek's turns the last qk_rope_head_dim of qk_nope_head_dim + "
             f"qk_rope_head_dim dims; Kimi Linear's none), not hidden_size // heads: rotary_dims unknown",
             f"潜在注意力（MLA）的键（{found}）：q/k 的头维度和旋转哪些维由代码决定"
-            f"（DeepSeek 旋转 qk_nope_head_dim + qk_rope_head_dim 维中的最后 qk_rope_head_dim 维；Kimi Linear 不旋转），"
-            f"不是 hidden_size // 头数：旋转维度未知"))
+            f"（DeepSeek 旋转 qk_nope_head_dim + qk_rope_head_dim 维中的最后 qk_rope_head_dim 维；"
+            f"Kimi Linear 不旋转），不是 hidden_size // 头数：旋转维度未知"))
     n = r.int(r.present("num_hidden_layers", "n_layer"), required=True)
     max_pos = r.int(r.present("max_position_embeddings", "n_positions"))
     positions = family.positions
@@ -799,7 +801,8 @@ def _indexer(r: _Reader, layers: list) -> LayerPositions | None:
                          f"(the indexer turns the first qk_rope_head_dim dims of its heads)")
     turned = (0, rope) if r.family.indexer.where == "first" else (size - rope, size)
     return LayerPositions(index=main.index, rope=True, head_dim=size, rotary_dims=turned,
-                          layout=r.family.indexer.layout, base=main.base, rope_type=main.rope_type, scaling=main.scaling, inv_freq=main.inv_freq,
+                          layout=r.family.indexer.layout, base=main.base, rope_type=main.rope_type,
+                          scaling=main.scaling, inv_freq=main.inv_freq,
                           attention_factor=main.attention_factor, score_scale=size ** -0.5, attention="full",
                           window=None, layer_type=main.layer_type, direction=main.direction, causal=main.causal)
 
@@ -816,9 +819,9 @@ def _model_notes(r: _Reader, layers: list, mrope: _MRopeRead | None, indexer=Non
                   if indexer.layout != main_layout else "")
         heads, top = r.int('index_n_heads', 1), r.int('index_topk', 1)
         notes.append(tr(f"indexer (DeepSeek Sparse Attention, in every layer): its own q and k ({heads} query heads "
-                        f"of {indexer.head_dim} dims, one key head) turn dims {start}:{stop} with the same frequencies, "
-                        f"in {indexer.layout} pairs{unlike}; their scores only choose the top {top} keys each query "
-                        f"attends to (ModelPositions.indexer)",
+                        f"of {indexer.head_dim} dims, one key head) turn dims {start}:{stop} with the same "
+                        f"frequencies, in {indexer.layout} pairs{unlike}; their scores only choose the top {top} keys "
+                        f"each query attends to (ModelPositions.indexer)",
                         f"索引器（DeepSeek 稀疏注意力，每层都有）：它自己的 q 和 k（{heads} 个查询头，每头 "
                         f"{indexer.head_dim} 维，一个键头）用同样的频率旋转第 {start}:{stop} 维，但按 {indexer.layout} "
                         f"配对{unlike}；它的分数只决定每个查询关注哪 {top} 个键（ModelPositions.indexer）"))
@@ -833,7 +836,8 @@ def _model_notes(r: _Reader, layers: list, mrope: _MRopeRead | None, indexer=Non
                         f"文本 token 的各轴位置相同，所以上面的频率照样适用（这里不建模图像位置）"))
     elif mrope is not None:
         section = list(mrope.section)
-        how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)", "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
+        how = {True: tr("interleaved (pair i takes t, h, w in turn, as Qwen3-VL)",
+                        "交错（第 i 对依次取 t、h、w，如 Qwen3-VL）"),
                False: tr("in chunks t | h | w (as Qwen2-VL)", "分块 t | h | w（如 Qwen2-VL）"),
                None: tr("chunked or interleaved: unknown (the family's modeling code decides)",
                         "分块还是交错：未知（由该系列的建模代码决定）")}[mrope.interleaved]

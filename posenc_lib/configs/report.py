@@ -146,8 +146,8 @@ def table(model) -> str:
     """The report as plain text: a head line, one line per kind of layer, then the notes."""
     encoding = {"rope": tr("rope", "旋转位置编码（RoPE）"),
                 "learned absolute": tr("learned absolute", "可学习位置嵌入（绝对位置）"),
-                "none": tr("none in attention (no layer turns q and k)", "NoPE（没有层旋转 q 和 k）")}.get(model.position_encoding,
-                                                                                   model.position_encoding)
+                "none": tr("none in attention (no layer turns q and k)", "NoPE（没有层旋转 q 和 k）"),
+                }.get(model.position_encoding, model.position_encoding)
     rules = model.family if model.family != "generic" else tr("no family record", "无模型系列记录")
     head = (tr(f"{model.model_type} ({rules}): {model.num_layers} layers, "
                f"positions: {encoding}, max_position_embeddings {model.max_position_embeddings}",
