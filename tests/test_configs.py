@@ -18,15 +18,14 @@ import math
 
 import pytest
 import torch
-
 from conftest import float32_ulp, measured_rope_frequencies
+
 from posenc_lib.configs import ModelPositions, from_hf_config
 from posenc_lib.experiments.results import load_model_configs
 
 transformers = pytest.importorskip("transformers")
 
 from transformers import AutoConfig  # noqa: E402
-
 
 MODELS = load_model_configs()
 
@@ -42,7 +41,8 @@ READ = MODELS  # every entry is read (test_every_entry_is_read_with_a_family_rec
 
 ATTENTION_CLASS = {  # model_type -> (modeling module, attention class)
     "llama": ("llama", "LlamaAttention"), "mistral": ("mistral", "MistralAttention"),
-    "qwen2": ("qwen2", "Qwen2Attention"), "qwen3": ("qwen3", "Qwen3Attention"), "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLAttention"),
+    "qwen2": ("qwen2", "Qwen2Attention"), "qwen3": ("qwen3", "Qwen3Attention"),
+    "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLAttention"),
     "gemma2": ("gemma2", "Gemma2Attention"), "gemma3": ("gemma3", "Gemma3Attention"),
     "gemma3_text": ("gemma3", "Gemma3Attention"), "phi3": ("phi3", "Phi3Attention"), "phi": ("phi", "PhiAttention"),
     "llama4": ("llama4", "Llama4TextAttention"), "llama4_text": ("llama4", "Llama4TextAttention"),
@@ -236,7 +236,8 @@ def test_per_layer_facts_of_the_entries():
     deepseek = entries_named("DeepSeek")
     assert deepseek.layer(0).rotary_dims == (128, 192) and deepseek.layer(0).layout == "interleaved"
     assert entries_named("GPT-NeoX").layer(0).rotary_dims == (0, 24)
-    assert entries_named("GPT-J").layer(0).rotary_dims == (0, 64) and entries_named("GPT-J").layer(0).layout == "interleaved"
+    assert (entries_named("GPT-J").layer(0).rotary_dims == (0, 64)
+            and entries_named("GPT-J").layer(0).layout == "interleaved")
     phi3 = entries_named("Phi-3").layer(0)
     assert phi3.rope_type == "longrope" and phi3.attention_factor == pytest.approx(
         math.sqrt(1 + math.log(32) / math.log(4096)))

@@ -10,9 +10,9 @@ from posenc_lib.configs.families import Indexer, MRope, QueryScale
 
 transformers = pytest.importorskip("transformers")
 
-from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 from test_configs import MODELS, first_layers  # noqa: E402
 from test_configs_reader import LLAMA, hf_text_config  # noqa: E402
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: E402
 
 
 # ------------------------------------------------------------------ records against transformers' config classes

@@ -10,13 +10,21 @@ from posenc_lib.configs import LayerPositions, attention_temperature, from_hf_co
 
 transformers = pytest.importorskip("transformers")
 
+from test_configs import (  # noqa: E402
+    KNOWN,
+    MODELS,
+    assert_close_to_hf,
+    entries_named,
+    hf_config,
+    hf_frequencies,
+    hf_rotary,
+    modeling,
+)
+from test_configs_reader import SMALL_LLAMA, config_json  # noqa: E402
 from transformers import masking_utils as hf_masks  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS as HF_ROPE_INIT  # noqa: E402
 from transformers.models.ministral3 import configuration_ministral3 as cfg_ministral3  # noqa: E402
 from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3  # noqa: E402
-from test_configs import (KNOWN, MODELS, assert_close_to_hf, entries_named, hf_config,  # noqa: E402
-                          hf_frequencies, hf_rotary, modeling)
-from test_configs_reader import SMALL_LLAMA, config_json  # noqa: E402
 
 
 # ------------------------------------------------------------------ the same layers rotate q and k as HF's code does

@@ -2,9 +2,9 @@
 (measured with transformers' modules: which layers rotate, the layout, the direction)."""
 import pytest
 import torch
+from test_configs import NOT_MEASURED, READ, first_layers
 
 from posenc_lib.configs import from_hf_config
-from test_configs import NOT_MEASURED, READ, first_layers
 
 
 def layer_facts(layer) -> tuple:

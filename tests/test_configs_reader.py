@@ -17,22 +17,36 @@ from posenc_lib.multidim import mrope_position_ids
 
 transformers = pytest.importorskip("transformers")
 
-from transformers import AutoConfig  # noqa: E402
-from transformers.models.gemma4 import configuration_gemma4 as cfg_gemma4  # noqa: E402
-from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4  # noqa: E402
-from transformers.models.glm4v import configuration_glm4v as cfg_glm4v  # noqa: E402
-from transformers.models.glm4v import modeling_glm4v as hf_glm4v  # noqa: E402
-from transformers.models.glm4v_moe import configuration_glm4v_moe as cfg_glm4v_moe  # noqa: E402
-from transformers.models.glm4v_moe import modeling_glm4v_moe as hf_glm4v_moe  # noqa: E402
-from transformers.models.ministral3 import configuration_ministral3 as cfg_ministral3  # noqa: E402
-from transformers.models.ministral3 import modeling_ministral3 as hf_ministral3  # noqa: E402
-from transformers.models.qwen2_vl import configuration_qwen2_vl as cfg_qwen2  # noqa: E402
-from transformers.models.qwen2_vl import modeling_qwen2_vl as hf_qwen2  # noqa: E402
-from transformers.models.qwen3_5 import configuration_qwen3_5 as cfg_qwen35  # noqa: E402
-from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen35  # noqa: E402
-from transformers.models.qwen3_vl import configuration_qwen3_vl as cfg_qwen3  # noqa: E402
-from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3  # noqa: E402
 from test_configs import check_against_hf  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
+from transformers.models.gemma4 import (  # noqa: E402
+    configuration_gemma4 as cfg_gemma4,
+    modeling_gemma4 as hf_gemma4,
+)
+from transformers.models.glm4v import (  # noqa: E402
+    configuration_glm4v as cfg_glm4v,
+    modeling_glm4v as hf_glm4v,
+)
+from transformers.models.glm4v_moe import (  # noqa: E402
+    configuration_glm4v_moe as cfg_glm4v_moe,
+    modeling_glm4v_moe as hf_glm4v_moe,
+)
+from transformers.models.ministral3 import (  # noqa: E402
+    configuration_ministral3 as cfg_ministral3,
+    modeling_ministral3 as hf_ministral3,
+)
+from transformers.models.qwen2_vl import (  # noqa: E402
+    configuration_qwen2_vl as cfg_qwen2,
+    modeling_qwen2_vl as hf_qwen2,
+)
+from transformers.models.qwen3_5 import (  # noqa: E402
+    configuration_qwen3_5 as cfg_qwen35,
+    modeling_qwen3_5 as hf_qwen35,
+)
+from transformers.models.qwen3_vl import (  # noqa: E402
+    configuration_qwen3_vl as cfg_qwen3,
+    modeling_qwen3_vl as hf_qwen3,
+)
 
 
 def config_json(config) -> dict:
@@ -170,7 +184,8 @@ def test_p_rope_and_neox_partial_are_two_meanings_of_partial():
                                                      "partial_rotary_factor": 0.5}}).layer(0)
     assert neox.rotary_dims == (0, 32) and p.rotary_dims == (0, 64)
     assert neox.inv_freq.shape == (16,) and p.inv_freq.shape == (32,)
-    assert float(neox.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 32)) and float(p.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 64))
+    assert float(neox.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 32))
+    assert float(p.inv_freq[1]) == pytest.approx(1e4 ** (-2 / 64))
     assert int((p.inv_freq == 0).sum()) == 16
 
 
@@ -237,8 +252,8 @@ GLM4V_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
      (0, 64)),
     (cfg_glm4v.Glm4vTextConfig, GLM4V_TEXT, hf_glm4v.Glm4vTextRotaryEmbedding, hf_glm4v.apply_rotary_pos_emb, False,
      (0, 64)),
-    (cfg_glm4v_moe.Glm4vMoeTextConfig, {"head_dim": 128}, hf_glm4v_moe.Glm4vMoeTextRotaryEmbedding, hf_glm4v_moe.apply_rotary_pos_emb,
-     False, (0, 64)),
+    (cfg_glm4v_moe.Glm4vMoeTextConfig, {"head_dim": 128}, hf_glm4v_moe.Glm4vMoeTextRotaryEmbedding,
+     hf_glm4v_moe.apply_rotary_pos_emb, False, (0, 64)),
 ], ids=["qwen3_vl", "qwen2_vl", "qwen3_5", "glm4v", "glm4v_moe"])
 def test_mrope_layer_turns_like_transformers_on_image_and_video_positions(config_cls, kwargs, rotary_cls, apply,
                                                                           interleaved, rotary_dims):
@@ -287,8 +302,7 @@ def test_deepseek_v32_reads_mla_interleaved_on_every_indexed_attention_layer():
     qk_nope 128 + qk_rope 64 dims, RoPE on the last 64 in interleaved pairs (the code has no rope_interleave
     switch), q.k scaled as DeepseekV32Attention scales it; the indexer beside it half-split on the first 64 of its
     128-dim heads, stated in a note while the layout column stays the main attention's."""
-    from transformers.models.deepseek_v32 import configuration_deepseek_v32 as cfg_v32
-    from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_v32
+    from transformers.models.deepseek_v32 import configuration_deepseek_v32 as cfg_v32, modeling_deepseek_v32 as hf_v32
     config = cfg_v32.DeepseekV32Config()
     read = from_hf_config(config_json(config))
     with torch.device("meta"):
@@ -362,18 +376,21 @@ def test_dsa_indexer_turns_its_q_and_k_as_transformers(model_type, layout, where
     theirs_q = torch.cat((q[..., :start], q_out, q[..., stop:]), dim=-1).transpose(1, 2)  # (batch, heads, seq, d)
     theirs_k = torch.cat((k[..., :start], k_out, k[..., stop:]), dim=-1).transpose(1, 2)
     theirs = theirs_q @ theirs_k.transpose(-1, -2)
-    ours = indexer.apply(q.transpose(1, 2), positions[0]) @ indexer.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    ours = (indexer.apply(q.transpose(1, 2), positions[0])
+            @ indexer.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2))
     # (1e-5: the rotary embedding computes its angles in float32, 700 * 2^-24 radians off at the far position)
     torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5 * float(theirs.abs().max()))
     assert indexer.attention_factor != 1.0  # YaRN's factor on cos/sin reaches the indexer too
     fields = {f: getattr(indexer, f) for f in indexer.__dataclass_fields__}
     other = LayerPositions(**{**fields, "layout": "interleaved" if layout == "half" else "half"})
-    others = other.apply(q.transpose(1, 2), positions[0]) @ other.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2)
+    others = (other.apply(q.transpose(1, 2), positions[0])
+              @ other.apply(k.transpose(1, 2), positions[0]).transpose(-1, -2))
     assert (others - theirs).abs().max() > 1e-3 * float(theirs.abs().max())
 
 
 def test_deepseek_v32_index_head_dim_must_hold_the_rope_slice():
-    with pytest.raises(ValueError, match=r"config\['index_head_dim'\] = 8 must be at least config\['qk_rope_head_dim'\]"):
+    with pytest.raises(ValueError,
+                       match=r"config\['index_head_dim'\] = 8 must be at least config\['qk_rope_head_dim'\]"):
         from_hf_config({**config_json(_tiny_dsa()), "index_head_dim": 8})
 
 
@@ -381,10 +398,10 @@ def test_kimi_linear_has_no_rope_and_its_layer_pattern_is_the_config_class_s():
     """Kimi Linear: its MLA layers take no position (KimiLinearAttention.forward has no position argument and the
     modeling file defines no rotary embedding), KDA linear attention between them; the layer pattern from the
     checkpoint's linear_attn_config (1-based lists) or the default, as KimiLinearConfig computes it."""
-    from transformers.models.kimi_linear import configuration_kimi_linear as cfg_kl
-    from transformers.models.kimi_linear import modeling_kimi_linear as hf_kl
+    from transformers.models.kimi_linear import configuration_kimi_linear as cfg_kl, modeling_kimi_linear as hf_kl
     assert not [name for name in dir(hf_kl) if name.endswith("RotaryEmbedding")]
-    assert not {"position_ids", "position_embeddings"} & set(inspect.signature(hf_kl.KimiLinearAttention.forward).parameters)
+    parameters = inspect.signature(hf_kl.KimiLinearAttention.forward).parameters
+    assert not {"position_ids", "position_embeddings"} & set(parameters)
     for given in (None, {"full_attn_layers": [2, 8], "kda_layers": [1, 3, 4, 5, 6, 7]}):
         kwargs = {} if given is None else {"linear_attn_config": given}
         config = cfg_kl.KimiLinearConfig(num_hidden_layers=8, **kwargs)
@@ -485,10 +502,12 @@ BAD = [
     ("mrope_section not adding up", {**QWEN3_VL, "rope_scaling": {"type": "mrope", "mrope_section": [6, 6, 6]}},
      ValueError, r"config\['rope_scaling'\]\['mrope_section'\] must add up to the number of pairs 16"),
     ("mrope_section absent, the code's default does not fit", QWEN3_VL, ValueError,
-     r"config\['rope_parameters'\]\['mrope_section'\] \(absent: the qwen3_vl code's default \[24, 20, 20\]\) must add up"),
+     r"config\['rope_parameters'\]\['mrope_section'\] \(absent: the qwen3_vl code's default \[24, 20, 20\]\) "
+     r"must add up"),
     ("Ministral 3's beta without its L0", {**LLAMA, "model_type": "ministral3", "rope_scaling": {
         "type": "linear", "factor": 2.0, "llama_4_scaling_beta": 0.1}}, ValueError,
-     r"config\['rope_scaling'\]\['llama_4_scaling_beta'\] needs config\['rope_scaling'\]\['original_max_position_embed"),
+     r"config\['rope_scaling'\]\['llama_4_scaling_beta'\] needs "
+     r"config\['rope_scaling'\]\['original_max_position_embed"),
     ("Gemma 4 bidirectional everywhere", {**GEMMA4, "use_bidirectional_attention": "all"}, ValueError,
      r"config\['use_bidirectional_attention'\] = 'all' is not read"),
     ("per_layer_config index past the layers", {**GEMMA4, "per_layer_config": {"07": {"head_dim": 64}}}, ValueError,
@@ -596,7 +615,8 @@ BAD_READS = [
     ("rotary_pct too big names rotary_pct", {**SMALL_LLAMA, "model_type": "gpt_neox", "rotary_pct": 2.0}, ValueError,
      r"config\['rotary_pct'\]"),
     ("qk_rope_head_dim missing names it", {**SMALL_LLAMA, "model_type": "deepseek_v3", "qk_rope_head_dim": None,
-                                           "qk_nope_head_dim": 16}, ValueError, r"config\['qk_rope_head_dim'\] is missing"),
+                                           "qk_nope_head_dim": 16}, ValueError,
+     r"config\['qk_rope_head_dim'\] is missing"),
     ("n_positions a string names n_positions", {"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 1,
                                                 "n_positions": "1024"}, TypeError, r"config\['n_positions'\]"),
     ("nested rope_parameters missing a layer type", {**SMALL_LLAMA, "model_type": "gemma3_text",

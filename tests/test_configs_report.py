@@ -4,10 +4,10 @@ import math
 
 import pytest
 import torch
+from test_configs import entries_named
 
 from posenc_lib.configs import ATTENTION_KINDS, KIND_NAMES, MIXERS, from_hf_config
 from posenc_lib.i18n import language, tr
-from test_configs import entries_named
 
 
 def test_report_and_helpers():
@@ -43,7 +43,8 @@ def test_layer_kind_names_are_one_table_in_both_languages():
     every kind plots.production.layer_kind can give has a name there, and the report shows the same words."""
     from posenc_lib.plots.production import _KIND_NAMES, layer_kind
     read = from_hf_config({"model_type": "lfm2", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 3,
-                           "rope_theta": 1e4, "sliding_window": 8, "layer_types": ["conv", "sliding_attention", "conv"]})
+                           "rope_theta": 1e4, "sliding_window": 8,
+                           "layer_types": ["conv", "sliding_attention", "conv"]})
     for lang in ("en", "zh"):
         with language(lang):
             for kind in ATTENTION_KINDS:

@@ -23,10 +23,10 @@ it states the layout as unknown (a family without a record: the layout is in cod
 cannot build or run this way is skipped with the reason. The counts are printed (pytest -s).
 
 Not seen here, tested in tests/test_configs_reader.py: DeepSeek-V3.2's indexer (its half-split q and k never reach
-the attention function; test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers), a query scaling by position (Ministral 3, Mistral 4: it
-is in both runs of the code), dynamic NTK past max_position_embeddings (the far position stays below it), M-RoPE
-on image positions (text positions are equal on the three axes). GPT-J and CodeGen write their base in the code
-and have no rope parameters to vary: their default case only."""
+the attention function; test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers), a query scaling by
+position (Ministral 3, Mistral 4: it is in both runs of the code), dynamic NTK past max_position_embeddings (the
+far position stays below it), M-RoPE on image positions (text positions are equal on the three axes). GPT-J and
+CodeGen write their base in the code and have no rope parameters to vary: their default case only."""
 import collections
 import contextlib
 import importlib.util
@@ -280,7 +280,8 @@ def compare(ours, captured) -> tuple:
             near = 1e-3 if any("normalised after RoPE" in note for note in ours.notes) else 1e-5
             for part, tol in ((slice(0, 4), near), (slice(None), 1e-3)):
                 torch.testing.assert_close(ours_after[..., part, part], scores(after)[..., part, part], rtol=0,
-                                           atol=tol * size, msg=lambda m: f"layer {layer.index} scores: {m}")
+                                           atol=tol * size,
+                                           msg=lambda m, layer=layer: f"layer {layer.index} scores: {m}")
         expected = measured.layout if not reordered else "interleaved" if measured.layout == "half" else None
         assert layer.layout == expected or whole_head, (
             f"layer {layer.index}: layout {layer.layout}, the code pairs {measured.layout}")
@@ -309,8 +310,8 @@ VARIANTS = {
     "proportional": lambda pairs, entry: {"rope_type": "proportional", "partial_rotary_factor": 0.5},
 }
 # one family for each way the reader finds a layer's rotation (the variants run on these only)
-REPRESENTATIVES = ("llama", "glm", "gpt_neox", "phi3", "deepseek_v3", "deepseek_v32", "gemma3_text", "gemma4_text", "cohere2",
-                   "llama4_text", "nanochat", "qwen3_next", "ministral3", "qwen3_vl_text")
+REPRESENTATIVES = ("llama", "glm", "gpt_neox", "phi3", "deepseek_v3", "deepseek_v32", "gemma3_text", "gemma4_text",
+                   "cohere2", "llama4_text", "nanochat", "qwen3_next", "ministral3", "qwen3_vl_text")
 
 
 @pytest.fixture
