@@ -117,14 +117,15 @@ def test_visible_keys_are_hfs_masks(attention, window):
     assert torch.equal(layer.visible_keys(n), expected)
 
 
-def test_attention_temperature_is_what_llama4_multiplies_its_nope_queries_by(monkeypatch):
-    """Capture the query states Llama4TextAttention hands to its attention function on a NoPE layer."""
+def test_attention_temperature_is_what_llama4_multiplies_its_nope_queries_by():
+    """Capture the query states Llama4TextAttention hands to its attention function on a NoPE layer (a function
+    registered through transformers' public AttentionInterface, chosen by attn_implementation)."""
     from transformers import Llama4TextConfig
     from transformers.models.llama4 import modeling_llama4 as hf
     torch.manual_seed(0)
     config = Llama4TextConfig(hidden_size=32, num_attention_heads=2, num_key_value_heads=2, head_dim=16,
                               num_hidden_layers=4, floor_scale=4, attn_scale=0.3, intermediate_size=8,
-                              intermediate_size_mlp=8, attn_implementation="eager")
+                              intermediate_size_mlp=8)
     attention = hf.Llama4TextAttention(config, 3)  # layer 3: NoPE by the default pattern
     assert not attention.use_rope
     seen = {}
@@ -132,7 +133,8 @@ def test_attention_temperature_is_what_llama4_multiplies_its_nope_queries_by(mon
     def capture(module, query, key, value, mask, **kwargs):
         seen["q"] = query
         return torch.zeros(query.shape[0], query.shape[2], query.shape[1], query.shape[3]), None
-    monkeypatch.setattr(hf, "eager_attention_forward", capture)
+    transformers.AttentionInterface.register("posenc_capture_queries", capture)
+    config._attn_implementation = "posenc_capture_queries"
     x = torch.randn(1, 20, 32)
     attention(x, None, None)
     plain = attention.q_proj(x).view(1, 20, 2, 16).transpose(1, 2)
