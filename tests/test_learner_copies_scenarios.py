@@ -139,8 +139,11 @@ class Clone:
     def start(self, *args: str, pause: str = "") -> subprocess.Popen:
         """A run in the background that stops at the named point until go(point)."""
         command, _ = self._command("notebooks", MINE, args, unprivileged=False)
+        # Ctrl-C as in a learner's terminal: SIGINT at its default in the child, also when this test runs
+        # under a parent that ignores it (a shell's background job), which Python would otherwise inherit
         process = subprocess.Popen(command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env=self._env(pause))
+                                   text=True, env=self._env(pause),
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         if pause:
             _wait_for(self.hooks / f"{pause}.reached", process)
         return process
