@@ -42,6 +42,26 @@ def _hf_rotary(head_dim, base, params=None, max_position_embeddings=4096):
     return hf_llama.LlamaRotaryEmbedding(config)
 
 
+def test_transformers_llama_rotary_embedding_keeps_frequencies_not_a_table():
+    """09's Q4 tip: transformers' LlamaRotaryEmbedding keeps no cos/sin table, only its frequencies, and makes
+    cos/sin from the positions at every call (a position far beyond max_position_embeddings included); so does
+    posenc_lib's RotaryEmbedding, whose state is its frequencies per device."""
+    rot = _hf_rotary(16, 10000.0, max_position_embeddings=64)
+    assert {name for name, _ in rot.named_buffers()} == {"inv_freq", "original_inv_freq"}
+    assert not [name for name, value in vars(rot).items() if isinstance(value, torch.Tensor)]
+    x = torch.zeros(1, 3, 16)
+    for positions in ([[0, 1, 2]], [[5, 4000, 100_000]], [[7, 8, 9]]):
+        position_ids = torch.tensor(positions)
+        cos, _ = rot(x, position_ids)
+        angles = position_ids[..., None].float() * rot.inv_freq.float()
+        assert torch.equal(cos, torch.cat((angles, angles), -1).cos())  # from these positions alone
+    ours = RotaryEmbedding(16)
+    q = torch.randn(1, 2, 5, 16)
+    ours(q, q, torch.arange(100, 105))
+    assert not [name for name, value in vars(ours).items() if isinstance(value, torch.Tensor)]
+    assert not list(ours.buffers())
+
+
 # ------------------------------------------------------------------ against the float64 formula
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape,base", [((1, 1, 5, 2), 10000.0), ((2, 3, 17, 8), 10.0), ((2, 4, 33, 64), 10000.0),
