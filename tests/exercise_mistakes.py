@@ -31,6 +31,17 @@ def assert_named(check, answer, fragments) -> None:
     assert_wrapped_between_words(info.value)
 
 
+def assert_passes_with_float32_note(check, float32_answer, float64_answer, capsys) -> None:
+    """A right answer with float32 angles passes with the note on what float32 costs at position 100,000 (the
+    task asks for float64); the float64 answer passes without a note."""
+    check(float32_answer)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
+    check(float64_answer)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ ") and "Note" not in out
+
+
 def assert_wrapped_between_words(error) -> None:
     """What attempt() prints for it: lines of at most MESSAGE_WIDTH columns (JupyterLab would break a longer
     one inside a word), each break between two words or two Chinese characters, nothing lost or added."""

@@ -1,7 +1,7 @@
 """Checkers of notebook 11 (posenc_lib.exercises.multidim): typical wrong answers get the message that names
 the mistake, and right answers in another valid form (a list instead of a tensor, float32) pass."""
 import torch
-from exercise_mistakes import assert_named, each_mistake
+from exercise_mistakes import assert_named, assert_passes_with_float32_note, each_mistake
 
 from posenc_lib.exercises import multidim as ex
 from posenc_lib.multidim import apply_axial_rope
@@ -142,12 +142,7 @@ def _axial_rope_float32_angles(x, rows, cols, base=10000.0):  # float32 all thro
 
 
 def test_float32_angles_pass_axial_rope_with_a_note(capsys):
-    ex.check_axial_rope(_axial_rope_float32_angles)
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
-    ex.check_axial_rope(S["axial_rope"])
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "Note" not in out
+    assert_passes_with_float32_note(ex.check_axial_rope, _axial_rope_float32_angles, S["axial_rope"], capsys)
 
 
 def test_other_valid_forms_pass(capsys):

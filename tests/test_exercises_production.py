@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import torch
-from exercise_mistakes import assert_named, each_mistake
+from exercise_mistakes import assert_named, assert_passes_with_float32_note, each_mistake
 
 from posenc_lib import apply_decoupled_rope, apply_rope, from_hf_config, rope_inv_freq
 from posenc_lib.exercises import production as ex
@@ -155,12 +155,7 @@ def _partial_rope_float32_angles(x, positions, partial_rotary_factor, base=10000
 
 
 def test_float32_angles_pass_partial_rope_with_a_note(capsys):
-    ex.check_partial_rope(_partial_rope_float32_angles)
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
-    ex.check_partial_rope(S["partial_rope"])
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "Note" not in out
+    assert_passes_with_float32_note(ex.check_partial_rope, _partial_rope_float32_angles, S["partial_rope"], capsys)
 
 
 def test_other_valid_forms_pass(capsys):

@@ -2,7 +2,7 @@
 message that names the mistake, and right answers in another valid form (float32, Meta's complex64)
 pass."""
 import torch
-from exercise_mistakes import assert_named, each_mistake
+from exercise_mistakes import assert_named, assert_passes_with_float32_note, each_mistake
 
 from posenc_lib import apply_rope, layout_permutation
 from posenc_lib.exercises import rope as ex
@@ -201,12 +201,9 @@ def _meta_style_rope(x, m, base=10000.0):  # Meta's Llama: float32 frequencies a
 def test_meta_style_float32_complex_rope_passes_with_a_note_once_cast_back(capsys):
     """Meta's code ends with .type_as(xq): float32 angles, x's dtype back. That passes, with the note on what float32
     angles cost far out; the same code without the cast (a float32 result for a float64 x) is named."""
-    ex.check_rope_complex(lambda x, m, base=10000.0: _meta_style_rope(x, m, base).type_as(x))
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out
-    ex.check_rope_complex(S["rope_complex"])
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "Note" not in out
+    assert_passes_with_float32_note(ex.check_rope_complex,
+                                    lambda x, m, base=10000.0: _meta_style_rope(x, m, base).type_as(x),
+                                    S["rope_complex"], capsys)
     assert_named(ex.check_rope_complex, _meta_style_rope, ["torch.float32", "torch.float64", ".to(x.dtype)"])
 
 
@@ -334,12 +331,7 @@ def test_notebook_06_common_mistake_is_named(check, answer, fragments):
 def test_float32_angles_pass_rope_half(capsys):
     """float32 is the course's minimum for angles: its error grows with the position but stays far below
     the bf16/fp16 one the checker names."""
-    ex.check_rope_half(_rope_float32)
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "float32" in out and "100,000" in out and "float64" in out  # the note
-    ex.check_rope_half(S["rope_half"])
-    out = capsys.readouterr().out
-    assert out.startswith("✓ ") and "Note" not in out  # float64 angles: no note
+    assert_passes_with_float32_note(ex.check_rope_half, _rope_float32, S["rope_half"], capsys)
 
 
 def test_notebook_06_lists_the_mistakes_the_checker_names():
