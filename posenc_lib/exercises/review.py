@@ -713,6 +713,86 @@ QUIZ: dict = {
                                  f"再乘 40 就得到 {_deepseek_length().times_factor:,}："
                                  "双重缩放（notebook 13 第 6 节）"),
     },
+
+    # ------------------------------------------------------------------------------------- notebook 14
+    "same_map_generator": {
+        "question": Text("The query at position m and the key at position n both get the same map: q -> exp(mM) q, "
+                         "k -> exp(nM) k. For every q and k, the score q . k depends on n - m alone exactly when M "
+                         "is ...",
+                         "位置 m 的查询和位置 n 的键经过同一种映射：q -> exp(mM) q，k -> exp(nM) k。"
+                         "要让分数 q . k 对任意 q、k 都只取决于 n - m，M 必须是……"),
+        "options": {"a": Text("any real square matrix", "任意实方阵"),
+                    "b": Text("a negative multiple of the identity (a decay)", "单位矩阵的负数倍（一种衰减）"),
+                    "c": Text("nilpotent (M^2 = 0), as for ALiBi", "幂零的（M^2 = 0），就像 ALiBi 那样"),
+                    "d": Text("skew-symmetric (M^T = -M): a rotation, i.e. RoPE",
+                              "反对称的（M^T = -M）：旋转，即 RoPE")},
+        "answer": "d",
+        "why": {"a": Text("the score is q^T exp(mM^T) exp(nM) k; at m = n it must be q^T k, so exp(mM) must be "
+                          "orthogonal, which only a skew-symmetric M gives (notebook 14, section 1)",
+                          "分数是 q^T exp(mM^T) exp(nM) k；m = n 时它必须等于 q^T k，所以 exp(mM) 必须是正交矩阵，"
+                          "只有反对称的 M 做得到（notebook 14 第 1 节）"),
+                "b": Text("exp(-am) on the query and exp(-an) on the key give exp(-a(m + n)): a function of m + n. "
+                          "A decay is relative only when the query gets the inverse, exp(+am), as in xPos "
+                          "(notebook 14, section 1)",
+                          "查询乘 exp(-am)、键乘 exp(-an)，得到 exp(-a(m + n))：取决于 m + n。只有查询改乘逆映射 "
+                          "exp(+am)（xPos 的做法），衰减才是相对的（notebook 14 第 1 节）"),
+                "c": Text("with N^2 = 0, (I + mN)^T (I + nN) = I + mN^T + nN + mn N^T N depends on m and n "
+                          "separately; ALiBi's generator acts on the query by the inverse transpose "
+                          "(notebook 14, section 1)",
+                          "N^2 = 0 时，(I + mN)^T (I + nN) = I + mN^T + nN + mn N^T N 分别依赖 m 和 n；"
+                          "ALiBi 的生成元作用在查询上的是逆转置（notebook 14 第 1 节）")},
+    },
+    "content_cache": {
+        "question": Text("Decoding one token at a time with a KV cache, which encoding can keep nothing per cached "
+                         "key that later steps reuse, and recomputes its gates over the whole cache with each new "
+                         "query?",
+                         "用 KV 缓存逐个 token 解码时，哪种编码没法为缓存里的每个键存下后续步骤可复用的量，"
+                         "每来一个新查询都要在整个缓存上重算它的门控？"),
+        "options": {"a": Text("the Forgetting Transformer", "Forgetting Transformer"),
+                    "b": "PaTH",
+                    "c": "CoPE",
+                    "d": "ALiBi"},
+        "answer": "c",
+        "why": {"a": Text("it caches a running sum of log forget gates per key; the bias of query i and key j is the "
+                          "difference of two such sums (notebook 14, section 2)",
+                          "它为每个键缓存遗忘门对数的累加和；查询 i 与键 j 之间的偏置就是两个累加和之差"
+                          "（notebook 14 第 2 节）"),
+                "b": Text("it keeps the cached keys updated: each new token's Householder reflection is applied to "
+                          "them once, and the result is what later steps read (notebook 14, section 2)",
+                          "它让缓存的键保持更新：每个新 token 的 Householder 反射只作用在它们上面一次，"
+                          "后续步骤读的就是结果（notebook 14 第 2 节）"),
+                "d": Text("its bias is the slope times the distance, computed from the positions alone; nothing "
+                          "depends on the query's content (notebook 05)",
+                          "它的偏置是斜率乘以距离，只由位置算出，与查询的内容无关（notebook 05）")},
+    },
+    "frequency_roles": {
+        "question": Text("Barbero et al. (arXiv 2410.06205) looked at which RoPE frequencies a trained Gemma 7B "
+                         "uses. They found that ...",
+                         "Barbero 等人（arXiv 2410.06205）考察了训练好的 Gemma 7B 用到哪些 RoPE 频率。他们发现……"),
+        "options": {"a": Text("the highest frequencies build positional heads and the lowest carry content "
+                              "(semantic) information, which p-RoPE keeps unrotated",
+                              "最高的频率用来构建位置性的注意力头，最低的频率承载内容（语义）信息，"
+                              "p-RoPE 就让这部分不旋转"),
+                    "b": Text("the lowest frequencies build positional heads and the highest are unused",
+                              "最低的频率用来构建位置性的注意力头，最高的频率没有被用到"),
+                    "c": Text("every frequency is used about equally", "各个频率被用到的程度差不多"),
+                    "d": Text("the model ignores RoPE and learns positions from the causal mask alone",
+                              "模型不理会 RoPE，只靠因果掩码学出位置")},
+        "answer": "a",
+        "why": {"b": Text("the other way round: a fast pair turns far in one step, which is what a sharp positional "
+                          "pattern (the previous token, the diagonal) needs; a slow pair barely turns within the "
+                          "context and so acts as a content channel (notebook 14, section 4)",
+                          "正好反过来：快速对一步就转过很大的角度，锐利的位置模式（前一个 token、对角线）正需要这个；"
+                          "慢速对在上下文里几乎不转，于是成了内容通道（notebook 14 第 4 节）"),
+                "c": Text("the q and k norms concentrate in some frequency bands and differ between heads; that "
+                          "uneven use is the paper's finding (notebook 14, section 4)",
+                          "q 和 k 的范数集中在某些频段，而且各个头不一样；这种不均匀正是论文的发现"
+                          "（notebook 14 第 4 节）"),
+                "d": Text("that is what NoPE decoders do (notebook 01); a RoPE model uses its fast pairs for "
+                          "positional heads (notebook 14, section 4)",
+                          "那是 NoPE 解码器的做法（notebook 01）；RoPE 模型用它的快速对构建位置性的注意力头"
+                          "（notebook 14 第 4 节）")},
+    },
 }
 
 
