@@ -71,6 +71,25 @@ def test_t5_answer_matches_the_bucket_formula(answers):
     assert ex.QUIZ["t5_last_bucket"]["values"][answers["t5_last_bucket"]] == first
 
 
+def test_the_same_map_answer_holds_for_each_kind_of_generator(answers):
+    """Notebook 14's quiz question: q -> exp(mM) q and k -> exp(nM) k give scores that depend on n - m alone
+    for a skew-symmetric M only; a decay, a nilpotent and a generic M give scores that change with m + n."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(4, 4, generator=g, dtype=torch.float64)
+    nilpotent = torch.zeros(4, 4, dtype=torch.float64)
+    nilpotent[0, 3] = 1.0
+    kinds = {"skew": a - a.T, "decay": -0.3 * torch.eye(4, dtype=torch.float64), "nilpotent": nilpotent,
+             "generic": a}
+    q, k = torch.randn(2, 4, generator=g, dtype=torch.float64)
+
+    def score(M, m, n):
+        return float((torch.linalg.matrix_exp(m * M) @ q) @ (torch.linalg.matrix_exp(n * M) @ k))
+
+    spread = {name: abs(score(M, 5, 7) - score(M, 0, 2)) for name, M in kinds.items()}  # same n - m = 2
+    assert spread["skew"] < 1e-9 and min(v for name, v in spread.items() if name != "skew") > 1e-3, spread
+    assert "skew-symmetric" in str(_option("same_map_generator", answers))
+
+
 def test_the_learned_question_is_about_pytorch(answers):
     with pytest.raises(IndexError, match="index out of range"):
         torch.nn.Embedding(64, 4)(torch.tensor([100]))

@@ -771,10 +771,10 @@ QUIZ: dict = {
                          "Barbero 等人（arXiv 2410.06205）考察了训练好的 Gemma 7B 用到哪些 RoPE 频率。他们发现……"),
         "options": {"a": Text("the highest frequencies build positional heads and the lowest carry content "
                               "(semantic) information, which p-RoPE keeps unrotated",
-                              "最高的频率用来构建位置性的注意力头，最低的频率承载内容（语义）信息，"
+                              "最高的频率用来构建位置头，最低的频率承载内容（语义）信息，"
                               "p-RoPE 就让这部分不旋转"),
                     "b": Text("the lowest frequencies build positional heads and the highest are unused",
-                              "最低的频率用来构建位置性的注意力头，最高的频率没有被用到"),
+                              "最低的频率用来构建位置头，最高的频率没有被用到"),
                     "c": Text("every frequency is used about equally", "各个频率被用到的程度差不多"),
                     "d": Text("the model ignores RoPE and learns positions from the causal mask alone",
                               "模型不理会 RoPE，只靠因果掩码学出位置")},
@@ -790,7 +790,7 @@ QUIZ: dict = {
                           "（notebook 14 第 4 节）"),
                 "d": Text("that is what NoPE decoders do (notebook 01); a RoPE model uses its fast pairs for "
                           "positional heads (notebook 14, section 4)",
-                          "那是 NoPE 解码器的做法（notebook 01）；RoPE 模型用它的快速对构建位置性的注意力头"
+                          "那是 NoPE 解码器的做法（notebook 01）；RoPE 模型用它的快速对构建位置头"
                           "（notebook 14 第 4 节）")},
     },
 }
