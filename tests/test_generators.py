@@ -247,3 +247,13 @@ def test_compiles_as_one_graph():
     S = rope_generator(8, dtype=torch.float32)
     compiled = torch.compile(apply_generator, fullgraph=True)
     assert torch.allclose(compiled(x, torch.arange(6), S), apply_generator(x, torch.arange(6), S), atol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu_and_stays_on_the_device():
+    x = torch.randn(2, 7, 8, dtype=torch.float32)
+    M = xpos_generator(8, scale_base=16.0)
+    want = generator_scores(x, x, M, action="inverse_transpose")
+    got = generator_scores(x.cuda(), x.cuda(), M.cuda(), action="inverse_transpose")
+    assert got.device.type == "cuda" and got.dtype == torch.float32
+    assert torch.allclose(got.cpu(), want, atol=1e-5)

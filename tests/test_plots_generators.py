@@ -27,6 +27,6 @@ def test_only_the_inverse_transpose_action_is_relative_with_a_decay():
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     drawn = plots.render_generator_scores(axes, 0.05, 0.3)
     assert drawn["spread_inverse_transpose"] < 1e-12 and drawn["spread_same"] > 1.0
-    assert "diagonal spread" in axes[0].get_title()
+    assert axes[1].get_title().endswith("diagonal spread < 1e-12") and axes[0].get_title().endswith("spread 9")
     drawn = plots.render_generator_scores(axes, 0.0, 0.3)  # a pure rotation: both relative
     assert drawn["spread_same"] < 1e-12 and drawn["spread_inverse_transpose"] < 1e-12

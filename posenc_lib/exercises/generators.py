@@ -42,14 +42,12 @@ def check_alibi_generator(fn) -> None:
         if not got.is_floating_point():
             got = got.double()
         if tuple(got.shape) != (dim + 2, dim + 2):
-            lifted = tuple(got.shape) == (dim, dim)
+            note = tr(" (a (dim, dim) N cannot add a bias that does not depend on q and k)",
+                      "（(dim, dim) 的 N 加不出一个与 q、k 无关的偏置）") if tuple(got.shape) == (dim, dim) else ""
             raise ExerciseError(tr(f"N must be ({dim + 2}, {dim + 2}) for dim = {dim}: it acts on the lifted vectors "
-                                   f"[q, 1, 0] and [k, 0, 1] of size dim + 2, got {tuple(got.shape)}"
-                                   + (" (a (dim, dim) N cannot add a bias that does not depend on q and k)"
-                                      if lifted else ""),
+                                   f"[q, 1, 0] and [k, 0, 1] of size dim + 2, got {tuple(got.shape)}{note}",
                                    f"dim = {dim} 时 N 应为 ({dim + 2}, {dim + 2})：它作用在大小为 dim + 2 的提升向量 "
-                                   f"[q, 1, 0] 和 [k, 0, 1] 上，你的形状是 {tuple(got.shape)}"
-                                   + ("（(dim, dim) 的 N 加不出一个与 q、k 无关的偏置）" if lifted else "")))
+                                   f"[q, 1, 0] 和 [k, 0, 1] 上，你的形状是 {tuple(got.shape)}{note}"))
         positions = torch.arange(T, dtype=torch.float64)
         want = slope * (positions[None, :] - positions[:, None])  # [m, n] = slope * (n - m)
         bias = _bias_of(got, q, k)

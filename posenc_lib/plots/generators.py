@@ -11,6 +11,7 @@ import torch
 
 from ..generators import generator_scores
 from ..i18n import tr
+from ..printing import below
 from ..relative import diagonal_spread
 from ._style import side_colorbar, tidy, two_panels
 
@@ -45,7 +46,8 @@ def render_generator_scores(axes, decay: float = 0.05, angle: float = 0.3, *, le
         image = ax.imshow(shown, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
         ax.set_xlabel(tr("key position n", "键位置 n"), fontsize=8)
         ax.set_ylabel(tr("query position m", "查询位置 m"), fontsize=8)
-        ax.set_title(titles[action] + "\n" + tr(f"diagonal spread {spread:.2g}", f"对角线极差 {spread:.2g}"),
+        shown_spread = below(spread, 1e-12) if spread < 1e-9 else f"{spread:.2g}"  # float noise as a bound
+        ax.set_title(titles[action] + "\n" + tr(f"diagonal spread {shown_spread}", f"对角线极差 {shown_spread}"),
                      fontsize=9)
         tidy(ax)
         side_colorbar(ax, image)
