@@ -753,14 +753,16 @@ QUIZ: dict = {
                     "c": "CoPE",
                     "d": "ALiBi"},
         "answer": "c",
-        "why": {"a": Text("it caches a running sum of log forget gates per key; the bias of query i and key j is the "
-                          "difference of two such sums (notebook 14, section 2)",
-                          "它为每个键缓存遗忘门对数的累加和；查询 i 与键 j 之间的偏置就是两个累加和之差"
-                          "（notebook 14 第 2 节）"),
-                "b": Text("it keeps the cached keys updated: each new token's Householder reflection is applied to "
-                          "them once, and the result is what later steps read (notebook 14, section 2)",
-                          "它让缓存的键保持更新：每个新 token 的 Householder 反射只作用在它们上面一次，"
-                          "后续步骤读的就是结果（notebook 14 第 2 节）"),
+        "why": {"a": Text("it keeps each token's log forget gate beside its key; the bias of query i and key j is the "
+                          "sum of those after key j up to the query, a running sum (notebook 14, section 2)",
+                          "它在每个键旁边存下该 token 的遗忘门对数；查询 i 与键 j 之间的偏置就是键 j 之后直到查询为止"
+                          "这些值的和，一个累加和（notebook 14 第 2 节）"),
+                "b": Text("it keeps each token's reflection (w, beta) beside its key; the paper's cache goes further "
+                          "and applies each new token's map to the cached keys once, so later steps read them "
+                          "already transformed (notebook 14, section 2)",
+                          "它在每个键旁边存下该 token 的反射 (w, beta)；论文的缓存更进一步："
+                          "每个新 token 的映射只对缓存的键作用一次，"
+                          "后续步骤读到的就是变换好的键（notebook 14 第 2 节）"),
                 "d": Text("its bias is the slope times the distance, computed from the positions alone; nothing "
                           "depends on the query's content (notebook 05)",
                           "它的偏置是斜率乘以距离，只由位置算出，与查询的内容无关（notebook 05）")},
