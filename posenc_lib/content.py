@@ -214,10 +214,13 @@ class PaTH(_GatedByInput):
     tokens before t, which a cache would then have to keep too.
 
     Sequential here, parallel in the paper: edit_scores walks t = 1 .. Tk-1 and applies H_t to every key
-    before t (a loop of Tk rank-1 updates, O(T^2 d) work). The paper avoids the loop by writing a product of
-    L Householder-like maps in the compact WY / UT-transform form, I - W^T T W with T = (I + strictly lower
-    (beta w w^T))^{-1} lower-triangular, and evaluates blocks of the attention matrix with it
-    (a FlashAttention-style blockwise kernel).
+    before t (a loop of Tk rank-1 updates, O(T^2 d) work). The paper avoids the loop with the compact
+    form of a product of Householder-like maps (the UT transform, `householder_product` below):
+
+        H_L ... H_2 H_1 = I - W^T A W,   A = (I + strictly_lower(diag(beta) W W^T))^{-1} diag(beta)
+
+    (W: the L unit vectors w_t as rows), one triangular solve per block of L tokens, and evaluates the
+    attention a block at a time with it (a FlashAttention-style blockwise kernel).
 
     Hooks: token_state keeps {"w": (B, H, T, head_dim), "beta": (B, H, T, 1)} per token; edit_scores
     recomputes the products over the keys it is given (the raw keys the KVCache keeps), at every step, and
@@ -255,3 +258,24 @@ class PaTH(_GatedByInput):
             if t >= first:
                 rows.append(q[..., t - first:t - first + 1, :] @ keys.transpose(-2, -1))   # (B, H, 1, Tk)
         return torch.cat(rows, -2) / math.sqrt(self.head_dim)
+
+
+def householder_product(w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """H_L ... H_2 H_1 (the last token's map leftmost, as PaTH applies them), H_t = I - beta_t w_t w_t^T, in
+    the compact UT form the paper uses to parallelise: I - W^T A W with A = (I + strictly_lower(diag(beta)
+    W W^T))^{-1} diag(beta), found by one triangular solve instead of L products.
+
+    w: (..., L, d) (rows w_t; unit vectors in PaTH, any here), beta: (..., L). Returns (..., d, d) in
+    w's dtype (computed in float32 or better)."""
+    _checks.float_tensor("w", w)
+    _checks.float_tensor("beta", beta)
+    if w.dim() < 2 or beta.shape != w.shape[:-1]:
+        raise ValueError(f"w must have shape (..., L, d) and beta (..., L), got {tuple(w.shape)} and "
+                         f"{tuple(beta.shape)}")
+    work = _checks.compute_dtype(w.dtype)
+    W, b = w.to(work), beta.to(work)
+    eye_l = torch.eye(W.shape[-2], dtype=work, device=w.device)
+    lower = torch.tril(b[..., :, None] * (W @ W.transpose(-2, -1)), diagonal=-1)       # (..., L, L)
+    A = torch.linalg.solve_triangular(eye_l + lower, torch.diag_embed(b), upper=False)  # (..., L, L)
+    eye_d = torch.eye(W.shape[-1], dtype=work, device=w.device)
+    return (eye_d - W.transpose(-2, -1) @ A @ W).to(w.dtype)

@@ -9,7 +9,7 @@ import torch
 
 from posenc_lib import ENCODINGS, MultiHeadAttention, NoPE, TinyLM, alibi_bias, alibi_slopes, make_encoding
 from posenc_lib.attention import ScoreInputs, _scores
-from posenc_lib.content import CoPE, ForgettingGate, PaTH
+from posenc_lib.content import CoPE, ForgettingGate, PaTH, householder_product
 from posenc_lib.encoding_rules import encoding_rule_problems
 from posenc_lib.inference import KVCache, decode_step
 from posenc_lib.model import ENCODING_LABELS
@@ -178,6 +178,24 @@ def test_path_with_beta_near_zero_is_plain_attention_and_with_beta_two_keeps_nor
     keep = torch.ones(T, T, dtype=torch.bool).tril()
     assert bool((edited.abs()[..., keep] <= bound[..., keep] + 1e-9).all())
     assert (edited - _scores(q, k) * math.sqrt(HD))[..., keep].abs().max() > 1e-2  # and not the identity
+
+
+def test_the_ut_form_is_the_sequential_product_of_the_maps():
+    """How the paper parallelises: H_L ... H_1 = I - W^T A W with one triangular solve, against the product
+    taken one map at a time (the last token's leftmost, the order PaTH applies them to a key)."""
+    g = _gen(5)
+    w = torch.nn.functional.normalize(torch.randn(2, 6, HD, generator=g, dtype=torch.float64), dim=-1)
+    beta = 2 * torch.rand(2, 6, generator=g, dtype=torch.float64)
+    product = torch.eye(HD, dtype=torch.float64).repeat(2, 1, 1)
+    for t in range(6):
+        product = (torch.eye(HD, dtype=torch.float64) - beta[:, t, None, None] * w[:, t, :, None] * w[:, t, None, :]) \
+            @ product
+    torch.testing.assert_close(householder_product(w, beta), product, atol=1e-12, rtol=0)
+    first_leftmost = householder_product(w.flip(-2), beta.flip(-1))
+    assert (first_leftmost - product).abs().max() > 1e-2  # the order matters (the maps do not commute)
+    assert householder_product(w.float(), beta.float()).dtype == torch.float32
+    with pytest.raises(ValueError, match=r"w must have shape \(\.\.\., L, d\) and beta \(\.\.\., L\)"):
+        householder_product(w, beta[:, :3])
 
 
 # ------------------------------------------------------------------ the protocol's rules, registry, labels
