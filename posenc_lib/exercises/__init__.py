@@ -9,6 +9,7 @@ line), the success line, the coercions of an answer (a NaN named) and name_the_m
 compared with the exercise's table of known mistakes).
 """
 from . import (
+    content,
     extension,
     inference,
     learned,
@@ -22,6 +23,7 @@ from . import (
     sinusoidal,
 )
 from ._common import ExerciseError as ExerciseError, attempt as attempt  # re-exported: the notebooks import them
+from .content import *  # noqa: F401,F403
 from .extension import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
@@ -35,4 +37,4 @@ from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
 TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review, production, multidim, inference,
-          serving)
+          serving, content)
