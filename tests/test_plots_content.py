@@ -30,10 +30,10 @@ def test_forget_figure_cuts_every_key_before_the_forgetting_token():
     assert decay[6, 3] > 0.5  # queries before token 7 are not affected
 
 
-def test_path_figure_reflections_keep_the_length_and_projections_shrink_it():
+def test_path_figure_reflections_keep_the_length_and_smaller_betas_shrink_it():
     fig, ax = plt.subplots()
     drawn = plots.render_path_key(ax)
-    reflected, projected = (np.hypot(*drawn[b].T) for b in (2.0, 1.0))
+    reflected, projected = (np.hypot(*drawn[b].T) for b in (2.0, 0.5))
     np.testing.assert_allclose(reflected, reflected[0], rtol=1e-12)
     assert np.all(np.diff(projected) <= 1e-12) and projected[-1] < 0.5 * projected[0]
 

@@ -40,7 +40,7 @@ def render_cope_positions(axes, text: str = COPE_TEXT, threshold: float = 0.5, s
     shown = np.where(np.tri(T, dtype=bool), p, np.nan)
     labels = [c if c != " " else "␣" for c in text]
     left, right = axes
-    left.imshow(shown, cmap="viridis", vmin=0, vmax=T)           # dark: near, bright: far; the right panel: values
+    left.imshow(shown, cmap="viridis", vmin=0, vmax=max(float(np.nanmax(shown)), 1.0))   # dark: near, bright: far
     left.set_xticks(range(T), labels, fontsize=8)
     left.set_yticks(range(T), labels, fontsize=8)
     left.set_xlabel(tr("key j", "键 j"), fontsize=8)
@@ -108,9 +108,10 @@ def path_key_steps(angles=PATH_ANGLES, beta: float = 2.0, key=(1.0, 0.3)) -> np.
     return torch.stack(steps).numpy()
 
 
-def render_path_key(ax, angles=PATH_ANGLES, betas=(2.0, 1.0), key=(1.0, 0.3)) -> dict:
+def render_path_key(ax, angles=PATH_ANGLES, betas=(2.0, 0.5), key=(1.0, 0.3)) -> dict:
     """One key carried by PaTH's maps token after token, in the plane, for each beta: beta = 2 reflects it
-    across the line orthogonal to w_t (its length stays: on the circle), beta = 1 projects it (it shrinks).
+    across the line orthogonal to w_t (its length stays: on the circle), beta = 0.5 halves its component along
+    w_t (it shrinks; beta = 1 would erase that component).
     Returns dict(beta -> (L + 1, 2) points)."""
     circle = np.linspace(0, 2 * np.pi, 200)
     radius = float(np.hypot(*key))
