@@ -157,8 +157,8 @@ class ForgettingGate(_GatedByInput):
     src/forgetting_transformer/model/forgetting_transformer/modeling_forgetting_transformer.py:
     fgate_proj = Linear(hidden, num_heads, bias=True), log_fgate = logsigmoid, and the decay bias
     log_lambda[i] - log_lambda[j] with log_lambda the cumsum), the gate is one linear map per head.
-    FoX uses no other position information: its attention has use_rope=False by default, and the paper
-    trains FoX without RoPE (NoPE plus the gate).
+    FoX uses no other position information: the authors' layer has use_rope=False by default, and the
+    paper's abstract says FoX does not require positional embeddings (NoPE plus the gate).
 
     Hooks: token_state keeps log f_t per token, {"log_forget": (B, H, T, 1)} (a token's gate depends on
     its own x only, so a KV cache computes it once); edit_scores takes the running sum over the keys
