@@ -127,11 +127,34 @@ def test_path_matches_a_per_token_reference():
     want = _path_reference(q, k, x, path.w_proj.weight.tolist(), path.beta_proj.weight.tolist(),
                            path.beta_proj.bias.tolist())
     _assert_lower_close(_edited(path, q, k, x), want)
+    pos = torch.arange(T)
+    inputs = ScoreInputs(q, k, pos, pos, x, path.token_state(x, pos))
+    _assert_lower_close(path.sequential_scores(_scores(q, k), inputs), want)   # the plain loop: the same
     # the order matters: the reversed product H_{j+1} ... H_i gives other scores
     state = path.token_state(x, torch.arange(T))
     reversed_state = {name: t.flip(2) for name, t in state.items()}
     flipped = path.edit_scores(_scores(q, k), ScoreInputs(q, k, torch.arange(T), torch.arange(T), x, reversed_state))
     assert (flipped - want).nan_to_num().abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("dtype, T_, atol", [(torch.float64, 40, 1e-12), (torch.float32, 128, 1e-4)])
+def test_path_ut_form_and_the_loop_agree_for_every_query_and_for_the_last_ones(dtype, T_, atol):
+    """edit_scores (one triangular solve) against sequential_scores (Tk rank-1 updates), every query and the last
+    3 alone (a cache's step), with maps drawn wide (std 1: beta across (0, 2))."""
+    g = _gen(9)
+    path = _randomised(PaTH(D, H), scale=1.0).to(dtype)
+    x = torch.randn(B, T_, D, generator=g, dtype=dtype)
+    q, k = (torch.randn(B, H, T_, HD, generator=g, dtype=dtype) for _ in range(2))
+    pos = torch.arange(T_)
+    state = path.token_state(x, pos)
+    keep = torch.ones(T_, T_, dtype=torch.bool).tril()
+    with torch.no_grad():
+        for rows in (slice(None), slice(T_ - 3, None)):
+            inputs = ScoreInputs(q[..., rows, :], k, pos[rows], pos, x[:, rows], state)
+            fast = path.edit_scores(_scores(q[..., rows, :], k), inputs)
+            slow = path.sequential_scores(_scores(q[..., rows, :], k), inputs)
+            assert fast.dtype == dtype
+            torch.testing.assert_close(fast[..., keep[rows]], slow[..., keep[rows]], atol=atol, rtol=0)
 
 
 # ------------------------------------------------------------------ what each paper says it reduces to
