@@ -21,6 +21,7 @@ from . import _checks
 from .absolute import LearnedEncoding, SinusoidalEncoding
 from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
+from .content import CoPE, ForgettingGate, PaTH
 from .i18n import Text
 from .relative import ShawRelativePosition, T5RelativeBias
 from .rope import RotaryEmbedding
@@ -34,6 +35,9 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "shaw": ShawRelativePosition,        # score and value terms, clipped at max_relative_position
     "rope": RotaryEmbedding,             # rotate_qk with base rope_base and rope_scaling
     "alibi": ALiBi,                      # score_bias: -m_h * |i - j|
+    "cope": CoPE,                        # edit_scores: q_i . e[p_ij], p_ij = sum of sigmoid(q_i . k_l), l = j..i
+    "fox": ForgettingGate,               # token_state log f_t; edit_scores: + sum_{l=j+1..i} log f_l
+    "path": PaTH,                        # token_state (w_t, beta_t); edit_scores: q_i^T H_i ... H_{j+1} k_j
 }
 
 #: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
@@ -42,7 +46,10 @@ ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
                    "sinusoidal": Text("sinusoidal", "sinusoidal（正弦位置编码）"),
                    "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
                    "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
-                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
+                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）"),
+                   "cope": Text("cope", "cope（CoPE 上下文位置编码）"),
+                   "fox": Text("fox", "fox（遗忘门 Forgetting Transformer）"),
+                   "path": Text("path", "path（PaTH 累积 Householder 变换）")}
 
 
 def encoding_label(name: str) -> str:
