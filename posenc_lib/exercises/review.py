@@ -748,7 +748,7 @@ QUIZ: dict = {
                          "query?",
                          "用 KV 缓存逐个 token 解码时，哪种编码没法为缓存里的每个键存下后续步骤可复用的量，"
                          "每来一个新查询都要在整个缓存上重算它的门控？"),
-        "options": {"a": Text("the Forgetting Transformer", "Forgetting Transformer"),
+        "options": {"a": "Forgetting Transformer (FoX)",
                     "b": "PaTH",
                     "c": "CoPE",
                     "d": "ALiBi"},
@@ -781,11 +781,14 @@ QUIZ: dict = {
                     "d": Text("the model ignores RoPE and learns positions from the causal mask alone",
                               "模型不理会 RoPE，只靠因果掩码学出位置")},
         "answer": "a",
-        "why": {"b": Text("the other way round: a fast pair turns far in one step, which is what a sharp positional "
-                          "pattern (the previous token, the diagonal) needs; a slow pair barely turns within the "
-                          "context and so acts as a content channel (notebook 14, section 4)",
-                          "正好反过来：快速对一步就转过很大的角度，锐利的位置模式（前一个 token、对角线）正需要这个；"
-                          "慢速对在上下文里几乎不转，于是成了内容通道（notebook 14 第 4 节）"),
+        "why": {"b": Text("the other way round: a fast pair turns far in one step, which a sharp positional pattern "
+                          "(the token itself, the previous one) needs; a slow pair barely turns within the context "
+                          "and so can carry content. (Notebook 14, section 4 measures 07's small model, whose "
+                          "previous-token heads lean on a middle pair instead.)",
+                          "正好反过来：快速对一步就转过很大的角度，"
+                          "锐利的位置模式（token 自己、前一个 token）正需要这个；"
+                          "慢速对在上下文里几乎不转，于是可以承载内容。（notebook 14 第 4 节测了 07 的小模型，"
+                          "它的前一个 token 头依赖的反而是中间的一对。）"),
                 "c": Text("the q and k norms concentrate in some frequency bands and differ between heads; that "
                           "uneven use is the paper's finding (notebook 14, section 4)",
                           "q 和 k 的范数集中在某些频段，而且各个头不一样；这种不均匀正是论文的发现"
