@@ -6,8 +6,7 @@ import json
 import pytest
 import torch
 
-from posenc_lib.experiments import __main__ as cli
-from posenc_lib.experiments import drope
+from posenc_lib.experiments import __main__ as cli, drope
 from posenc_lib.experiments.config import config_from
 from posenc_lib.experiments.corpus import load_corpus
 from posenc_lib.experiments.evaluation import eval_ends, evaluate
