@@ -41,7 +41,7 @@ MAKE_FREQUENCIES = "run `python -m posenc_lib.experiments --frequencies` in a cl
 @dataclass(frozen=True)
 class FrequencyConfig:
     """The settings of section 4's runs (07's ExperimentConfig gives the model, the windows and 08's fine-tune)."""
-    truncate_counts: tuple = (2, 4, 6)   # pairs stopped, of head_dim / 2 = 8 (a quarter, half, three quarters)
+    truncate_counts: tuple = (2, 4, 5, 6)  # pairs stopped, of head_dim / 2 = 8; 5: the pairs with < 1 turn in L
     recal_steps: int = 200               # 08's finetune_steps: the same budget in steps and tokens
     recal_multiple: int = 1              # recalibrate at recal_multiple * L (DroPE: the original length)
     recal_seeds: tuple = (0, 1, 2)       # batch seeds of the recalibration (1000 + seed, as 08's fine-tunes)

@@ -27,6 +27,13 @@ def _length_axis(ax, multiples, L) -> np.ndarray:
     return lengths
 
 
+def _room_for_the_legend(ax) -> None:
+    """Raise the top of the y axis so that a legend in the upper left covers no line."""
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.55 * (high - low))
+    ax.legend(fontsize=8, ncol=2, loc="upper left")
+
+
 def render_band_usage(ax, usage, turns, positional=(), length: int = 64):
     """Heatmap of pair_usage (layers, heads, pairs): one row per (layer, head), one column per pair i
     (i = 0 fastest), each cell the share of the head's q.k that pair can carry; the column labels give the
@@ -45,6 +52,7 @@ def render_band_usage(ax, usage, turns, positional=(), length: int = 64):
             mark = marks.get((layer, head))
             extra = "" if mark is None else tr(f"  [offset {mark}]", f"  [偏移 {mark}]")
             rows.append(tr(f"layer {layer} head {head}", f"第 {layer} 层 头 {head}") + extra)
+    ax.figure.subplots_adjust(left=0.3, right=0.88, bottom=0.2)  # room for the row labels and the two-line ticks
     image = ax.imshow(grid, cmap="viridis", vmin=0, aspect="auto")
     for r in range(grid.shape[0]):
         for c in range(pairs):
@@ -86,7 +94,7 @@ def render_truncation(ax, results: dict):
             label=tr(f"all {pairs} stopped (RoPE removed)", f"全部 {pairs} 对停转（去掉 RoPE）"))
     ax.set_title(tr(f"07's RoPE model (L={L}) with pairs stopped after training: no retraining",
                     f"07 的 RoPE 模型（L={L}）训练后停转部分旋转对：不重新训练"), fontsize=8.5)
-    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    _room_for_the_legend(ax)
     tidy(ax, axis="y")
     return {"lengths": lengths, "curves": curves}
 
@@ -124,6 +132,6 @@ def render_drope(ax, results: dict, extension: dict, extrapolation: dict):
             label=tr("07: NoPE trained from scratch", "07：从头训练的 NoPE"))
     ax.set_title(tr("DroPE beside 08's context-extension fine-tunes (same steps and tokens per step)",
                     "DroPE 与 08 的上下文扩展微调并列（步数与每步 token 数相同）"), fontsize=8.5)
-    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    _room_for_the_legend(ax)
     tidy(ax, axis="y")
     return {"lengths": lengths, "curves": curves}
