@@ -79,7 +79,7 @@ def render_truncation(ax, results: dict):
         return np.array([losses[str(m)] for m in multiples])
 
     curves = {"baseline": values(results["baseline"])}
-    ax.plot(lengths, curves["baseline"], "o-", color=ENCODING_COLORS["rope"], lw=1.6, ms=4,
+    ax.plot(lengths, curves["baseline"], "o-", color=ENCODING_COLORS["rope"], lw=3.2, ms=5, alpha=0.8,
             label=tr("RoPE as trained", "训练所得的 RoPE"))
     for stop, table in results["truncation"].items():
         counts = sorted(table, key=int)
