@@ -45,10 +45,11 @@ def _mistakes(head_dim, base, stop, count):
     """(what a known mistake returns for these settings, its message), most specific first."""
     theta, pairs = _theta(head_dim, base), head_dim // 2
     other = "fastest" if stop == "slowest" else "slowest"
+    which = tr("slowest", "最慢") if other == "slowest" else tr("fastest", "最快")
     yield _stopped(theta, other, count), tr(
-        f"you stopped the {other} pairs: pair 0 (theta_0 = 1 radian per position) is the FASTEST, pair "
+        f"you stopped the {which} pairs: pair 0 (theta_0 = 1 radian per position) is the FASTEST, pair "
         f"head_dim/2 - 1 the slowest; stop={stop!r} asks for the other end",
-        f"你停转的是{'最慢' if other == 'slowest' else '最快'}的那些对：第 0 对（theta_0 = 每个位置 1 弧度）"
+        f"你停转的是{which}的那些对：第 0 对（theta_0 = 每个位置 1 弧度）"
         f"最快，第 head_dim/2 - 1 对最慢；stop={stop!r} 要的是另一端")
     if stop == "slowest" and count < pairs:
         rotary = 2 * (pairs - count)
