@@ -208,3 +208,11 @@ def test_analysis_runs_on_the_meta_device():
     norms = F.band_norms(model, idx)
     assert norms["q"].device.type == "meta" and norms["q"].shape == (2, 2, 4)
     assert F.attention_maps(model, idx).shape == (2, 2, 6, 6)
+
+
+def test_truncated_rope_compiles_as_one_graph():
+    enc = F.TruncatedRoPE(16, stop="fastest", count=3)
+    q, k = _qk(dtype=torch.float32)
+    compiled = torch.compile(lambda q, k: enc(q, k), fullgraph=True)
+    for got, want in zip(compiled(q, k), enc(q, k)):
+        assert torch.allclose(got, want, atol=1e-6)
