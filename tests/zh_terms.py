@@ -55,6 +55,13 @@ TERMS = (
     Term("a reference solution", "参考解答", (r"参考答案",)),
     Term("a hidden state", "隐藏状态", (r"隐状态", r"隐层状态")),
     Term("a published model", "已发布模型", (r"公开模型", r"公开的模型", r"公开检查点")),
+    Term("a skew-symmetric matrix (M^T = -M; notebook 14)", "反对称", (r"斜对称",)),
+    Term("the generator M of exp(tM) (notebook 14)", "生成元", (r"生成矩阵", r"无穷小生成")),
+    Term("the Forgetting Transformer's forget gate", "遗忘门", (r"忘记门", r"遗忘闸")),
+    Term("a positional head (an attention head that attends by position)", "位置头",
+         (r"位置注意力头", r"位置性的?注意力头")),
+    Term("a position that depends on the content (CoPE, FoX, PaTH)", "依赖内容的位置",
+         (r"内容相关的?位置", r"取决于内容的位置")),
 )
 
 EXEMPT = ("code (fenced blocks, `code spans`, $math$, link targets, HTML tags) and identifiers",
