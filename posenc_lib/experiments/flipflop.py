@@ -280,6 +280,23 @@ def summarize_flipflop(runs: list, key: str = "error") -> dict:
     return out
 
 
+def flipflop_table(results: dict, key: str = "error") -> str:
+    """The summary as text: one row per encoding, one column per test, "mean ± std" over seeds (error in %,
+    2 decimals; loss in nats, 4), the seeds' count in the header."""
+    if key not in ("error", "loss"):
+        raise ValueError(f"key must be 'error' or 'loss', got {key!r}")
+    summary = results["summary" if key == "error" else "loss_summary"]
+    tests = [t[0] for t in results["tests"]]
+    scale, digits = (100, 2) if key == "error" else (1, 4)
+    n = next(iter(next(iter(summary.values())).values()))["n"]
+    label = f"{key} {'%' if key == 'error' else '(nats)'}, {n} seeds"
+    rows = [f"{label:<22}" + "".join(f"{t:>18}" for t in tests)]
+    for enc, row in summary.items():
+        cells = [f"{scale * row[t]['mean']:.{digits}f} ± {scale * row[t]['std']:.{digits}f}" for t in tests]
+        rows.append(f"{enc:<22}" + "".join(f"{c:>18}" for c in cells))
+    return "\n".join(rows)
+
+
 def load_flipflop(data_dir_: Path | str | None = None) -> dict:
     """The cached data/experiments_flipflop.json (FileNotFoundError naming `make flipflop` if absent)."""
     return json.loads(data_file(FLIPFLOP_FILE, data_dir_, made_by=MAKE_FLIPFLOP).read_text(encoding="utf-8"))
