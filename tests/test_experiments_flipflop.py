@@ -186,3 +186,26 @@ def test_a_rerun_of_a_small_config_reproduces_the_cached_check_record(cached, en
     again = FF.retrain_arm(encoding, 0, cfg)
     for key in ("error", "loss", "reads", "train_curve", "parameters"):
         assert again[key] == record[key], key
+
+
+def test_the_table_and_the_figure_show_the_summary(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from posenc_lib.plots.flipflop import render_flipflop
+
+    res = FF.run_flipflop(replace(_TINY, encodings=("nope", "alibi"), seeds=(0, 1)), workers=1, show_progress=False)
+    table = FF.flipflop_table(res).splitlines()
+    assert table[0].split()[:4] == ["error", "%,", "2", "seeds"] and len(table) == 3
+    row = res["summary"]["alibi"]["longer"]
+    assert f"{100 * row['mean']:.2f} ± {100 * row['std']:.2f}" in table[2] and table[2].startswith("alibi")
+    assert "nats" in FF.flipflop_table(res, "loss").splitlines()[0]
+    fig, axes = plt.subplots(1, 2)
+    shown = render_flipflop(axes, res, test="longer")
+    assert shown["mean"][1][1] == pytest.approx(100 * row["mean"])
+    assert shown["seeds"]["nope"] == [100 * r["error"]["longer"] for r in res["runs"] if r["encoding"] == "nope"]
+    with pytest.raises(ValueError, match="test must be one of"):
+        render_flipflop(axes, res, test="sparse")
+    plt.close(fig)
