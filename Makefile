@@ -22,7 +22,7 @@ PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui lint site test-latest lock bench refresh experiments clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui lint site test-latest lock bench refresh experiments flipflop clean
 
 help:
 	@echo "make lab         open the course in JupyterLab, your copies in my-notebooks/en (installs what is missing)"
@@ -174,6 +174,10 @@ refresh: $(STAMP)
 
 experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments
+
+# notebook 14, section 3: data/experiments_flipflop.json (only the (arm, seed) records it lacks; --fresh: all)
+flipflop: $(STAMP)
+	$(BIN)/python -m posenc_lib.experiments.flipflop
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) $(LATEST_VENV) .pytest_cache .hypothesis .ruff_cache build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots

@@ -32,7 +32,8 @@ from matplotlib import font_manager
 from ..i18n import get_language, on_language_change, tr
 
 ENCODING_COLORS = {"nope": "#7f7f7f", "sinusoidal": "#1f77b4", "learned": "#9467bd", "t5": "#2ca02c",
-                   "rope": "#ff7f0e", "alibi": "#d62728"}
+                   "rope": "#ff7f0e", "alibi": "#d62728",
+                   "cope": "#8c564b", "fox": "#e377c2", "path": "#17becf"}   # notebook 14's data-dependent three
 
 # System CJK fonts worth falling back on, best first (Linux packages, then macOS and Windows fonts).
 SYSTEM_CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
