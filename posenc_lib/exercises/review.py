@@ -757,10 +757,11 @@ QUIZ: dict = {
                           "sum of those after key j up to the query, a running sum (notebook 14, section 2)",
                           "它在每个键旁边存下该 token 的遗忘门对数；查询 i 与键 j 之间的偏置就是键 j 之后直到查询为止"
                           "这些值的和，一个累加和（notebook 14 第 2 节）"),
-                "b": Text("it keeps each token's reflection (w, beta) beside its key; the paper's cache goes further "
-                          "and applies each new token's map to the cached keys once, so later steps read them "
-                          "already transformed (notebook 14, section 2)",
-                          "它在每个键旁边存下该 token 的反射 (w, beta)；论文的缓存更进一步："
+                "b": Text("it keeps each token's Householder-like map (w, beta) beside its key; the authors' cache "
+                          "(fla's PaTHAttention) goes further and applies each new token's map to the cached keys "
+                          "once, so later steps read them already transformed (notebook 14, section 2)",
+                          "它在每个键旁边存下该 token 的类 Householder 变换 (w, beta)；"
+                          "作者实现（fla 的 PaTHAttention）的缓存更进一步："
                           "每个新 token 的映射只对缓存的键作用一次，"
                           "后续步骤读到的就是变换好的键（notebook 14 第 2 节）"),
                 "d": Text("its bias is the slope times the distance, computed from the positions alone; nothing "
