@@ -36,6 +36,7 @@ help:
 	@echo "make bench       speed ratios (RoPE vs transformers at four sizes, compiled RoPE vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
 	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
+	@echo "make flipflop    notebook 14's flip-flop cache (937 CPU s: about 8 minutes on 2 idle cores)"
 	@echo "make clean       remove the venv and caches"
 
 install: $(STAMP)
