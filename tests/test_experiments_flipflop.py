@@ -209,3 +209,8 @@ def test_the_table_and_the_figure_show_the_summary(tmp_path):
     with pytest.raises(ValueError, match="test must be one of"):
         render_flipflop(axes, res, test="sparse")
     plt.close(fig)
+    from posenc_lib.i18n import language
+    with language("zh"):  # the notebook's size, Chinese labels (conftest checks that no text is cut or tiny)
+        fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.1, 1]})
+        render_flipflop(axes, res)
+        assert axes[0].get_yticklabels()[0].get_text().startswith("nope（")
