@@ -23,7 +23,9 @@ from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
 from .i18n import Text
 from .relative import ShawRelativePosition, T5RelativeBias
+from .relative_functions import FIRE, Kerple
 from .rope import RotaryEmbedding
+from .xpos import XPos
 
 # The registry: name -> PositionalEncoding class. Iterating it gives the names.
 ENCODINGS: dict[str, type[PositionalEncoding]] = {
@@ -34,6 +36,9 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "shaw": ShawRelativePosition,        # score and value terms, clipped at max_relative_position
     "rope": RotaryEmbedding,             # rotate_qk with base rope_base and rope_scaling
     "alibi": ALiBi,                      # score_bias: -m_h * |i - j|
+    "xpos": XPos,                        # rotate_qk: RoPE times zeta ** (query - key) / B (arXiv 2212.10554)
+    "kerple": Kerple,                    # score_bias: -r1_h * log(1 + r2_h |i - j|), learned (arXiv 2205.09921)
+    "fire": FIRE,                        # score_bias: MLP of log(c(i - j) + 1) / log(c max(L, i) + 1) (2310.04418)
 }
 
 #: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
@@ -42,7 +47,9 @@ ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
                    "sinusoidal": Text("sinusoidal", "sinusoidal（正弦位置编码）"),
                    "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
                    "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
-                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）")}
+                   "alibi": Text("alibi", "alibi（ALiBi 线性偏置）"),
+                   "xpos": Text("xpos", "xpos（带衰减的旋转编码）"), "kerple": Text("kerple", "kerple（对数核偏置）"),
+                   "fire": Text("fire", "fire（函数插值相对位置）")}
 
 
 def encoding_label(name: str) -> str:
