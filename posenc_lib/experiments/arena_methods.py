@@ -12,8 +12,9 @@ beyond its training length L, attributed to its paper. Two kinds:
 
 `factor` is the length multiple evaluated (a window of factor * L): the scalings are made for it, as 08 does.
 The inference methods' windows are ours, not the papers' (they tune them per model): window w = L // 2; Leaky
-ReRoPE's k and Self-Extend's group G are the smallest integers that keep every distance of a window of factor * L
-at a position the model was trained on (< L).
+ReRoPE's k and Self-Extend's group G are the smallest integers with w + (D - w) / k <= L - 1 for the longest
+distance D = factor * L - 1, so every distance of a window of factor * L reads as one the model was trained on
+(Self-Extend's floors can make a smaller G fit too).
 
 Partial RoPE needs a head of at least 32 dims (1/8 of it is then 2 pairs): the arena's model is d_model 64 with 2
 heads (head_dim 32), not 07's 4 heads of 16. The "about 10% of the dims suffice" claim the issue mentions is not
@@ -141,7 +142,8 @@ def rerope_window(cfg: ExperimentConfig) -> int:
 
 def _compression(cfg: ExperimentConfig, factor: float) -> int:
     """The smallest integer k >= 1 with w + (D - w) / k <= L - 1, D = factor * L - 1 the largest distance: Leaky
-    ReRoPE's k and Self-Extend's group G (both read a distance d >= w as about w + (d - w) / k)."""
+    ReRoPE's k and Self-Extend's group G (both read a distance d >= w as about w + (d - w) / k, Self-Extend up to
+    its floors)."""
     w, longest = rerope_window(cfg), math.ceil(factor * cfg.train_len) - 1
     room = cfg.train_len - 1 - w
     return 1 if longest <= cfg.train_len - 1 else max(1, math.ceil((longest - w) / max(room, 1)))
