@@ -48,7 +48,8 @@ ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
                    "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
                    "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
                    "alibi": Text("alibi", "alibi（ALiBi 线性偏置）"),
-                   "xpos": Text("xpos", "xpos（带衰减的旋转位置编码）"), "kerple": Text("kerple", "kerple（对数核偏置）"),
+                   "xpos": Text("xpos", "xpos（带衰减的旋转位置编码）"),
+                   "kerple": Text("kerple", "kerple（对数核偏置）"),
                    "fire": Text("fire", "fire（函数插值相对位置编码）")}
 
 

@@ -185,3 +185,16 @@ def test_on_the_meta_device(name):
 def test_bad_input_is_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("name", ["rerope", "leaky", "self_extend", "log_n"])
+def test_attention_with_each_method_compiles_as_one_graph(name):
+    """No host read in the hot path: torch.compile(fullgraph=True) (dynamo's tracing, the "eager" backend) traces a
+    causal MultiHeadAttention with the method, and gives the eager result."""
+    from posenc_lib.attention import MultiHeadAttention
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(64, 4, encoding=_methods()[name], causal=True)
+    x, positions = torch.randn(2, 12, 64), torch.arange(3, 15)
+    torch._dynamo.reset()
+    fn = torch.compile(lambda t, p: mha(t, p), fullgraph=True, backend="eager")
+    torch.testing.assert_close(fn(x, positions), mha(x, positions), atol=1e-6, rtol=0)

@@ -29,10 +29,13 @@ def _generator(seed: int) -> torch.Generator:
     return torch.Generator(device="cpu").manual_seed(_checks.positive_int("seed", seed, allow_zero=True))
 
 
-def _check_inputs(inputs) -> tuple[int, int]:
+def _check_inputs(inputs, name: str, limit: int, why: str) -> tuple[int, int]:
+    """(batch, seq) of a training batch of ids (batch, seq >= 1), seq at most the recipe's `name` = limit."""
     _checks.int_tensor("inputs", inputs)
     if inputs.dim() != 2 or inputs.shape[1] == 0:
         raise ValueError(f"inputs must have shape (batch, seq) with seq >= 1, got {tuple(inputs.shape)}")
+    if inputs.shape[1] > limit:
+        raise ValueError(f"inputs of {inputs.shape[1]} tokens need {name} >= seq ({why}), got {name}={limit}")
     return inputs.shape[0], inputs.shape[1]
 
 
@@ -43,10 +46,7 @@ def randomized_positions(max_pos: int, *, seed: int = 0) -> Callable[[torch.Tens
     gen = _generator(seed)
 
     def sample(inputs: torch.Tensor) -> torch.Tensor:
-        batch, seq = _check_inputs(inputs)
-        if seq > max_pos:
-            raise ValueError(f"inputs of {seq} tokens need max_pos >= seq (distinct positions of [0, max_pos)), "
-                             f"got max_pos={max_pos}")
+        batch, seq = _check_inputs(inputs, "max_pos", max_pos, "distinct positions of [0, max_pos)")
         keys = torch.rand(batch, max_pos, generator=gen, device="cpu")            # a uniform random order per row
         chosen = keys.topk(seq, dim=-1).indices.sort(dim=-1).values               # (B, L): L distinct, sorted
         return chosen.to(inputs.device)
@@ -62,10 +62,8 @@ def pose_positions(target_len: int, *, seed: int = 0) -> Callable[[torch.Tensor]
     gen = _generator(seed)
 
     def sample(inputs: torch.Tensor) -> torch.Tensor:
-        batch, seq = _check_inputs(inputs)
-        if seq > target_len:
-            raise ValueError(f"inputs of {seq} tokens need target_len >= seq (PoSE covers target_len positions "
-                             f"with windows of seq), got target_len={target_len}")
+        batch, seq = _check_inputs(inputs, "target_len", target_len, "PoSE covers target_len positions with windows "
+                                   "of seq")
         first = torch.randint(1, (seq + 1) // 2 + 1, (batch, 1), generator=gen, device="cpu")   # l1, (B, 1)
         skip = torch.randint(0, target_len - seq + 1, (batch, 1), generator=gen, device="cpu")  # u, (B, 1)
         offsets = torch.arange(seq, device="cpu")[None]                                         # (1, L)
