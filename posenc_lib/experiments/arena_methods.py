@@ -17,8 +17,11 @@ distance D = factor * L - 1, so every distance of a window of factor * L reads a
 (Self-Extend's floors can make a smaller G fit too).
 
 Partial RoPE needs a head of at least 32 dims (1/8 of it is then 2 pairs): the arena's model is d_model 64 with 2
-heads (head_dim 32), not 07's 4 heads of 16. The "about 10% of the dims suffice" claim the issue mentions is not
-made here (no primary source was found).
+heads (head_dim 32), not 07's 4 heads of 16. The "about 10% of the dims suffice" claim the issue mentions traces
+to Khan et al. 2026, "Fractional Rotation, Full Potential? Investigating Performance and Convergence of Partial
+RoPE" (arXiv 2603.11611): RoPE on about 10% of the dims converges to a final loss comparable to full RoPE, at the
+training length. It is a claim about training, not about lengths beyond L; the arena's 1/8 arm (12.5%) is the
+nearest fraction, and what it shows past L is the arena's own measurement.
 """
 from __future__ import annotations
 
