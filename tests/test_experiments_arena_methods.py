@@ -71,6 +71,19 @@ def test_fit_gives_the_model_the_sampled_positions():
         fit(Model(), lambda: batch, steps=1, lr=0.1, weight_decay=0.0, position_sampler=3)
 
 
+def test_train_passes_the_sampler_on_and_pose_trains_a_rope_model():
+    """train(..., position_sampler=) reaches fit: a PoSE-trained model's loss falls as the plain one's does, and the
+    two differ (the positions were used)."""
+    from posenc_lib.experiments.training import train
+    data = torch.arange(400) % 7
+    curves = {}
+    for name in ("rope", "pose"):
+        model, sampler = build_arena_model(name, ARENA, seed=0)
+        curves[name] = train(model, data, seq_len=16, steps=30, batch_size=8, lr=1e-2, seed=0, warmup=5,
+                             log_every=10, position_sampler=sampler)
+    assert curves["pose"][-1][1] < curves["pose"][0][1] and curves["pose"] != curves["rope"]
+
+
 @pytest.mark.parametrize("call, error, message", [
     (lambda: randomized_positions(0), ValueError, "max_pos must be >= 1"),
     (lambda: randomized_positions(4)(torch.zeros(1, 5, dtype=torch.long)), ValueError, "max_pos >= seq"),
