@@ -49,7 +49,8 @@ def _torchscale_scores(q, k, scale_base):
     centred = torch.arange(low, low + T, dtype=torch.float64)[:, None]                 # (T, 1)
     zeta = (torch.arange(0, d, 2, dtype=torch.float64) + 0.4 * d) / (1.4 * d)          # (d/2,)
     power = zeta ** (centred / scale_base)                                             # (T, d/2)
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(d // 2) / (d // 2))
+    inv_freq = 10000.0 ** (-torch.arange(d // 2, dtype=torch.float64) / (d // 2))     # (d/2,)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
     sin, cos = (t.repeat_interleave(2, -1) for t in (angle.sin(), angle.cos()))
 
     def xpos(x, scale):
