@@ -331,6 +331,19 @@ def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base
     return out.to(x.dtype)
 
 
+def pair_indices(dim: int, layout: str = "half", *, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first, second): two (dim/2,) index tensors, pair i = dims (first[i], second[i]) of `layout`:
+    "half" (i, i + dim/2), "interleaved" (2i, 2i+1). rope_matrix and generators.rope_generator place pair i's
+    2 x 2 block there."""
+    _checks.choice("layout", layout, LAYOUTS)
+    half = _checks.even_int("dim", dim) // 2
+    if layout == "half":
+        first = torch.arange(half, device=device)
+        return first, first + half
+    first = torch.arange(0, dim, 2, device=device)
+    return first, first + 1
+
+
 def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str = "interleaved",
                 device=None, dtype=torch.float64) -> torch.Tensor:
     """The explicit (dim, dim) rotation R_m with apply_rope(x, layout=layout)[..., m, :] == R_m @ x[..., m, :].
@@ -350,9 +363,7 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
     inv_freq, _ = rope_inv_freq(dim, base=base, device=device)
     angle = float(position) * inv_freq  # float64 (exact for |position| < 2**53)
     c, s = angle.cos().to(dtype), angle.sin().to(dtype)
-    h = dim // 2
-    first = torch.arange(h, device=device) if layout == "half" else torch.arange(0, dim, 2, device=device)
-    second = first + h if layout == "half" else first + 1
+    first, second = pair_indices(dim, layout, device=device)
     R = torch.zeros(dim, dim, device=device, dtype=dtype)
     R[first, first], R[first, second] = c, -s
     R[second, first], R[second, second] = s, c

@@ -2,7 +2,7 @@
 ExerciseError whose message says *what* is wrong (layout, exponent, sign ...), not just "mismatch".
 
 One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
-extension, review, production, multidim, inference, serving. Each holds its checkers and, out of the
+extension, review, production, multidim, inference, serving, generators. Each holds its checkers and, out of the
 notebooks' sight, SOLUTIONS (name -> reference solution, tested to pass its own check) and CHECKS (name -> checker).
 _common holds what they share: ExerciseError, attempt, call (the learner's function, a crash named with its
 line), the success line, the coercions of an answer (a NaN named) and name_the_mistake (a wrong answer
@@ -10,6 +10,7 @@ compared with the exercise's table of known mistakes).
 """
 from . import (
     extension,
+    generators,
     inference,
     learned,
     multidim,
@@ -23,6 +24,7 @@ from . import (
 )
 from ._common import ExerciseError as ExerciseError, attempt as attempt  # re-exported: the notebooks import them
 from .extension import *  # noqa: F401,F403
+from .generators import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
 from .learned import *  # noqa: F401,F403
 from .multidim import *  # noqa: F401,F403
@@ -35,4 +37,4 @@ from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
 TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review, production, multidim, inference,
-          serving)
+          serving, generators)
