@@ -21,6 +21,7 @@ from . import _checks
 from .absolute import LearnedEncoding, SinusoidalEncoding
 from .alibi import ALiBi
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
+from .content import CoPE, ForgettingGate, PaTH
 from .i18n import Text
 from .relative import ShawRelativePosition, T5RelativeBias
 from .relative_functions import FIRE, Kerple
@@ -39,6 +40,9 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "xpos": XPos,                        # rotate_qk: RoPE times zeta ** (query - key) / B (arXiv 2212.10554)
     "kerple": Kerple,                    # score_bias: -r1_h * log(1 + r2_h |i - j|), learned (arXiv 2205.09921)
     "fire": FIRE,                        # score_bias: MLP of log(c(i - j) + 1) / log(c max(L, i) + 1) (2310.04418)
+    "cope": CoPE,                        # edit_scores: q_i . e[p_ij], p_ij = sum of sigmoid(q_i . k_l), l = j..i
+    "fox": ForgettingGate,               # token_state log f_t; edit_scores: + sum_{l=j+1..i} log f_l
+    "path": PaTH,                        # token_state (w_t, beta_t); edit_scores: q_i^T H_i ... H_{j+1} k_j
 }
 
 #: what a learner reads for an encoding's key (legends, tables, quiz options): the key itself in English, the
@@ -50,7 +54,10 @@ ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
                    "alibi": Text("alibi", "alibi（ALiBi 线性偏置）"),
                    "xpos": Text("xpos", "xpos（带衰减的旋转位置编码）"),
                    "kerple": Text("kerple", "kerple（对数核偏置）"),
-                   "fire": Text("fire", "fire（函数插值相对位置编码）")}
+                   "fire": Text("fire", "fire（函数插值相对位置编码）"),
+                   "cope": Text("cope", "cope（CoPE 上下文位置编码）"),
+                   "fox": Text("fox", "fox（遗忘门 Forgetting Transformer）"),
+                   "path": Text("path", "path（PaTH 累积 Householder 变换）")}
 
 
 def encoding_label(name: str) -> str:

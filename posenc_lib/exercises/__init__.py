@@ -9,6 +9,7 @@ line), the success line, the coercions of an answer (a NaN named) and name_the_m
 compared with the exercise's table of known mistakes).
 """
 from . import (
+    content,
     extension,
     generators,
     inference,
@@ -23,6 +24,7 @@ from . import (
     sinusoidal,
 )
 from ._common import ExerciseError as ExerciseError, attempt as attempt  # re-exported: the notebooks import them
+from .content import *  # noqa: F401,F403
 from .extension import *  # noqa: F401,F403
 from .generators import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
@@ -37,4 +39,4 @@ from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
 TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, review, production, multidim, inference,
-          serving, generators)
+          serving, generators, content)

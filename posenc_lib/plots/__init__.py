@@ -12,6 +12,7 @@ _style holds the shared look (tick labels, panel spacing, one colour per encodin
 Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
 """
 from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)
+from .content import *  # noqa: F401,F403
 from .extension import *  # noqa: F401,F403
 from .generators import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403

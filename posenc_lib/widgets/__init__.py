@@ -6,6 +6,7 @@ extension, production, multidim, serving, inference, generators. BUILDERS maps a
 tests and `make bench` walk it, so every builder a notebook uses is registered in its topic module's BUILDERS.
 """
 from . import (
+    content,
     extension,
     generators,
     inference,
@@ -19,6 +20,7 @@ from . import (
     sinusoidal,
 )
 from ._base import InteractiveFigure as InteractiveFigure  # public: the class every builder returns
+from .content import *  # noqa: F401,F403
 from .extension import *  # noqa: F401,F403
 from .generators import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403
@@ -32,5 +34,5 @@ from .serving import *  # noqa: F401,F403
 from .sinusoidal import *  # noqa: F401,F403
 
 TOPICS = (permutation, sinusoidal, learned, relative, rope, extension, production, multidim, serving, inference,
-          generators)
+          generators, content)
 BUILDERS: dict = {name: builder for topic in TOPICS for name, builder in topic.BUILDERS.items()}
