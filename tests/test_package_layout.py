@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "posenc_lib"
 TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "production",
-          "multidim", "inference", "serving", "generators", "content")
+          "multidim", "inference", "serving", "generators", "content", "frequencies")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
 LAYERS = ("exercises", "widgets", "plots", "experiments")  # the packages, highest first, above the core modules
 
