@@ -122,13 +122,13 @@ def train(model: TinyLM, data: torch.Tensor, *, seq_len: int, steps: int, batch_
     rows = slice(rank * batch_size // world, (rank + 1) * batch_size // world)   # this rank's part of the batch
     gen = torch.Generator().manual_seed(10_000 + seed)
     offsets = torch.arange(seq_len + 1, device=data.device)
-    drawn = {}   # a sharded run's positions, drawn for the global batch
+    drawn, sample = {}, position_sampler   # a sharded run's positions: sample(global batch), this rank's rows
 
     def next_batch():
         starts = torch.randint(0, data.numel() - seq_len - 1, (batch_size,), generator=gen, device=gen.device)
         batch = data[starts.to(data.device)[:, None] + offsets]  # (B, T + 1)
-        if world > 1 and position_sampler is not None:
-            drawn["positions"] = position_sampler(batch[:, :-1])[rows]
+        if world > 1 and sample is not None:
+            drawn["positions"] = sample(batch[:, :-1])[rows]
         batch = batch[rows]                                      # (B / world, T + 1)
         return batch[:, :-1], batch[:, 1:]
 
@@ -166,6 +166,9 @@ def _shard(shard, batch_size: int) -> tuple[int, int]:
         raise TypeError(f"shard must be a tuple (rank, world_size) or None, got {shard!r}")
     rank, world = _checks.positive_int("shard's rank", shard[0], allow_zero=True), _checks.positive_int(
         "shard's world_size", shard[1])
+    if world > 1 and not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        raise ValueError(f"shard={shard} needs torch.distributed's process group (run under torchrun, or call "
+                         f"torch.distributed.init_process_group first)")
     if rank >= world or batch_size % world:
         raise ValueError(f"shard must have rank < world_size and world_size dividing batch_size = {batch_size} "
                          f"(every rank trains on an equal part of the global batch), got {shard}")

@@ -17,8 +17,8 @@ __all__ = ["render_arena"]
 
 
 def _colors(names) -> dict:
-    """One colour per method: the course's own for the encodings of notebook 07, tab20's for the rest."""
-    palette = matplotlib.colormaps["tab20"]
+    """One colour per method: the course's own for the encodings of notebook 07, tab20b's for the rest."""
+    palette = matplotlib.colormaps["tab20b"]   # none of its colours is one of the course's
     others = [n for n in names if n not in ENCODING_COLORS]
     return {n: ENCODING_COLORS.get(n) or palette(others.index(n) % 20) for n in names}
 
