@@ -195,17 +195,17 @@ def plan_units(arena: ArenaConfig, todo: dict) -> int:
 def run_arena(arena: ArenaConfig, out_dir: Path | str, *, workers: int = 2, threads: int = 1,
               show_progress: bool = True) -> dict:
     """Fill the cache in `out_dir` with every missing run of arena.methods x arena.seeds; returns {(method, seed):
-    record} of all of them (on rank 0; {} on the other ranks). Under torchrun every rank runs the same plan
-    (rank 0's), one process each."""
+    record} of all of them and of the trained models the inference methods use (on rank 0; {} on the other ranks).
+    Under torchrun every rank runs the same plan (rank 0's), one process each."""
     dist = distributed.current()
     corpus = corpus_of(arena)   # fail early (and clearly) on a missing corpus
     sha = corpus.info["text_sha256"]
+    bases = sorted({ARENA_METHODS[n].base for n in arena.methods} - {None})
+    known = tuple(arena.methods) + tuple(b for b in bases if b not in arena.methods)   # a base's record is kept
     todo = None
     if dist.rank == 0:
-        done = set(cache.cached_records(out_dir, arena.methods, arena.seeds, protocol=arena.protocol,
-                                        corpus_sha256=sha))
-        states = {(m, s) for m in {ARENA_METHODS[n].base for n in arena.methods} - {None} for s in arena.seeds
-                  if cache.state_path(out_dir, m, s).is_file()}
+        done = set(cache.cached_records(out_dir, known, arena.seeds, protocol=arena.protocol, corpus_sha256=sha))
+        states = {(m, s) for m in bases for s in arena.seeds if cache.state_path(out_dir, m, s).is_file()}
         todo = plan(arena, done, states)
     todo = distributed.from_rank0(todo, dist)
     if dist.world > 1 or dist.device != "cpu":
@@ -226,4 +226,4 @@ def run_arena(arena: ArenaConfig, out_dir: Path | str, *, workers: int = 2, thre
     distributed.barrier(dist)
     if dist.rank != 0:
         return {}
-    return cache.cached_records(out_dir, arena.methods, arena.seeds, protocol=arena.protocol, corpus_sha256=sha)
+    return cache.cached_records(out_dir, known, arena.seeds, protocol=arena.protocol, corpus_sha256=sha)
