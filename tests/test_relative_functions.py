@@ -51,12 +51,13 @@ def test_kerple_init_and_gradients_follow_the_authors():
 
 def _fire_reference(enc, qp, kp):
     """Loops: f(log(c |i - j| + 1) / (log(c max(L, i) + 1) + eps)), f the MLP evaluated on one number at a time."""
-    c, big_l, eps = float(enc.c), abs(float(enc.L_multiplier) * float(enc.init_L)), enc.eps
+    c, mult, eps = float(enc.c.detach()), float(enc.L_multiplier.detach()), enc.eps
+    big_l = abs(mult * float(enc.init_L))
     out = torch.empty(enc.num_heads, len(qp), len(kp), dtype=torch.float64)
     for a, i in enumerate(qp.tolist()):
         for b, j in enumerate(kp.tolist()):
             x = math.log(abs(c * (i - j)) + 1) / (math.log(abs(c * max(big_l, i)) + 1) + eps)
-            out[:, a, b] = enc.mlp(torch.tensor([[x]], dtype=torch.float64))[0]
+            out[:, a, b] = enc.mlp(torch.tensor([[x]], dtype=torch.float64))[0].detach()
     return out
 
 
@@ -75,7 +76,8 @@ def test_fire_maps_every_causal_distance_into_zero_one():
     """Progressive interpolation: for keys j <= i, psi(i - j) / psi(max(L, i)) lies in [0, 1], at any length."""
     enc = FIRE(2, init_L=8.0)
     positions = torch.arange(5000)
-    x = enc.normalized_distance(positions[-3:], positions)
+    with torch.no_grad():
+        x = enc.normalized_distance(positions[-3:], positions)
     assert float(x.min()) == 0.0 and float(x.max()) <= 1.0
 
 

@@ -41,6 +41,34 @@ def test_xpos_matches_a_per_element_reference(layout):
     torch.testing.assert_close(got_k, _reference(k, positions, -1.0, scale_base=256.0, layout=layout))
 
 
+def _torchscale_scores(q, k, scale_base):
+    """q k^T after torchscale's XPOS (xpos_relative_position.py, ported): interleaved pairs, angles at 0 .. T-1, the
+    decay powers at positions centred on the sequence (t - T // 2 ...), q with zeta ** (p / B), k with its inverse."""
+    T, d = q.shape[-2:]
+    low = -T // 2
+    centred = torch.arange(low, low + T, dtype=torch.float64)[:, None]                 # (T, 1)
+    zeta = (torch.arange(0, d, 2, dtype=torch.float64) + 0.4 * d) / (1.4 * d)          # (d/2,)
+    power = zeta ** (centred / scale_base)                                             # (T, d/2)
+    inv_freq = 10000.0 ** (-torch.arange(d // 2, dtype=torch.float64) / (d // 2))     # (d/2,)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
+    sin, cos = (t.repeat_interleave(2, -1) for t in (angle.sin(), angle.cos()))
+
+    def xpos(x, scale):
+        swapped = torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)              # rotate every two
+        return x * cos * scale.repeat_interleave(2, -1) + swapped * sin * scale.repeat_interleave(2, -1)
+
+    return xpos(q, power) @ xpos(k, 1 / power).transpose(-2, -1)
+
+
+def test_scores_equal_torchscales_xpos():
+    """torchscale centres the positions before the powers; the centre cancels in q k^T, so the scores are ours
+    (interleaved layout, positions 0 .. T-1)."""
+    torch.manual_seed(3)
+    q, k = torch.randn(2, 11, 8, dtype=torch.float64), torch.randn(2, 11, 8, dtype=torch.float64)
+    ours_q, ours_k = XPos(8, scale_base=16.0, layout="interleaved")(q, k)
+    torch.testing.assert_close(ours_q @ ours_k.transpose(-2, -1), _torchscale_scores(q, k, 16.0))
+
+
 def test_zeta_is_torchscales_scale():
     """torchscale: scale = (arange(0, d, 2) + 0.4 d) / (1.4 d)."""
     d = 12
