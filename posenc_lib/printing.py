@@ -55,8 +55,8 @@ def t_quantile(p: float, df: int) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.5 < p < 1:
         raise ValueError(f"p must be a number in (0.5, 1), got {p!r}")
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    steps = torch.arange(4097, dtype=torch.float64)
-    weights = torch.where(steps % 2 == 1, 4.0, 2.0).index_fill_(0, torch.tensor([0, 4096]), 1.0)
+    steps = torch.arange(4097, dtype=torch.float64, device="cpu")
+    weights = torch.where(steps % 2 == 1, 4.0, 2.0).index_fill_(0, torch.tensor([0, 4096], device="cpu"), 1.0)
 
     def cdf(x: float) -> float:   # P(T <= x) for x >= 0
         t = steps * (x / 4096)

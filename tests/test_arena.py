@@ -185,6 +185,22 @@ def test_a_rerun_fills_only_what_is_missing(tmp_path, counted):
         assert again[key]["loss"] == records[key]["loss"] and again[key]["probe"] == records[key]["probe"]
 
 
+def test_a_run_that_crashes_keeps_the_runs_before_it(tmp_path, monkeypatch):
+    arena = tiny(["rope", "alibi"])
+    real = run.measure
+
+    def measure(model, valid, cfg, inference=None):
+        if type(model.encoding).__name__ == "ALiBi":
+            raise RuntimeError("power cut")
+        return real(model, valid, cfg, inference)
+    monkeypatch.setattr(run, "measure", measure)
+    with pytest.raises(RuntimeError, match="power cut"):
+        run.run_arena(arena, tmp_path, workers=1, show_progress=False)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["rope.seed0.json"]   # no partial file
+    monkeypatch.setattr(run, "measure", real)
+    assert sorted(run.run_arena(arena, tmp_path, workers=1, show_progress=False)) == [("alibi", 0), ("rope", 0)]
+
+
 @pytest.mark.parametrize("damage, match", [
     (lambda text: text[: len(text) // 2], "not a complete arena record"),
     (lambda text: json.dumps({"method": "alibi"}), r"missing \['arena_record'"),

@@ -137,7 +137,7 @@ def train(model: TinyLM, data: torch.Tensor, *, seq_len: int, steps: int, batch_
     def log(step, loss):
         nonlocal running, count
         if world > 1:   # the global batch's loss: the mean of the ranks' (equal) shares
-            total = torch.tensor([loss], dtype=torch.float64)
+            total = torch.tensor([loss], dtype=torch.float64, device=data.device)   # NCCL reduces GPU tensors
             torch.distributed.all_reduce(total)
             loss = float(total) / world
         running, count = running + loss, count + 1
