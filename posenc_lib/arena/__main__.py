@@ -44,7 +44,7 @@ def write_outputs(out: Path, table: dict) -> str:
     text = format_table(table)
     (out / "table.md").write_text(text, encoding="utf-8")
     (out / "table.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 5.6))   # each panel its own scale; RoPE is in both
     render_arena(axes, table)
     fig.savefig(out / FIGURE, dpi=100)
     plt.close(fig)

@@ -52,12 +52,12 @@ def render_arena(axes, table: dict, reference: str = "rope"):
         ax.set_xscale("log", base=2)
         ax.set_xticks(lengths, [f"{m}L" if m > 1 else "L" for m in multiples])
         ax.set_xlabel(tr(f"evaluation window (L = {L} characters)", f"评估窗口（L = {L} 个字符）"), fontsize=8)
-        ax.legend(fontsize=8, ncol=2, loc="upper left")
+        ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
         tidy(ax, axis="y")
     axes[0].set_ylabel(tr("loss on the last L chars (nats/char, lower is better)",
                           "最后 L 个字符的损失（nats/字符，越低越好）"), fontsize=8)
     axes[0].set_title(tr("trained at L, each method the same budget", "在 L 上训练，每种方法预算相同"), fontsize=9)
     axes[1].set_title(tr(f"on the trained {reference} model, no training", f"在训练好的 {reference} 模型上，不再训练"),
                       fontsize=9)
-    axes[0].figure.subplots_adjust(left=0.07, right=0.98, wspace=0.2, bottom=0.14)
+    axes[0].figure.subplots_adjust(left=0.07, right=0.98, wspace=0.2, bottom=0.3, top=0.93)   # legends below
     return out
