@@ -1,4 +1,4 @@
-"""The arena's methods (issue 40): one registry of named records, each a way to get a model that reads positions
+"""The arena's methods: one registry of named records, each a way to get a model that reads positions
 beyond its training length L, attributed to its paper. Two kinds:
 
     training    a model trained under the protocol (07's TinyLM, corpus, steps): an encoding of
