@@ -174,7 +174,7 @@ def test_config_from_record_gives_the_config_back(cached):
         FF.cached_record(cached, "alibi", 7)
 
 
-@pytest.mark.parametrize("encoding", ["alibi", "fox"])
+@pytest.mark.parametrize("encoding", FF.FIXED_ARMS + FF.CONTENT_ARMS)
 def test_a_rerun_of_a_small_config_reproduces_the_cached_check_record(cached, encoding):
     """The cache's check_runs: every arm, seed 0, 30 steps, made by the same command in worker processes; this
     process, one thread, makes the same numbers (same machine type and torch version)."""

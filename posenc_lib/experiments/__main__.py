@@ -9,6 +9,7 @@ from pathlib import Path
 from . import __doc__ as package_doc
 from .config import EXPERIMENT_ENCODINGS, ExperimentConfig
 from .corpus import CORPUS_ARCHIVE, CORPUS_FILES, write_corpus_archive
+from .drope import FREQUENCIES_FILE, QUICK, FrequencyConfig, run_frequencies
 from .learned import SNAPSHOT_STEM, make_learned_snapshots
 from .paths import data_dir
 from .runner import run_all
@@ -30,6 +31,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke run: 60 steps, 1 seed, 16 eval windows and probes")
     parser.add_argument("--learned-snapshots", action="store_true",
                         help=f"instead: notebook 04's {SNAPSHOT_STEM}.npz/.json (about 5 s)")
+    parser.add_argument("--frequencies", action="store_true",
+                        help=f"instead: notebook 14's truncation table and DroPE runs, {FREQUENCIES_FILE} (one "
+                             f"process, --threads threads; a few minutes on one core; --quick: a smoke run)")
     parser.add_argument("--write-corpus", action="store_true",
                         help=f"instead: this Python's standard-library text as {CORPUS_ARCHIVE}, the corpus every "
                              f"run reads (the shipped one is Python 3.11.7's)")
@@ -38,6 +42,10 @@ def main(argv=None):
     if args.write_corpus:
         path = write_corpus_archive(out / CORPUS_ARCHIVE)
         print(f"wrote {path}: {len(CORPUS_FILES)} files of Python {platform.python_version()}'s standard library")
+        return
+    if args.frequencies:
+        result = run_frequencies(QUICK if args.quick else FrequencyConfig(), out_dir=out, threads=args.threads)
+        print(f"wrote {out / FREQUENCIES_FILE}: {result['provenance']['timing_whole_command']}")
         return
     if args.learned_snapshots:
         run = make_learned_snapshots(out)
