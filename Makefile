@@ -22,7 +22,7 @@ PYTEST_FLAGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told that it is meant.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui lint site test-latest lock bench refresh experiments flipflop clean
+.PHONY: help install lab lab-zh test test-unit test-notebooks test-ui lint site test-latest lock bench refresh experiments arena flipflop clean
 
 help:
 	@echo "make lab         open the course in JupyterLab, your copies in my-notebooks/en (installs what is missing)"
@@ -36,6 +36,8 @@ help:
 	@echo "make bench       speed ratios (RoPE vs transformers at four sizes, compiled RoPE vs a copy; slider redraws)"
 	@echo "make refresh     re-execute the notebooks in place (stored outputs)"
 	@echo "make experiments regenerate the cached results in data/ (about 11-15 minutes on 2 cores)"
+	@echo "make arena       every method x seeds under 07's protocol, one table (data/arena/laptop/; ARENA_FLAGS=--help)"
+	@echo "make flipflop    notebook 14's flip-flop cache (937 CPU s: about 8 minutes on 2 idle cores)"
 	@echo "make clean       remove the venv and caches"
 
 install: $(STAMP)
@@ -178,6 +180,13 @@ experiments: $(STAMP)
 # notebook 14, section 3: data/experiments_flipflop.json (only the (arm, seed) records it lacks; --fresh: all)
 flipflop: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments.flipflop
+
+# The arena (posenc_lib/arena/, issue 40): its own target, not part of `make test` or `make experiments`.
+# A rerun only fills the runs its cache (data/arena/<preset>/runs/) lacks. ARENA_FLAGS="--preset quick",
+# "--methods rope alibi", "--preset large --corpus DIR"; under torchrun: see README ("The arena").
+ARENA_FLAGS ?=
+arena: $(STAMP)
+	$(BIN)/python -m posenc_lib.arena $(ARENA_FLAGS)
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) $(LATEST_VENV) .pytest_cache .hypothesis .ruff_cache build *.egg-info posenc_lib/__pycache__ tests/__pycache__ ui-screenshots

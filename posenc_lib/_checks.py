@@ -193,6 +193,18 @@ def index(name: str, value, size: int, what: str) -> int:
     return int(value)
 
 
+def pair_slice(name: str, value, size: int) -> tuple[int, int]:
+    """(start, stop): ints with 0 <= start < stop <= size and stop - start even (dims that form pairs)."""
+    if (not isinstance(value, (tuple, list)) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in value)):
+        raise TypeError(f"{name} must be a pair of ints (start, stop), got {value!r}")
+    start, stop = int(value[0]), int(value[1])
+    if not 0 <= start < stop <= size or (stop - start) % 2:
+        raise ValueError(f"{name} must be (start, stop) with 0 <= start < stop <= {size} (x's last dimension) and "
+                         f"stop - start even (pairs of dims), got {tuple(value)}")
+    return start, stop
+
+
 def lengths(name: str, values, *, max_total: int, why: str) -> list[int]:
     """A non-empty list (tuple, range, 1-D integer tensor) of positive ints whose sum is at most max_total, as
     Python ints; each bad entry is named as name[i]."""

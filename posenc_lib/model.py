@@ -24,7 +24,9 @@ from .attention import MultiHeadAttention, NoPE, PositionalEncoding, check_input
 from .content import CoPE, ForgettingGate, PaTH
 from .i18n import Text
 from .relative import ShawRelativePosition, T5RelativeBias
+from .relative_functions import FIRE, Kerple
 from .rope import RotaryEmbedding
+from .xpos import XPos
 
 # The registry: name -> PositionalEncoding class. Iterating it gives the names.
 ENCODINGS: dict[str, type[PositionalEncoding]] = {
@@ -35,6 +37,9 @@ ENCODINGS: dict[str, type[PositionalEncoding]] = {
     "shaw": ShawRelativePosition,        # score and value terms, clipped at max_relative_position
     "rope": RotaryEmbedding,             # rotate_qk with base rope_base and rope_scaling
     "alibi": ALiBi,                      # score_bias: -m_h * |i - j|
+    "xpos": XPos,                        # rotate_qk: RoPE times zeta ** (query - key) / B (arXiv 2212.10554)
+    "kerple": Kerple,                    # score_bias: -r1_h * log(1 + r2_h |i - j|), learned (arXiv 2205.09921)
+    "fire": FIRE,                        # score_bias: MLP of log(c(i - j) + 1) / log(c max(L, i) + 1) (2310.04418)
     "cope": CoPE,                        # edit_scores: q_i . e[p_ij], p_ij = sum of sigmoid(q_i . k_l), l = j..i
     "fox": ForgettingGate,               # token_state log f_t; edit_scores: + sum_{l=j+1..i} log f_l
     "path": PaTH,                        # token_state (w_t, beta_t); edit_scores: q_i^T H_i ... H_{j+1} k_j
@@ -47,6 +52,9 @@ ENCODING_LABELS = {"nope": Text("nope", "nope（无位置编码）"),
                    "learned": Text("learned", "learned（可学习位置嵌入）"), "t5": Text("t5", "t5（T5 相对偏置）"),
                    "shaw": Text("shaw", "shaw（Shaw 相对位置）"), "rope": Text("rope", "rope（旋转位置编码）"),
                    "alibi": Text("alibi", "alibi（ALiBi 线性偏置）"),
+                   "xpos": Text("xpos", "xpos（带衰减的旋转位置编码）"),
+                   "kerple": Text("kerple", "kerple（对数核偏置）"),
+                   "fire": Text("fire", "fire（函数插值相对位置编码）"),
                    "cope": Text("cope", "cope（CoPE 上下文位置编码）"),
                    "fox": Text("fox", "fox（遗忘门 Forgetting Transformer）"),
                    "path": Text("path", "path（PaTH 累积 Householder 变换）")}

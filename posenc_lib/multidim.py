@@ -217,7 +217,7 @@ def multiaxis_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, axis_of_p
 
 def apply_multiaxis_rope(x: torch.Tensor, positions: torch.Tensor, *, inv_freq: torch.Tensor,
                          axis_of_pair: torch.Tensor, attention_factor: float = 1.0,
-                         layout: str = "half") -> torch.Tensor:
+                         layout: str = "half", rotary_dims: tuple | None = None) -> torch.Tensor:
     """RoPE where pair i turns by positions[axis_of_pair[i]] * inv_freq[i]: the form behind 2-D RoPE and M-RoPE.
 
         y1 = a (x1 cos(angle_i) - x2 sin(angle_i)),   y2 = a (x2 cos(angle_i) + x1 sin(angle_i))
@@ -225,16 +225,23 @@ def apply_multiaxis_rope(x: torch.Tensor, positions: torch.Tensor, *, inv_freq: 
     x: (..., seq, dim) floating, dim even; positions: (A, seq) or (A, batch, seq) integers on x's device,
     one row per axis (batch = x's first dimension, or 1); inv_freq (dim/2,) and axis_of_pair (dim/2,)
     on x's device; a = attention_factor. layout: "half" (pair i = (x[i], x[i + dim/2]), Hugging Face)
-    or "interleaved" (x[2i], x[2i+1]). Returns a new tensor of x's shape, dtype and device.
+    or "interleaved" (x[2i], x[2i+1]). rotary_dims (start, stop): only those dims turn, pairs formed within
+    them, the others are copied (rope.rotate's; a checkpoint's partial M-RoPE); then inv_freq and axis_of_pair
+    have (stop - start)/2 entries and dim may be odd. Returns a new tensor of x's shape, dtype and device.
     """
     _checks.float_tensor("x", x)
     if x.dim() < 2:
         raise ValueError(f"x must have shape (..., seq, dim), got {tuple(x.shape)}")
-    dim = _checks.even_int("x's last dimension (head_dim)", x.shape[-1])
+    if rotary_dims is None:
+        dim = _checks.even_int("x's last dimension (head_dim)", x.shape[-1])
+    else:
+        start, stop = _checks.pair_slice("rotary_dims", rotary_dims, x.shape[-1])
+        dim = stop - start
     _checks.choice("layout", layout, LAYOUTS)
     inv_freq = _check_freq(inv_freq)
     if inv_freq.shape[0] != dim // 2:
-        raise ValueError(f"inv_freq must have shape (dim/2,) = ({dim // 2},), got {tuple(inv_freq.shape)}")
+        width = "dim/2" if rotary_dims is None else "(stop - start)/2 of rotary_dims"
+        raise ValueError(f"inv_freq must have shape ({width},) = ({dim // 2},), got {tuple(inv_freq.shape)}")
     _checks.same_device("x", x, inv_freq=inv_freq)
     positions = _checks.int_tensor("positions", positions)
     if positions.dim() not in (2, 3):
@@ -255,7 +262,7 @@ def apply_multiaxis_rope(x: torch.Tensor, positions: torch.Tensor, *, inv_freq: 
     if positions.dim() == 3:                                                 # (batch, 1, ..., seq, P)
         shape = (cos.shape[0], *([1] * (x.dim() - 3)), *cos.shape[1:])
         cos, sin = cos.reshape(shape), sin.reshape(shape)
-    return rotate(x, cos, sin, layout)
+    return rotate(x, cos, sin, layout, rotary_dims=rotary_dims)
 
 
 def apply_axial_rope(x: torch.Tensor, positions: torch.Tensor, *, base: float = 10000.0, style: str = "pixtral",

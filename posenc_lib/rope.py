@@ -1,37 +1,26 @@
-"""Rotary position embedding (RoPE, Su et al. 2021).
+"""Rotary position embedding (RoPE; Su et al. 2021, RoFormer, arXiv 2104.09864).
 
-Pair i of a query or key at position m is rotated counter-clockwise by the angle m * theta_i,
-theta_i = base ** (-2i / rotary_dim):
+Pair i of a query or key at position m turns counter-clockwise by m * theta_i, theta_i = base ** (-2i / rotary_dim)
+(`scaling.rope_inv_freq`, which also rescales them for context extension):
 
     [y1]   [cos(m t)  -sin(m t)] [x1]        y1 = x1 cos - x2 sin
     [y2] = [sin(m t)   cos(m t)] [x2]        y2 = x2 cos + x1 sin       (as complex: y = x * exp(1j * m * t))
 
-(t = theta_i; 1j is the imaginary unit, as Python writes it, to keep it apart from the pair index i).
-For a query q at position m and a key k at position n, with q_i, k_i pair i read as complex numbers,
+(t = theta_i; 1j is the imaginary unit, kept apart from the pair index i). With q_i, k_i pair i read as complex
+numbers, <R_m q, R_n k> = Re[ sum_i q_i * conj(k_i) * exp(1j * (m - n) * theta_i) ] depends on m - n only.
+m - n is query - key, as RoFormer writes it; the course's relative position is r = key - query (relative.py,
+alibi.py), so m - n = -r. Notebook 06 derives both and checks them against apply_rope.
 
-    <R_m q, R_n k> = Re[ sum_i q_i * conj(k_i) * exp(1j * (m - n) * theta_i) ]
+The layout says which dims form pair i (said here once; every function here takes `layout`):
+    "half"         pair i = (x[i], x[i + r/2])   GPT-NeoX, Hugging Face (`rotate_half`)
+    "interleaved"  pair i = (x[2i], x[2i+1])     RoFormer, Meta's Llama (`view_as_complex`)
+r being the width that turns. The two are one rotation up to the permutation `absolute.layout_permutation(dim)`;
+mixing them (weights converted for one, code of the other) leaves only the scores at m = n right.
 
-depends on m - n only. m - n is query - key, as RoFormer writes it; the course's relative position
-(relative.py, alibi.py, notebook 05) is r = key - query = n - m, so m - n = -r: a key 3 tokens
-before its query has m - n = +3 and r = -3. Per pair, with phi = (m - n) * theta_i,
-
-    score_i = (q1 k1 + q2 k2) cos(phi) + (q1 k2 - q2 k1) sin(phi)
-
-whose sine term changes sign with m - n: the scores at m - n = +3 and -3 differ by
-2 * sum_i (q1 k2 - q2 k1) sin(3 theta_i), which vanishes at every distance only when q is parallel to
-k in every pair (q1 k2 = q2 k1). Notebook 06 checks both formulas against apply_rope.
-
-Which dimensions form a pair is the layout:
-    layout="half"         pair i = (x[i], x[i + dim/2])   GPT-NeoX, Hugging Face (`rotate_half`)
-    layout="interleaved"  pair i = (x[2i], x[2i+1])        RoFormer, Meta's Llama (`view_as_complex`)
-Both are the same rotation up to the fixed permutation `absolute.layout_permutation(dim)` of dims;
-mixing them (weights converted for one, code of the other) leaves only the scores at m = n right:
-every non-zero distance is wrong.
-
-rotary_dim is the number of dims a form rotates (the whole head unless partial or decoupled); the
-other dims are copied. Angles m * theta_i are computed in float64 (float32 on devices without it),
-cos/sin in float32 or better; bf16/fp16 inputs are rotated in float32 and returned in their own
-dtype and device. Positions are integer tensors of shape (seq,) or (batch, seq) on x's device.
+rotary_dim is the number of dims a form turns (the whole head unless partial or decoupled); the other dims are
+copied. Angles m * theta_i are computed in float64 (float32 on devices without it), cos/sin in float32 or better;
+bf16/fp16 inputs are turned in float32 and returned in their own dtype and device. Positions are integer tensors
+of shape (seq,) or (batch, seq) on x's device. Every function returns a new tensor (x is not modified).
 """
 from __future__ import annotations
 
@@ -41,14 +30,14 @@ import torch
 
 from . import _checks
 from .attention import PositionalEncoding, default_positions
-from .scaling import WHOLE_HEAD_PARTIAL, WHOLE_HEAD_TYPES, _resolve_partial, rope_inv_freq, rope_type_of, rotary_dim
+from .scaling import rope_inv_freq, rope_type_of, rotary_dim, rotated_fraction
 
 LAYOUTS = ("half", "interleaved")
 
 
 # ----------------------------------------------------------------------------- the rotation
 def _pair_members(t: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(..., D) -> two (..., D/2) views: the first and second member of every pair (see `layout`)."""
+    """(..., D) -> two (..., D/2) views: the first and second member of every pair of `layout`."""
     if layout == "half":
         return t.chunk(2, dim=-1)  # [x1 | x2]
     return t.unflatten(-1, (-1, 2)).unbind(-1)  # (x1_0, x2_0, x1_1, x2_1, ...)
@@ -60,25 +49,21 @@ def _join_pairs(y1: torch.Tensor, y2: torch.Tensor, layout: str) -> torch.Tensor
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str) -> torch.Tensor:
-    """Every pair (x1, x2) of `layout` rotated counter-clockwise by its angle (unchecked):
-
-        [y1]   [cos  -sin] [x1]        y1 = x1 cos - x2 sin
-        [y2] = [sin   cos] [x2]        y2 = x2 cos + x1 sin
-
-    x (..., seq, dim); cos, sin (..., seq, dim/2), one value per pair, in float32 (float64 for float64 x).
-    Hugging Face writes the same products as x * [c, c] + rotate_half(x) * [s, s]: equal bit for bit.
-    """
+    """Every pair (x1, x2) of x (..., seq, dim) turned by its angle: y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin
+    (unchecked). cos, sin (..., seq, dim/2), one value per pair, in float32 (float64 for float64 x). Hugging Face
+    writes the same products as x * [c, c] + rotate_half(x) * [s, s]: equal bit for bit."""
     if x.dtype not in (torch.float32, torch.float64):  # bf16/fp16: rotated in float32, rounded once at the end
         return _rotate(x.float(), cos, sin, layout).to(x.dtype)
     x1, x2 = _pair_members(x, layout)  # (..., seq, dim/2) each
     return _join_pairs(x1 * cos - x2 * sin, x2 * cos + x1 * sin, layout)
 
 
-def _rotate_slice(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, start: int = 0) -> torch.Tensor:
-    """x (..., seq, dim) with dims start .. start + rotary_dim - 1 rotated, the others copied, where
-    rotary_dim = 2 * cos.shape[-1] (the tables say how wide; start says where, as lucidrains' start_index).
-    Full RoPE: start 0, rotary_dim = dim; partial (GPT-NeoX, Phi, GPT-J): start 0; decoupled (DeepSeek): the end."""
-    stop = start + 2 * cos.shape[-1]
+def _rotate_slice(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str, start: int = 0,
+                  stop: int | None = None) -> torch.Tensor:
+    """x (..., seq, dim) with dims start .. stop - 1 turned (stop: start + 2 * cos.shape[-1] unless given), the
+    others copied: lucidrains' start_index. Full RoPE: (0, dim); partial (GPT-NeoX, Phi): (0, rotary_dim);
+    decoupled (DeepSeek): the last rotary_dim dims. Every form of this module and multidim's end here."""
+    stop = start + 2 * cos.shape[-1] if stop is None else stop
     if start == 0 and stop == x.shape[-1]:
         return _rotate(x, cos, sin, layout)
     return torch.cat((x[..., :start], _rotate(x[..., start:stop], cos, sin, layout), x[..., stop:]), dim=-1)
@@ -98,21 +83,15 @@ def _check_pairs(name: str, x) -> None:
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """x (..., dim) = [x1 | x2] (halves) -> [-x2 | x1]: the half-split layout's 90-degree rotation (GPT-NeoX/HF).
-
-    With it, RoPE in the "half" layout is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of
-    shape (..., dim/2)): pair i = (x[i], x[i + dim/2]) rotated counter-clockwise. Same as HF's rotate_half.
-    """
+    """x (..., dim) = [x1 | x2] -> [-x2 | x1]: the "half" layout's 90-degree turn (HF's rotate_half), with which
+    RoPE is x * [cos, cos] + rotate_half(x) * [sin, sin] (cos/sin of shape (..., dim/2))."""
     _check_pairs("x", x)
     return _rotate_90(x, "half")
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
-    """x (..., dim) = (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): the interleaved layout's 90-degree rotation.
-
-    RoPE in the "interleaved" layout (RoFormer, Meta's Llama) is x * cos_rep + rotate_every_two(x) * sin_rep
-    with cos_rep = (c0, c0, c1, c1, ...): pair i = (x[2i], x[2i+1]) rotated counter-clockwise.
-    """
+    """x (..., dim) = (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...): the "interleaved" layout's 90-degree turn,
+    with which RoPE is x * (c0, c0, c1, c1, ...) + rotate_every_two(x) * (s0, s0, s1, s1, ...)."""
     _check_pairs("x", x)
     return _rotate_90(x, "interleaved")
 
@@ -143,10 +122,9 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, *, attention_f
                  dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """The tables a * cos(m * theta_i) and a * sin(m * theta_i) for positions m, frequencies theta_i.
 
-    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (rotary_dim/2,) on positions'
-    device. Returns two tensors of shape (..., rotary_dim/2) in `dtype` (a floating dtype) on positions'
-    device. The angles and their cos/sin are computed in float64 (float32 on devices without it) and
-    rounded once to `dtype`; a is the attention factor (YaRN; 1 otherwise).
+    positions: (...,) integers, e.g. (seq,) or (batch, seq); inv_freq: (rotary_dim/2,) on positions' device.
+    Returns two (..., rotary_dim/2) tensors in `dtype` (floating) on that device, rounded once from float64
+    (float32 on devices without it); a is the attention factor (YaRN; 1 otherwise).
     """
     positions = _checks.position_values("positions", positions)
     inv_freq = _check_inv_freq(inv_freq, "positions", positions)
@@ -170,37 +148,6 @@ def _over_heads(table: torch.Tensor, x: torch.Tensor, positions: torch.Tensor) -
     return table.reshape(table.shape[0], *([1] * (x.dim() - 3)), *table.shape[1:])
 
 
-def _tables_for(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, attention_factor: float):
-    """cos/sin (..., seq, rotary_dim/2) for x's (checked) positions, in x's compute dtype, lined up over its heads."""
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))
-    return _over_heads(cos, x, positions), _over_heads(sin, x, positions)
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half") -> torch.Tensor:
-    """Rotate x (..., seq, dim) by precomputed cos/sin that broadcast to (..., seq, dim/2).
-
-    cos/sin: e.g. (seq, dim/2) from `rope_cos_sin`, or (batch, 1, seq, dim/2) for batched positions, on
-    x's device. Returns a new tensor of x's shape, dtype and device (x is not modified), computed in
-    float32 (float64 for float64 x). Given the same tables, it equals Hugging Face's eager
-    `x * [c, c] + rotate_half(x) * [s, s]` bit for bit: the same products and sums, each rounded once
-    (x1 c - x2 s is x1 c + (-x2) s exactly). For fused speed, compile it (`torch.compile`).
-    """
-    _check_x(x)
-    _checks.choice("layout", layout, LAYOUTS)
-    half = (*x.shape[:-1], x.shape[-1] // 2)
-    for name, table in (("cos", cos), ("sin", sin)):
-        _checks.float_tensor(name, table)
-        try:
-            fits = torch.broadcast_shapes(table.shape, half) == half
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(f"{name} of shape {tuple(table.shape)} must broadcast to x's (..., seq, dim/2) = {half}")
-    _checks.same_device("x", x, cos=cos, sin=sin)
-    work = _checks.compute_dtype(x.dtype)
-    return _rotate(x, cos.to(work), sin.to(work), layout)
-
-
 def _check_x(x, name: str = "x", *, even: bool = True) -> None:
     """x: a floating (..., seq, dim) tensor; dim even unless only part of it is rotated (even=False)."""
     _checks.float_tensor(name, x)
@@ -210,61 +157,52 @@ def _check_x(x, name: str = "x", *, even: bool = True) -> None:
     check(f"{name}'s last dimension (head_dim)", x.shape[-1])
 
 
-# ----------------------------------------------------------------------------- the public forms
-def apply_rope_to_dims(x: torch.Tensor, positions: torch.Tensor | None = None, *, inv_freq: torch.Tensor,
-                       start: int = 0, attention_factor: float = 1.0, layout: str = "half") -> torch.Tensor:
-    """RoPE on one slice of each head: dims start .. start + rotary_dim - 1 rotated, the others copied.
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half", *,
+           rotary_dims: tuple | None = None) -> torch.Tensor:
+    """x (..., seq, dim) turned by precomputed tables: dims start .. stop - 1 rotate, the others are copied.
 
-    rotary_dim = 2 * len(inv_freq): pair i of the slice (`layout`'s pairs, formed within it) at position m
-    is rotated by m * inv_freq[i], cos and sin multiplied by attention_factor. x (..., seq, head_dim);
-    positions (seq,) or (batch, seq) integers on x's device (default 0 .. seq-1); inv_freq (rotary_dim/2,)
-    finite, on x's device. `apply_rope` (start 0) and `apply_decoupled_rope` (the last dims) are this
-    with their frequencies; a checkpoint's layer (configs.LayerPositions.apply) calls it with its own slice.
-    Returns a new tensor of x's shape, dtype and device.
+    rotary_dims = (start, stop), default (0, dim) (lucidrains' start_index; (0, r) for partial RoPE, the last r
+    dims for decoupled). cos/sin broadcast to (..., seq, (stop - start)/2) on x's device: e.g. (seq, r/2) from
+    `rope_cos_sin`, (batch, 1, seq, r/2) for batched positions. Computed in float32 (float64 for float64 x): given
+    the same tables, HF's eager `x * [c, c] + rotate_half(x) * [s, s]` bit for bit. For fused speed, compile it.
     """
-    _check_x(x, even=False)
-    _check_inv_freq(inv_freq, "x", x)
-    start = _checks.positive_int("start", start, allow_zero=True)
-    if start + 2 * inv_freq.shape[0] > x.shape[-1]:
-        raise ValueError(f"start={start} + rotary_dim={2 * inv_freq.shape[0]} (2 * len(inv_freq)) must be <= x's last "
-                         f"dimension (head_dim {x.shape[-1]})")
-    return _apply_to_dims(x, positions, inv_freq, start, attention_factor, layout)
-
-
-def _apply_to_dims(x, positions, inv_freq, start: int, attention_factor, layout: str) -> torch.Tensor:
-    """apply_rope_to_dims once x, inv_freq and start are checked (the public forms check them their own way)."""
+    _check_x(x, even=rotary_dims is None)
     _checks.choice("layout", layout, LAYOUTS)
-    attention_factor = _checks.positive_float("attention_factor", attention_factor)
-    positions = _positions(positions, x)
-    cos, sin = _tables_for(x, positions, inv_freq, attention_factor)  # (..., seq, rotary_dim/2)
-    return _rotate_slice(x, cos, sin, layout, start)
+    start, stop = ((0, x.shape[-1]) if rotary_dims is None
+                   else _checks.pair_slice("rotary_dims", rotary_dims, x.shape[-1]))
+    half = (*x.shape[:-1], (stop - start) // 2)
+    for name, table in (("cos", cos), ("sin", sin)):
+        _checks.float_tensor(name, table)
+        try:
+            fits = torch.broadcast_shapes(table.shape, half) == half
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"{name} of shape {tuple(table.shape)} must broadcast to x's (..., seq, rotary_dim/2) = "
+                             f"{half}")
+    _checks.same_device("x", x, cos=cos, sin=sin)
+    work = _checks.compute_dtype(x.dtype)
+    return _rotate_slice(x, cos.to(work), sin.to(work), layout, start, stop)
 
 
+# ----------------------------------------------------------------------------- the public forms
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0,
                inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
                layout: str = "half", partial_rotary_factor: float = 1.0) -> torch.Tensor:
-    """RoPE: rotate pair i of the vector at position m counter-clockwise by m * theta_i,
+    """RoPE: pair i of the vector at position m turned counter-clockwise by m * theta_i,
 
         theta_i = base ** (-2i / rotary_dim),  i = 0 .. rotary_dim/2 - 1       (`rope_inv_freq`)
         y1 = a * (x1 cos(m theta_i) - x2 sin(m theta_i)),   y2 = a * (x2 cos(m theta_i) + x1 sin(m theta_i))
 
-    x: (..., seq, dim), usually (batch, heads, seq, head_dim), floating point, dim even.
-    positions: (seq,) or (batch, seq) integers m on x's device (default 0 .. seq-1); batch must be
-    x's first dimension (or 1). layout: which dims form pair i -- "half": (x[i], x[i + dim/2])
-    (GPT-NeoX, Hugging Face) or "interleaved": (x[2i], x[2i+1]) (RoFormer, Meta's Llama); the two
-    agree up to `layout_permutation`. inv_freq: (rotary_dim/2,) finite frequencies theta_i on x's device,
-    e.g. from `rope_inv_freq` with a scaling; default the formula above. attention_factor a
-    multiplies cos and sin (YaRN, LongRoPE; 1 otherwise).
-    partial_rotary_factor f in (0, 1]: only the FIRST rotary_dim = int(dim * f) dims are rotated
-    (`rotary_dim`; GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim), the layout's pairs formed within them
-    ("half": (x[i], x[i + rotary_dim/2]), HF's GPT-NeoX/Phi; "interleaved": (x[2i], x[2i+1]), GPT-J), and
-    the other dims are copied unchanged; dim may be odd when rotary_dim is even. Without a partial
-    factor, rotary_dim = dim.
-    Angles in float64, the rotation in float32 (float64 for float64 x); returns a new tensor of x's
-    shape, dtype and device (x is not modified). For float32 x it is bit-identical to HF's eager
-    `x * cos + rotate_half(x) * sin` given the same cos/sin tables (`rope_cos_sin`); for bf16/fp16,
-    HF rounds the tables to that dtype and multiplies in it, while this rotates in float32 and rounds
-    once, so the two differ by about one unit in the last place of the input's dtype.
+    x: (..., seq, dim), usually (batch, heads, seq, head_dim), floating. positions: (seq,) or (batch, seq)
+    integers m on x's device (default 0 .. seq-1; batch = x's first dimension, or 1). layout: "half" or
+    "interleaved" (the module docstring). inv_freq: (rotary_dim/2,) finite theta_i on x's device, e.g. from
+    `rope_inv_freq` with a scaling (default: the formula above); attention_factor a: YaRN's, LongRoPE's (else 1).
+    partial_rotary_factor f in (0, 1]: only the FIRST rotary_dim = int(dim * f) dims turn, pairs formed within
+    them (GPT-NeoX rotary_pct, Phi, GPT-J rotary_dim), the others are copied; dim may be odd when rotary_dim is
+    even. Returns a new tensor of x's shape, dtype and device. For float32 x it equals HF's eager
+    `x * cos + rotate_half(x) * sin` bit for bit given the same tables (`rope_cos_sin`); bf16/fp16 x is turned in
+    float32 and rounded once (HF multiplies in that dtype: the two differ by about one unit in its last place).
     """
     whole = type(partial_rotary_factor) in (float, int) and partial_rotary_factor == 1  # (not True: a bool)
     _check_x(x, even=whole)
@@ -276,29 +214,45 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: 
     return _apply_to_dims(x, positions, inv_freq, 0, attention_factor, layout)
 
 
+def _apply_to_dims(x, positions, inv_freq, start: int, attention_factor, layout: str) -> torch.Tensor:
+    """apply_rope_to_dims once x, inv_freq and start are checked (the public forms check them their own way)."""
+    _checks.choice("layout", layout, LAYOUTS)
+    attention_factor = _checks.positive_float("attention_factor", attention_factor)
+    positions = _positions(positions, x)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, _checks.compute_dtype(x.dtype))  # (..., seq, r/2)
+    return _rotate_slice(x, _over_heads(cos, x, positions), _over_heads(sin, x, positions), layout, start)
+
+
+def apply_rope_to_dims(x: torch.Tensor, positions: torch.Tensor | None = None, *, inv_freq: torch.Tensor,
+                       start: int = 0, attention_factor: float = 1.0, layout: str = "half") -> torch.Tensor:
+    """RoPE on one slice of each head: dims start .. start + rotary_dim - 1 turn, the others are copied.
+
+    rotary_dim = 2 * len(inv_freq); pair i of the slice (pairs formed within it) at position m turns by
+    m * inv_freq[i], cos and sin times attention_factor. x (..., seq, head_dim); positions and inv_freq as in
+    `apply_rope`. `apply_rope` (start 0) and `apply_decoupled_rope` (the last dims) are this with their
+    frequencies; a checkpoint's layer (configs.LayerPositions.apply) calls it with its own slice.
+    """
+    _check_x(x, even=False)
+    _check_inv_freq(inv_freq, "x", x)
+    start = _checks.positive_int("start", start, allow_zero=True)
+    if start + 2 * inv_freq.shape[0] > x.shape[-1]:
+        raise ValueError(f"start={start} + rotary_dim={2 * inv_freq.shape[0]} (2 * len(inv_freq)) must be <= x's last "
+                         f"dimension (head_dim {x.shape[-1]})")
+    return _apply_to_dims(x, positions, inv_freq, start, attention_factor, layout)
+
+
 def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None, *, rope_dim: int,
                          base: float = 10000.0, inv_freq: torch.Tensor | None = None, attention_factor: float = 1.0,
                          layout: str = "interleaved") -> torch.Tensor:
-    """Decoupled RoPE (DeepSeek-V2/V3 multi-head latent attention): rotate only the LAST rope_dim dims.
+    """Decoupled RoPE (DeepSeek-V2/V3's multi-head latent attention): only the LAST rope_dim dims turn.
 
-    x: (..., seq, head_dim) = [x_nope (head_dim - rope_dim) | x_rope (rope_dim)], DeepSeek's q = [q_nope |
-    q_pe] and k = [k_nope | k_pe] (HF: qk_nope_head_dim 128 + qk_rope_head_dim 64 = 192). rope_dim is this
-    form's rotary_dim (DeepSeek's and HF's name for it). x_rope is rotated by m * theta_i,
-    theta_i = base ** (-2i/rope_dim) (or the given inv_freq, (rope_dim/2,), e.g. YaRN's from
-    `rope_inv_freq(rope_dim, scaling=...)`, with its attention_factor), pairs of `layout` formed
-    within it -- "interleaved" (x[2i], x[2i+1]) by default, as DeepSeek's reference code
-    (`view_as_complex`) and HF's `rope_interleave=True` pair them; x_nope is copied unchanged. So
-    q.k = q_nope.k_nope + (R_m q_pe).(R_n k_pe): a position-free part plus a RoPE part.
-
-    Why MLA needs it (DeepSeek-V2, sec. 2.1.3): the cache holds one latent c_n per token and k_n = W_UK c_n,
-    so without RoPE q_m . k_n = (W_UK^T q_m) . c_n: W_UK folds into the query once. RoPE would put R_{n-m}
-    between them (q_m^T R_{n-m} W_UK c_n), which changes with the distance, so every cached key would have
-    to be expanded again; the small rope slice (k_pe = RoPE(W_KR h_n), shared by all heads) carries position.
-
-    HF's `apply_rotary_pos_emb_interleave` computes the same rotation but writes each head's rope slice
-    back de-interleaved, [y1 of every pair | y2 of every pair], which changes no score (q and k are
-    permuted alike); this function keeps DeepSeek's interleaved order. Returns a new tensor of x's
-    shape, dtype and device; angles in float64, the rotation in float32 (float64 for float64 x).
+    x: (..., seq, head_dim) = [x_nope | x_rope], DeepSeek's q = [q_nope | q_pe] (HF: qk_nope_head_dim 128 +
+    qk_rope_head_dim 64 = 192); rope_dim is this form's rotary_dim (DeepSeek's name). x_rope turns by m * theta_i,
+    theta_i = base ** (-2i/rope_dim) (or the given inv_freq (rope_dim/2,), e.g. YaRN's, with its attention_factor);
+    x_nope is copied, so q.k = q_nope.k_nope + (R_m q_pe).(R_n k_pe). layout "interleaved" by default, as
+    DeepSeek's code (`view_as_complex`) and HF's rope_interleave=True pair them (HF's
+    `apply_rotary_pos_emb_interleave` writes the slice back de-interleaved: other order, same scores). Why MLA
+    needs the split: notebook 10. Returns a new tensor of x's shape, dtype and device.
     """
     _check_x(x, even=False)
     rope_dim = _checks.even_int("rope_dim", rope_dim)
@@ -312,13 +266,11 @@ def apply_decoupled_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
 
 
 def rope_complex(x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0) -> torch.Tensor:
-    """The derivation's form: z_i = x[2i] + 1j * x[2i+1] (complex), out = z_i * exp(1j * m * theta_i), back to reals.
+    """The derivation's form: z_i = x[2i] + 1j * x[2i+1], out = z_i * exp(1j * m * theta_i), back to reals.
 
-    x: (..., seq, dim), dim even; positions (seq,) or (batch, seq) ints on x's device (default
-    0 .. seq-1); theta_i = base ** (-2i/dim). Multiplying by e^{i m theta} is the counter-clockwise
-    rotation of apply_rope, with the interleaved pairing of `view_as_complex` (RoFormer, Meta's Llama):
-    same result as apply_rope(x, positions, base=base, layout="interleaved") up to rounding. Returns
-    x's shape, dtype and device; angles in float64, the product in complex64 (complex128 for float64 x).
+    x: (..., seq, dim), dim even; positions as in `apply_rope`; theta_i = base ** (-2i/dim). The same rotation as
+    apply_rope(x, positions, base=base, layout="interleaved") up to rounding (the pairing of `view_as_complex`).
+    The product in complex64 (complex128 for float64 x); returns x's shape, dtype and device.
     """
     _check_x(x)
     positions = _positions(positions, x)
@@ -348,11 +300,11 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
                 device=None, dtype=torch.float64) -> torch.Tensor:
     """The explicit (dim, dim) rotation R_m with apply_rope(x, layout=layout)[..., m, :] == R_m @ x[..., m, :].
 
-    For each pair i = (a, b) (layout "interleaved": (2i, 2i+1), the block-diagonal form of the
-    RoFormer paper; "half": (i, i + dim/2)), with t = position * base ** (-2i/dim):
+    For each pair i = (a, b) of `layout` (`pair_indices`; "interleaved" gives RoFormer's block-diagonal form),
+    with t = position * base ** (-2i/dim):
         R[a, a] = cos t,  R[a, b] = -sin t,  R[b, a] = sin t,  R[b, b] = cos t   (counter-clockwise)
-    and zeros elsewhere; R_m^T = R_{-m} = R_m^{-1}. position: an int; returns `dtype` (a floating
-    dtype, default float64) on `device`.
+    and zeros elsewhere; R_m^T = R_{-m} = R_m^{-1}. position: an int; returns `dtype` (floating, default
+    float64) on `device`.
     """
     _checks.choice("layout", layout, LAYOUTS)
     if isinstance(position, bool) or not isinstance(position, numbers.Integral):
@@ -372,40 +324,32 @@ def rope_matrix(position: int, dim: int, *, base: float = 10000.0, layout: str =
 
 # ----------------------------------------------------------------------------- the module
 class RotaryEmbedding(PositionalEncoding):
-    """RoPE as a module: forward(q, k, positions=None) -> (rotated q, rotated k).
+    """RoPE as a module: forward(q, k, positions=None) -> (rotated q, rotated k); `rotate_qk(q, k, q_positions,
+    k_positions)` is the protocol hook (queries and keys at different positions: new queries against cached keys).
 
-    q, k: (batch, heads, seq, head_dim) on one device; positions (seq,) or (batch, seq) on that device.
-    `rotate_qk(q, k, q_positions, k_positions)` is the protocol hook (queries and keys at different
-    positions, e.g. one new query against cached keys).
+    q, k: (batch, heads, seq, head_dim) on one device (k may have fewer heads: GQA); positions (seq,) or (batch, seq)
+    there; q and k come back each in its own dtype. dim: the head dim. partial_rotary_factor f (or
+    scaling['partial_rotary_factor']): only the first rotary_dim = int(dim * f) dims turn, as in `apply_rope`.
+    p-RoPE (scaling={"rope_type": "proportional", "partial_rotary_factor": f}, Gemma 4) turns the whole head; f
+    says how many of the fastest pairs keep their frequencies (the slower get 0: copied as they are).
 
-    dim is the head dim; partial_rotary_factor f (or scaling['partial_rotary_factor']) rotates only the
-    first `rotary_dim` = int(dim * f) dims of each head and copies the rest (GPT-NeoX, Phi, GPT-J; see
-    `apply_rope`). A MultiHeadAttention with `encoding=RotaryEmbedding(head_dim, partial_rotary_factor=f)`
-    is a partial-rotary attention layer. p-RoPE (scaling={"rope_type": "proportional", "partial_rotary_factor": f},
-    Gemma 4) is the other partial: the whole head is rotated, and f sets how many of the fastest pairs keep
-    their frequencies (the slower ones get 0: copied as they are). q and k come back each in its own dtype.
+    State: only the frequencies theta_i and attention factor, per device; cos/sin are made from the positions at
+    every call, as transformers' LlamaRotaryEmbedding does, so a call's result is apply_rope's whatever ran before.
+    Nothing is read back from the device (but L below): torch.compile(fullgraph=True) traces one graph.
 
-    State: only the frequencies theta_i (and the attention factor), kept per device; cos/sin are made from
-    the positions at every call, as transformers' LlamaRotaryEmbedding does, so a call's result is
-    apply_rope's whatever ran before. Nothing is read back from the device (but dynamic NTK's and LongRoPE's
-    length, below): a GPU forward never waits, and torch.compile(fullgraph=True) traces one graph.
-
-    Dynamic NTK ({"rope_type": "dynamic"}) and LongRoPE ({"rope_type": "longrope"}): the frequencies depend
-    on the length L = 1 + the largest position among q's and k's (HF: max(position_ids) + 1), one set per
-    call for q and k, so their scores depend on m - n only. Dynamic uses L itself; LongRoPE its long factors
-    when L > L0, else the short ones (HF's `longrope_frequency_update`, also per call). HF's
-    `dynamic_rope_update` instead keeps the longest length seen (its frequencies only grow); here no call
-    depends on an earlier one, so every result can be checked from the call alone. Keys cached after
-    rotation keep the frequencies of THEIR call: once L changes, scores are no longer a function of m - n
-    (in HF too); for one layer, cache keys before rotation and pass them all to rotate_qk with their
-    positions (notebook 12 measures both).
+    Dynamic NTK and LongRoPE: the frequencies depend on L = 1 + the largest position among q's and k's (HF:
+    max(position_ids) + 1), one set per call for q and k, so scores depend on m - n only (dynamic: L itself;
+    LongRoPE: its long factors when L > L0). HF's `dynamic_rope_update` instead keeps the longest length seen (its
+    frequencies only grow); here no call depends on an earlier one. Keys cached after rotation keep the frequencies
+    of THEIR call: once L changes, scores are no longer a function of m - n (in HF too); for one layer, cache keys
+    before rotation and pass them all to rotate_qk with their positions (notebook 12 measures both).
     """
 
     def __init__(self, dim: int, *, base: float = 10000.0, layout: str = "half", scaling: dict | None = None,
                  partial_rotary_factor: float | None = None):
         super().__init__()
         # the fraction of the head that is rotated, and the keyword rope_inv_freq takes (p-RoPE: the whole head)
-        self.partial_rotary_factor, self._partial_keyword = _rotated_fraction(partial_rotary_factor, scaling)
+        self.partial_rotary_factor, self._partial_keyword = rotated_fraction(partial_rotary_factor, scaling)
         self.dim = (_checks.even_int("dim", dim) if self.partial_rotary_factor == 1
                     else _checks.positive_int("dim", dim))
         self.rotary_dim = rotary_dim(self.dim, self.partial_rotary_factor)
@@ -431,12 +375,9 @@ class RotaryEmbedding(PositionalEncoding):
         rope_inv_freq(head_dim, base=config.rope_base, scaling=config.rope_scaling)
 
     def _frequencies(self, device, *positions: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """(inv_freq, attention_factor) for a call at these positions, on `device`.
-
-        theta_i = base ** (-2i/rotary_dim), rescaled by `scaling` (scaling.rope_inv_freq). Only dynamic NTK
-        and LongRoPE depend on the call, through L = 1 + the largest position: dynamic uses L itself (made
-        at every call), LongRoPE only whether L > L0 (two sets, both kept). The others are made once per device.
-        """
+        """(inv_freq, attention_factor) for a call at these positions, on `device`: theta_i = base ** (-2i/rotary_dim)
+        rescaled by `scaling` (scaling.rope_inv_freq). Kept per device, but dynamic NTK's (made for each call's L)
+        and LongRoPE's two sets (short and long, both kept) depend on L = 1 + the largest position."""
         length = None
         if self.rope_type in ("dynamic", "longrope") and torch.device(device).type != "meta":
             largest = max((int(p.max()) for p in positions if p.numel()), default=0)  # reads the device, as HF
@@ -482,37 +423,19 @@ class RotaryEmbedding(PositionalEncoding):
         return f"dim={self.dim}{partial}, base={self.base}, layout={self.layout!r}, scaling={self.scaling}"
 
 
-def _rotated_fraction(partial_rotary_factor, scaling) -> tuple:
-    """(the fraction of each head RoPE rotates, the partial_rotary_factor keyword for rope_inv_freq). p-RoPE
-    ("proportional", Gemma 4) rotates the whole head: its scaling['partial_rotary_factor'] stops the slowest
-    pairs inside the frequencies (scaling.py), so the keyword is refused there and the rotated fraction is 1."""
-    if isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES:
-        if partial_rotary_factor is not None:
-            raise ValueError(WHOLE_HEAD_PARTIAL)
-        return 1.0, None
-    factor = _resolve_partial(partial_rotary_factor, scaling)
-    return factor, factor
-
-
 def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """RoFormer's relative upper bound on a RoPE score at distance m - n (Su et al. 2021, sec. 3.4.3).
+    """RoFormer's relative upper bound on a RoPE score at distance m - n (sec. 3.4.3; notebook 06 derives it).
 
-    m - n is query position - key position, as RoFormer writes it (= -r, r = key - query elsewhere in
-    posenc_lib); the bound depends on |m - n| only, so the sign convention does not matter here.
-    Take the d/2 pairs of q and k as complex numbers and h_i = q_i * conj(k_i); then the score is
-    <R_m q, R_n k> = Re sum_{i<d/2} h_i exp(1j (m-n) theta_i), theta_i = base ** (-2i/d) (1j: the
-    imaginary unit). With the partial sums S_p = sum_{l<p} exp(1j (m-n) theta_l) (S_0 = 0) and
-    h_{d/2} = 0, summation by parts (Abel) gives
+    With h_i = q_i * conj(k_i) (pairs as complex numbers, h_{d/2} = 0) and the partial sums
+    S_p = sum_{l<p} exp(1j (m-n) theta_l), theta_l = base ** (-2l/d), summation by parts gives
 
         |score| <= (max_i |h_{i+1} - h_i|) * sum_{p=1}^{d/2} |S_p|.
 
-    This returns the part that depends on the distance, averaged over the pairs:
-    (1 / (d/2)) * sum_{p=1}^{d/2} |S_p|, which equals (d/2 + 1) / 2 at m = n and shrinks, with
-    wiggles, as |m - n| grows (the "long-term decay"; S_p(-x) = conj S_p(x)). A worst-case bound: a
-    particular q, k can still score high far away.
-
-    distance: a finite number, a sequence of them or a real tensor (any shape); dim: even head dim.
-    Returns a float64 tensor of distance's shape (float32 on devices without float64), on its device.
+    This returns the distance's part averaged over the pairs, (1 / (d/2)) * sum_p |S_p|: (d/2 + 1) / 2 at m = n,
+    shrinking with wiggles as |m - n| grows (a worst case: a particular q, k can still score high far away). It
+    depends on |m - n| only, so the sign convention does not matter. distance: a finite number, a sequence of
+    them or a real tensor (any shape); dim: even. Returns float64 (float32 on devices without it) of distance's
+    shape, on its device.
     """
     dim = _checks.even_int("dim", dim)
     base = _checks.positive_float("base", base, minimum=1.0)
@@ -529,6 +452,6 @@ def rope_decay_bound(distance, dim: int, base: float = 10000.0) -> torch.Tensor:
         _checks.finite_tensor("distance", distance)
     work = _checks.angle_dtype(distance.device)
     inv_freq, _ = rope_inv_freq(dim, base=base, device=distance.device)
-    angles = distance.to(work)[..., None] * inv_freq.to(work)  # (..., d/2): r * theta_k
+    angles = distance.to(work)[..., None] * inv_freq.to(work)  # (..., d/2): (m - n) * theta_l
     partial_sums = torch.polar(torch.ones_like(angles), angles).cumsum(dim=-1)  # S_1 .. S_{d/2}
     return partial_sums.abs().mean(dim=-1)

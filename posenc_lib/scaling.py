@@ -264,6 +264,18 @@ def _resolve_partial(partial_rotary_factor, scaling) -> float:
     return partial_rotary_factor
 
 
+def rotated_fraction(partial_rotary_factor, scaling) -> tuple:
+    """(the fraction of each head RoPE rotates, the partial_rotary_factor keyword for rope_inv_freq). p-RoPE
+    ("proportional", Gemma 4) rotates the whole head: its scaling['partial_rotary_factor'] stops the slowest
+    pairs inside the frequencies, so the keyword is refused there and the rotated fraction is 1."""
+    if isinstance(scaling, dict) and rope_type_of(scaling) in WHOLE_HEAD_TYPES:
+        if partial_rotary_factor is not None:
+            raise ValueError(WHOLE_HEAD_PARTIAL)
+        return 1.0, None
+    factor = _resolve_partial(partial_rotary_factor, scaling)
+    return factor, factor
+
+
 def _validate(scaling: dict) -> tuple[RopeScaling, dict]:
     """The record of scaling's rope_type and a copy of scaling with every value checked."""
     if not isinstance(scaling, dict):

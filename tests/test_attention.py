@@ -138,8 +138,9 @@ def test_protocol_has_one_hook_per_place():
     overridden = {kind: where_it_acts(make_encoding(kind, d_model=8, num_heads=2)) for kind in ENCODINGS}
     assert overridden == {"nope": [], "sinusoidal": ["add_to_input"], "learned": ["add_to_input"],
                           "t5": ["score_bias"], "shaw": ["score_bias", "value_bias"], "rope": ["rotate_qk"],
-                          "alibi": ["score_bias"], "cope": ["edit_scores"], "fox": ["edit_scores", "token_state"],
-                          "path": ["edit_scores", "token_state"]}
+                          "alibi": ["score_bias"], "xpos": ["rotate_qk"], "kerple": ["score_bias"],
+                          "fire": ["score_bias"], "cope": ["edit_scores"],
+                          "fox": ["edit_scores", "token_state"], "path": ["edit_scores", "token_state"]}
     with pytest.raises(TypeError, match="encoding must be a PositionalEncoding"):
         where_it_acts(torch.nn.Linear(2, 2))
 

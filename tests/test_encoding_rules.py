@@ -287,6 +287,6 @@ def test_rule_report_rejects_a_config_of_another_kind():
 def test_build_encoding_names_what_it_needs():
     config = TinyLMConfig(encoding="nope")
     with pytest.raises(ValueError, match="encoding"):
-        R.build_encoding("xpos", config)
+        R.build_encoding("mine", config)
     with pytest.raises(TypeError, match="PositionalEncoding subclass"):
         R.build_encoding(3, config)

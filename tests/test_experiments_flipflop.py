@@ -174,7 +174,7 @@ def test_config_from_record_gives_the_config_back(cached):
         FF.cached_record(cached, "alibi", 7)
 
 
-@pytest.mark.parametrize("encoding", ["alibi", "fox"])
+@pytest.mark.parametrize("encoding", FF.FIXED_ARMS + FF.CONTENT_ARMS)
 def test_a_rerun_of_a_small_config_reproduces_the_cached_check_record(cached, encoding):
     """The cache's check_runs: every arm, seed 0, 30 steps, made by the same command in worker processes; this
     process, one thread, makes the same numbers (same machine type and torch version)."""
@@ -209,3 +209,8 @@ def test_the_table_and_the_figure_show_the_summary(tmp_path):
     with pytest.raises(ValueError, match="test must be one of"):
         render_flipflop(axes, res, test="sparse")
     plt.close(fig)
+    from posenc_lib.i18n import language
+    with language("zh"):  # the notebook's size, Chinese labels (conftest checks that no text is cut or tiny)
+        fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.1, 1]})
+        render_flipflop(axes, res)
+        assert axes[0].get_yticklabels()[0].get_text().startswith("nope（")

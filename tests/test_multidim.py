@@ -364,6 +364,23 @@ def test_batched_positions_attention_factor_and_inv_freq():
     torch.testing.assert_close(same[1], apply_mrope(x[1], positions[:, 0], mrope_section=[1, 2, 1]))
 
 
+def test_rotary_dims_turn_one_slice_and_copy_the_rest():
+    """rotary_dims=(start, stop): the slice turns exactly as the slice alone would, the other dims are copied
+    (a checkpoint's partial M-RoPE, e.g. GLM-4.1V's first 64 of 128 dims); x's dim may be odd."""
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 5, 13, dtype=torch.float64)
+    positions = torch.randint(0, 40, (3, 2, 5))
+    inv_freq, axis = torch.rand(4, dtype=torch.float64), mrope_axes([1, 2, 1])
+    for start in (0, 3, 5):
+        stop = start + 8
+        out = apply_multiaxis_rope(x, positions, inv_freq=inv_freq, axis_of_pair=axis, attention_factor=1.5,
+                                   layout="interleaved", rotary_dims=(start, stop))
+        alone = apply_multiaxis_rope(x[..., start:stop], positions, inv_freq=inv_freq, axis_of_pair=axis,
+                                     attention_factor=1.5, layout="interleaved")
+        assert torch.equal(out[..., start:stop], alone)
+        assert torch.equal(out[..., :start], x[..., :start]) and torch.equal(out[..., stop:], x[..., stop:])
+
+
 def test_input_is_not_modified_and_dtype_is_kept():
     x = torch.randn(1, 2, 6, 16, dtype=torch.bfloat16)
     before = x.clone()
@@ -446,6 +463,18 @@ BAD = [  # (id, call, exception, pattern the message must match)
      ValueError, r"inv_freq must have shape \(dim/2,\) = \(8,\)"),
     ("mrope inv_freq nan", lambda: apply_mrope(X, P3, mrope_section=[2, 3, 3], inv_freq=torch.full((8,), float("nan"))),
      ValueError, r"inv_freq must hold finite numbers"),
+    ("multiaxis rotary_dims past the head", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS,
+                                                                          rotary_dims=(10, 20)),
+     ValueError, r"rotary_dims must be \(start, stop\) with 0 <= start < stop <= 16"),
+    ("multiaxis rotary_dims odd width", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS,
+                                                                      rotary_dims=(0, 7)),
+     ValueError, r"stop - start even"),
+    ("multiaxis rotary_dims not a pair", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS,
+                                                                       rotary_dims=8), TypeError,
+     r"rotary_dims must be a pair of ints"),
+    ("multiaxis inv_freq vs rotary_dims", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS,
+                                                                        rotary_dims=(0, 4)),
+     ValueError, r"inv_freq must have shape \(\(stop - start\)/2 of rotary_dims,\) = \(2,\)"),
     ("multiaxis axis out of range", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS + 1),
      ValueError, r"axis_of_pair must hold axes 0 .. 1"),
     ("multiaxis axis float", lambda: apply_multiaxis_rope(X, P2, inv_freq=FREQ, axis_of_pair=AXIS.float()),

@@ -1,7 +1,7 @@
 """The package's layout: plots, widgets and exercises are split by topic with the same module names, every
 public name of a topic module is also importable from its package, and imports point one way:
 
-    core (encodings, attention, model, scaling) -> experiments -> plots -> widgets -> exercises
+    core (encodings, attention, model, scaling) -> experiments -> plots -> widgets -> exercises -> arena
 
 Import Linter holds the direction (pyproject.toml's [tool.importlinter] contracts, run by `make lint` and
 here, so `make test` holds it too): a layer imports only from itself and the layers before it, the core
@@ -22,9 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "posenc_lib"
 TOPICS = ("permutation", "sinusoidal", "learned", "relative", "rope", "extension", "review", "production",
-          "multidim", "inference", "serving", "generators", "content", "frequencies")
+          "multidim", "inference", "serving", "generators", "content", "frequencies", "arena", "flipflop")
 FIGURE_PACKAGES = ("plots", "widgets", "exercises")
-LAYERS = ("exercises", "widgets", "plots", "experiments")  # the packages, highest first, above the core modules
+LAYERS = ("arena", "exercises", "widgets", "plots", "experiments")  # the packages, highest first, above the core
 
 
 def _contracts() -> list:

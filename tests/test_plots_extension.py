@@ -266,4 +266,4 @@ def test_chinese_legends_gloss_the_encoding_keys(results):
                 assert all(t.split("（")[0] in ENCODING_COLORS and "（" in t and t.endswith("）") for t in texts)
             plt.close(fig)
     with language("zh"):
-        assert encoding_label("rope") == "rope（旋转位置编码）" and encoding_label("xpos") == "xpos"
+        assert encoding_label("rope") == "rope（旋转位置编码）" and encoding_label("mine") == "mine"

@@ -254,6 +254,20 @@ def test_rotate_is_bit_identical_to_eager_form(shape, dtype, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_rotate_rotary_dims_is_the_partial_and_decoupled_forms(layout):
+    """rotate(..., rotary_dims=(start, stop)) with the tables of the slice equals apply_rope's partial form
+    (the first dims) and apply_decoupled_rope (the last), bit for bit; an odd head dim is fine then."""
+    torch.manual_seed(3)
+    x, positions = torch.randn(2, 3, 7, 13), torch.randint(0, 5000, (2, 7))
+    inv_freq = rope_mod.rope_inv_freq(8)[0]
+    cos, sin = (t[:, None] for t in rope_mod.rope_cos_sin(positions, inv_freq))  # (batch, 1, seq, 4)
+    assert torch.equal(rope_mod.rotate(x, cos, sin, layout, rotary_dims=(0, 8)),
+                       apply_rope(x, positions, layout=layout, inv_freq=inv_freq, partial_rotary_factor=8 / 13))
+    assert torch.equal(rope_mod.rotate(x, cos, sin, layout, rotary_dims=(5, 13)),
+                       apply_decoupled_rope(x, positions, rope_dim=8, layout=layout))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_rotate_batched_tables_bit_identical(layout):
     torch.manual_seed(9)
     x = torch.randn(3, 4, 600, 64)
@@ -733,6 +747,10 @@ BAD = [
      r"cos of shape \(6, 4\) must broadcast to x's"),
     ("rotate sin extra dims", lambda: rope_mod.rotate(X3, COS, torch.ones(1, 1, 5, 4)), ValueError,
      r"sin of shape \(1, 1, 5, 4\) must broadcast"),
+    ("rotate rotary_dims past the head", lambda: rope_mod.rotate(X, COS, COS, rotary_dims=(2, 10)), ValueError,
+     r"rotary_dims must be \(start, stop\) with 0 <= start < stop <= 8"),
+    ("rotate tables wider than rotary_dims", lambda: rope_mod.rotate(X, COS, COS, rotary_dims=(0, 4)), ValueError,
+     r"cos of shape \(5, 4\) must broadcast to x's \(\.\.\., seq, rotary_dim/2\) = \(2, 3, 5, 2\)"),
     ("rotate int cos", lambda: rope_mod.rotate(X, torch.ones(5, 4, dtype=LONG), COS), TypeError,
      r"cos must be a floating-point tensor"),
     # positions: kind, shape, batch

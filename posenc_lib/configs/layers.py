@@ -137,10 +137,9 @@ class LayerPositions:
             raise ValueError(f"layer {self.index}: whether the M-RoPE sections interleave is in the family's code, not "
                              f"in config.json: configs.measure(config) cannot tell it from text tokens either")
         axes = mrope_axes(self.mrope_section, interleaved=self.mrope_interleaved, device=x.device)
-        start, stop = self.rotary_dims
-        turned = apply_multiaxis_rope(x[..., start:stop], positions, inv_freq=inv_freq.to(x.device),
-                                      axis_of_pair=axes, attention_factor=self.attention_factor, layout=self.layout)
-        return torch.cat((x[..., :start], turned, x[..., stop:]), dim=-1)
+        return apply_multiaxis_rope(x, positions, inv_freq=inv_freq.to(x.device), axis_of_pair=axes,
+                                    attention_factor=self.attention_factor, layout=self.layout,
+                                    rotary_dims=self.rotary_dims)
 
     def visible_keys(self, seq_len: int, *, device=None) -> torch.Tensor:
         """(seq_len, seq_len) bool: True where query i may attend key j (positions 0 .. seq_len-1).

@@ -3,11 +3,10 @@ ExerciseError whose message says *what* is wrong (layout, exponent, sign ...), n
 
 One module per topic, named as in posenc_lib.plots: permutation, sinusoidal, learned, relative, rope,
 extension, review, production, multidim, inference, serving, generators, content, frequencies. Each holds its
-checkers and, out of the notebooks' sight, SOLUTIONS (name -> reference solution, tested to pass its own check) and
-CHECKS (name -> checker).
-_common holds what they share: ExerciseError, attempt, call (the learner's function, a crash named with its
-line), the success line, the coercions of an answer (a NaN named) and name_the_mistake (a wrong answer
-compared with the exercise's table of known mistakes).
+checkers and, out of the notebooks' sight, SOLUTIONS (name -> reference solution, tested to pass its own check)
+and CHECKS (name -> checker). _common holds what they share: ExerciseError, attempt, call (the learner's
+function, a crash named with its line), the success line, the coercions of an answer (a NaN named) and
+name_the_mistake (a wrong answer compared with the exercise's table of known mistakes).
 """
 from . import (
     content,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from .. import _checks
 from .paths import data_file
 
 #: stdlib modules (paths relative to sysconfig.get_paths()['stdlib']) that exist as single files in
@@ -143,3 +144,27 @@ def load_corpus(root: Path | str | None = None) -> Corpus:
     }
     return Corpus(encode(train_text), encode(valid_text), info)
 
+
+
+def load_text_folder(folder: Path | str, *, valid_share: float = 0.1) -> Corpus:
+    """Your own corpus (the arena's `--corpus DIR`): every file of `folder` (recursively, sorted by path) read as
+    UTF-8 text and joined by a newline, encoded as above; the last `valid_share` of the characters is held out."""
+    folder = Path(folder)
+    if not 0 < _checks.positive_float("valid_share", valid_share) < 1:
+        raise ValueError(f"valid_share must lie in (0, 1), got {valid_share}")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"folder {folder} is not a directory (expected a folder of text files)")
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    if not paths:
+        raise ValueError(f"folder {folder} holds no files (expected text files)")
+    try:
+        whole = "\n".join(p.read_text(encoding="utf-8") for p in paths)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"folder {folder}: every file must be UTF-8 text ({err})") from None
+    cut = len(whole) - int(len(whole) * valid_share)
+    info = {"source": f"the text files under {folder}", "files": [str(p.relative_to(folder)) for p in paths],
+            "text_sha256": hashlib.sha256(whole.encode("utf-8")).hexdigest(), "chars": len(whole),
+            "train_chars": cut, "valid_chars": len(whole) - cut, "valid": f"the last {valid_share:.0%} of the text",
+            "non_ascii_chars": sum(ord(c) >= 128 for c in whole),
+            "vocab": "ASCII 0..127 -> ids 0..127, other characters -> 128"}
+    return Corpus(encode(whole[:cut]), encode(whole[cut:]), info)

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _checks
+from ..i18n import ljust, tr
 from ..model import ENCODINGS, IGNORE_INDEX, TinyLM
 from ..printing import seed_stats
 from .paths import data_dir, data_file
@@ -289,8 +290,9 @@ def flipflop_table(results: dict, key: str = "error") -> str:
     tests = [t[0] for t in results["tests"]]
     scale, digits = (100, 2) if key == "error" else (1, 4)
     n = next(iter(next(iter(summary.values())).values()))["n"]
-    label = f"{key} {'%' if key == 'error' else '(nats)'}, {n} seeds"
-    rows = [f"{label:<22}" + "".join(f"{t:>18}" for t in tests)]
+    label = (tr(f"error %, {n} seeds", f"错误率 %，{n} 个种子") if key == "error"
+             else tr(f"loss (nats), {n} seeds", f"损失（nats），{n} 个种子"))
+    rows = [ljust(label, 22) + "".join(f"{t:>18}" for t in tests)]
     for enc, row in summary.items():
         cells = [f"{scale * row[t]['mean']:.{digits}f} ± {scale * row[t]['std']:.{digits}f}" for t in tests]
         rows.append(f"{enc:<22}" + "".join(f"{c:>18}" for c in cells))

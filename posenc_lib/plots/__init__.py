@@ -7,13 +7,16 @@ fallback after your own families (Latin text keeps its font); `remove_cjk_font()
 One module per topic, with the same names in posenc_lib.widgets and posenc_lib.exercises:
 permutation (01), sinusoidal (00, 02, 03), learned (04), relative (05: Shaw, T5, ALiBi),
 rope (06), extension (07, 08: extrapolation and context extension), review (09), production (10),
-multidim (11), inference (12), serving (13), generators, content, flipflop and frequencies (14).
+multidim (11), inference (12), serving (13), generators, content, frequencies, flipflop (14);
+arena (every method under 07's protocol: `make arena`).
 _style holds the shared look (tick labels, panel spacing, one colour per encoding).
 Every public name is also importable from here: `from posenc_lib.plots import render_pe_dot`.
 """
 from ._style import remove_cjk_font  # noqa: F401  (the one setting the import changes, undone)
+from .arena import *  # noqa: F401,F403
 from .content import *  # noqa: F401,F403
 from .extension import *  # noqa: F401,F403
+from .flipflop import *  # noqa: F401,F403
 from .frequencies import *  # noqa: F401,F403
 from .generators import *  # noqa: F401,F403
 from .inference import *  # noqa: F401,F403

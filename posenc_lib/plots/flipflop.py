@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..i18n import tr
+from ..i18n import get_language, tr
 from ..model import encoding_label
 from ._style import ENCODING_COLORS, tidy
 
@@ -25,7 +25,7 @@ def _test_label(name: str) -> str:
 
 def render_flipflop(axes, results: dict, test: str = "longer") -> dict:
     """Left: a grid arms x tests, each cell the mean error rate (%) over seeds, darker = more errors.
-    Right: each seed's error rate (%) on `test`, one row per arm, the mean as a bar.
+    Right: each seed's error rate (%) on `test`, one row per arm (the grid's rows), the mean as a bar.
     Returns dict(encodings, tests, mean (arms x tests, in %), seeds ({arm: [% per seed]} on `test`))."""
     ax_grid, ax_seeds = axes
     tests = [t[0] for t in results["tests"]]
@@ -48,11 +48,12 @@ def render_flipflop(axes, results: dict, test: str = "longer") -> dict:
                   color=[ENCODING_COLORS.get(e, "k") for e in encodings], alpha=0.35)
     for y, e in enumerate(encodings):
         ax_seeds.plot(seeds[e], [y] * len(seeds[e]), "o", color=ENCODING_COLORS.get(e, "k"), ms=4)
-    ax_seeds.set_yticks(rows, [encoding_label(e) for e in encodings], fontsize=8)
+    ax_seeds.set_yticks(rows, [])   # the rows of the grid on the left, in the same order
     ax_seeds.invert_yaxis()
     ax_seeds.set_xlabel(tr("error (%)", "错误率（%）"), fontsize=8)
-    ax_seeds.set_title(tr(f"each seed on '{_test_label(test)}' (bar = mean)",
-                          f"各种子在“{_test_label(test)}”上的错误率（条 = 平均）"), fontsize=9)
+    ax_seeds.set_title(tr(f"each seed on '{_test_label(test)}' (bar = mean; rows as on the left)",
+                          f"各种子在“{_test_label(test)}”上的错误率（条 = 平均；行同左图）"), fontsize=9)
     tidy(ax_seeds, axis="x")
-    ax_grid.figure.subplots_adjust(left=0.1, right=0.97, wspace=0.45, bottom=0.14)
+    ax_grid.figure.subplots_adjust(left=0.1 if get_language() == "en" else 0.24, right=0.97, wspace=0.1,
+                                   bottom=0.14)
     return {"encodings": encodings, "tests": tests, "mean": mean, "seeds": seeds}
