@@ -90,6 +90,31 @@ def test_the_same_map_answer_holds_for_each_kind_of_generator(answers):
     assert "skew-symmetric" in str(_option("same_map_generator", answers))
 
 
+def test_the_content_cache_answer_is_what_the_library_caches(answers):
+    """Notebook 14's cache question: decoding through a KV cache, FoX and PaTH keep a state beside each cached key
+    (log f; w, beta), CoPE keeps none, and CoPE's positions of the same keys change with the query."""
+    from posenc_lib import TinyLM
+    from posenc_lib.content import CoPE
+    from posenc_lib.inference import KVCache, decode_step
+
+    ids = torch.randint(0, 23, (1, 6), generator=torch.Generator().manual_seed(2))
+    kept = {}
+    for name in ("cope", "fox", "path"):
+        torch.manual_seed(0)
+        model = TinyLM(23, encoding=name, d_model=32, num_heads=4, num_layers=1, max_len=16).eval()
+        cache = KVCache(1)
+        with torch.no_grad():
+            for t in range(ids.shape[1]):
+                decode_step(model, ids[:, t:t + 1], cache)
+        kept[name] = sorted(cache.states[0] or {})
+    assert kept["cope"] == [] and kept["fox"] and kept["path"], kept
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(2, 1, 1, 5, 4, generator=g, dtype=torch.float64)
+    cope = CoPE(4, npos=8)
+    assert not torch.allclose(cope.positions(q, k)[..., -1, :], cope.positions(-q, k)[..., -1, :])
+    assert _option("content_cache", answers) == "CoPE"
+
+
 def test_the_learned_question_is_about_pytorch(answers):
     with pytest.raises(IndexError, match="index out of range"):
         torch.nn.Embedding(64, 4)(torch.tensor([100]))
