@@ -60,6 +60,7 @@ TERMS = (
     Term("the Forgetting Transformer's forget gate", "遗忘门", (r"忘记门", r"遗忘闸")),
     Term("a positional head (an attention head that attends by position)", "位置头",
          (r"位置注意力头", r"位置性的?注意力头")),
+    Term("a token (the course keeps the English word)", "token", (r"词元",)),
     Term("a position that depends on the content (CoPE, FoX, PaTH)", "依赖内容的位置",
          (r"内容相关的?位置", r"取决于内容的位置")),
 )
