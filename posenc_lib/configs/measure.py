@@ -244,6 +244,9 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Cap
     AttentionInterface.register(PROBE, probe)
     AttentionInterface.register(PROBE_MASKED, probe)
     masking_utils.AttentionMaskInterface.register(PROBE_MASKED, masking_utils.sdpa_mask)
+    # every position through every layer: Gemma 4's KV-shared layers would keep only the last position (and index
+    # the per-layer inputs switched off above) unless hidden states are asked for
+    text.output_hidden_states = True
     text._attn_implementation = PROBE_MASKED if "indexed_attention" in (getattr(text, "layer_types", None) or ()) \
         else PROBE
     cls = _model_class(text)
