@@ -20,7 +20,9 @@ the layout, the direction, the q.q and k.k scores between positions 0, 1, 2, 3 t
 to 1e-3: the families' float32 angles), and so the frequencies and the attention factor (p-RoPE's stopped
 pairs: dims and layout through the scores only). Or the reader refuses with an error naming the config key, or
 it states the layout as unknown (a family without a record: the layout is in code). A family transformers
-cannot build or run this way is skipped with the reason. The counts are printed (pytest -s).
+cannot build or run this way is skipped with the reason. The counts are printed (pytest -s), by each of the three
+test classes (the default configs in two halves, the variants), which pytest-xdist's --dist loadscope spreads over
+the workers; the model_types are found when the first test asks (rope_model_types), not at collection.
 
 Not seen here, tested in tests/test_configs_reader.py: DeepSeek-V3.2's indexer (its half-split q and k never reach
 the attention function; test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers), a query scaling by
