@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..i18n import get_language, tr
+from ..i18n import Text, get_language, tr
 from ..model import encoding_label
 from ._style import ENCODING_COLORS, tidy
 
 __all__ = ["TEST_LABELS", "render_flipflop"]
 
 #: what a learner reads for each test of the cache (its name in the results)
-TEST_LABELS = {"in_distribution": ("in distribution", "分布内"), "longer": ("longer", "更长序列"),
-               "sparse": ("sparse", "稀疏指令"), "dense": ("dense", "密集指令")}
+TEST_LABELS = {"in_distribution": Text("in distribution", "分布内"), "longer": Text("longer", "更长序列"),
+               "sparse": Text("sparse", "稀疏指令"), "dense": Text("dense", "密集指令")}
 
 
 def _test_label(name: str) -> str:
-    en, zh = TEST_LABELS.get(name, (name, name))
-    return tr(en, zh)
+    return str(TEST_LABELS.get(name, name))
 
 
 def render_flipflop(axes, results: dict, test: str = "longer") -> dict:
