@@ -14,7 +14,7 @@ Two more hooks reach further, for encodings whose scores depend on more than the
                                                                   Transformer), two merged score matrices
                                                                   (ReRoPE, Self-Extend)
     token_state(x, positions)         {name: s_t} per token        what the score hook needs of each key's x,
-                                                                  kept by a KV cache beside the key
+                                                                  kept by a KV cache in the key's entry
 
 `ScoreInputs` is what edit_scores reads; its default adds score_bias, so an encoding that overrides the
 four hooks above keeps working as it is. `MultiHeadAttention` calls the hooks in one sequence, with or

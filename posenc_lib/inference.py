@@ -24,7 +24,7 @@ What positions have to do with it, per place an encoding acts (posenc_lib.attent
     a learned table has rows for positions < max_len only, so the cache cannot grow past it.
   * edits the scores from more than positions (gates from q.k or from x): the keys are cached, the
     layer's input x is not; what the score hook needs of each key's x is its token state
-    (`PositionalEncoding.token_state`), which the cache keeps beside the key (`KVCache.states`).
+    (`PositionalEncoding.token_state`), which the cache keeps in the key's entry (`CacheEntry.state`).
 
 Positions with padding. A batch of prompts of different lengths is padded; with left padding a row's
 real tokens start after its pads, so its positions must start there too. transformers' generate()
@@ -135,11 +135,13 @@ def _refuse_packed_rows(positions: torch.Tensor, valid: torch.Tensor) -> None:
 
 
 class CacheEntry(NamedTuple):
-    """What a cache holds for one layer, per token, in slot order."""
+    """What a cache holds for one layer, per token, in slot order: a token's key, value, position, validity and
+    state are kept, moved and evicted together (read them by name: entry.keys, entry.state)."""
     keys: torch.Tensor        # (batch, kv_heads, Tk, head_dim): rotated, or raw if the cache is not `rotated`
     values: torch.Tensor      # (batch, kv_heads, Tk, head_dim_v)
     positions: torch.Tensor   # (batch, Tk): each token's position in the text
     valid: torch.Tensor       # (batch, Tk) bool: False at a pad
+    state: dict | None = None  # the encoding's token state, name -> (batch, *, Tk, *); None if it keeps none
 
 
 class CachedKeys(NamedTuple):
@@ -153,20 +155,29 @@ class CachedKeys(NamedTuple):
 
 
 def _entry(held) -> CacheEntry | None:
-    """A layer's entry as a CacheEntry (a plain 4-tuple written into `layers` is read the same way)."""
+    """A layer's entry as a CacheEntry (a plain 4-tuple written into `layers`, no state, is read the same way)."""
     return None if held is None else CacheEntry(*held)
 
 
-def _cat_states(held: dict | None, new: dict | None) -> dict | None:
-    """The cached token states followed by the new ones, name by name, along the tokens (dim 2)."""
-    if new is None:
-        return held
-    return new if held is None else {name: torch.cat((held[name], t), 2) for name, t in new.items()}
+def _per_tensor(fn, *entries: CacheEntry) -> CacheEntry:
+    """One CacheEntry from entries of one layout, tensor by tensor: fn(the entries' tensors of one field, the token
+    axis) -> tensor. The token axis is 2 for keys, values and each state tensor (batch, *, T, *), 1 for positions
+    and valid (batch, T): every per-token tensor goes through the same slots."""
+    fields = [fn([entry[i] for entry in entries], 2 if i < 2 else 1) for i in range(4)]
+    state = entries[0].state
+    if state is not None:
+        state = {name: fn([entry.state[name] for entry in entries], 2) for name in state}
+    return CacheEntry(*fields, state)
 
 
-def _take_states(state: dict | None, index: torch.Tensor) -> dict | None:
-    """The token states of the slots `index` (1-D), in that order."""
-    return None if state is None else {name: t.index_select(2, index) for name, t in state.items()}
+def _cat(*entries: CacheEntry) -> CacheEntry:
+    """The entries' tokens one after the other (torch.cat makes new tensors: nothing given is changed)."""
+    return _per_tensor(lambda ts, dim: torch.cat(ts, dim), *entries)
+
+
+def _take(entry: CacheEntry, index: torch.Tensor) -> CacheEntry:
+    """The entry's tokens in the slots `index` (1-D), in that order."""
+    return _per_tensor(lambda ts, dim: ts[0].index_select(dim, index), entry)
 
 
 class KVCache:
@@ -176,10 +187,10 @@ class KVCache:
     so far. k: (batch, kv_heads, T, head_dim), v: (batch, kv_heads, T, head_dim_v); positions (T,) or
     (batch, T) ints on k's device; valid (batch, T) bool (None: all real); state: the encoding's token
     state of the new tokens (`PositionalEncoding.token_state`: name -> (batch, *, T, *) tensors), kept
-    beside their keys in `states[layer]` and handed back for every key. rotated=True: k arrives already rotated
-    by its position and is kept so (transformers' DynamicCache); rotated=False: k arrives unrotated and
-    the caller rotates the returned keys at `key_positions` every step (one set of frequencies per step,
-    as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
+    with their keys in the layer's entry (`layers[layer].state`) and handed back for every key. rotated=True:
+    k arrives already rotated by its position and is kept so (transformers' DynamicCache); rotated=False: k
+    arrives unrotated and the caller rotates the returned keys at `key_positions` every step (one set of
+    frequencies per step, as dynamic NTK and LongRoPE need; see the module docstring for what it does not fix).
     Positions must continue: a real token's position must exceed every real cached one of its row
     (checked on the CPU, where reading values costs nothing; see _checks.values_are_cheap). New k and v
     keep the cached ones' dtype, device and sizes; num_layers is at most _checks.MAX_LAYERS.
@@ -190,7 +201,11 @@ class KVCache:
                                           _checks.MAX_LAYERS, "one entry per layer")
         self.rotated = _checks.boolean("rotated", rotated)
         self.layers: list = [None] * self.num_layers  # CacheEntry per layer, None before its first update
-        self.states: list = [None] * self.num_layers  # the encoding's token state per layer: name -> (B, *, Tk, *)
+
+    @property
+    def states(self) -> tuple:
+        """Read-only view: each layer's token state (`layers[layer].state`), None where it keeps none."""
+        return tuple(None if held is None else _entry(held).state for held in self.layers)
 
     def __len__(self) -> int:
         """Tokens cached (in layer 0; every layer holds the same number)."""
@@ -224,7 +239,7 @@ class KVCache:
         if _checks.values_are_cheap(positions):
             _refuse_packed_rows(positions, valid)
         held = _entry(self.layers[layer])
-        _check_state(layer, state, k, self.states[layer] if held is not None else None)
+        _check_state(layer, state, k, held)
         if held is not None:
             keys, values = held.keys, held.values
             if k.shape[-1] != keys.shape[-1] or v.shape[-1] != values.shape[-1]:
@@ -250,13 +265,12 @@ class KVCache:
                valid: torch.Tensor | None = None, *, state: dict | None = None) -> CachedKeys:
         positions, valid = self._check(layer, k, v, positions, valid, state)
         new = k.shape[-2]
-        held = _entry(self.layers[layer])
+        held, entry = _entry(self.layers[layer]), CacheEntry(k, v, positions, valid, state)
         if held is not None:  # torch.cat makes new tensors: the caller's k and v stay as they were
-            k, v = torch.cat((held.keys, k), dim=-2), torch.cat((held.values, v), dim=-2)
-            positions, valid = torch.cat((held.positions, positions), -1), torch.cat((held.valid, valid), -1)
-            state = _cat_states(self.states[layer], state)
-        self.layers[layer], self.states[layer] = CacheEntry(k, v, positions, valid), state
-        return CachedKeys(k, v, positions, positions[:, positions.shape[-1] - new:], valid, state)
+            entry = _cat(held, entry)
+        self.layers[layer] = entry
+        keys, values, positions, valid, state = entry
+        return CachedKeys(keys, values, positions, positions[:, positions.shape[-1] - new:], valid, state)
 
 
 class SinkWindowCache(KVCache):
@@ -279,15 +293,15 @@ class SinkWindowCache(KVCache):
         if isinstance(k, torch.Tensor) and k.dim() == 4 and k.shape[-2] > self.window:
             raise ValueError(f"k: at most window={self.window} new tokens per update, got {k.shape[-2]}")
         super().update(layer, k, v, positions, state=state)
-        keys, values, text, valid = self.layers[layer]
-        if keys.shape[-2] > self.num_sinks + self.window:  # evict the middle: keep sinks + the last `window`
-            keep = torch.cat((torch.arange(self.num_sinks, device=keys.device),
-                              torch.arange(keys.shape[-2] - self.window, keys.shape[-2], device=keys.device)))
-            keys, values, text, valid = keys[:, :, keep], values[:, :, keep], text[:, keep], valid[:, keep]
-            self.layers[layer] = CacheEntry(keys, values, text, valid)
-            self.states[layer] = _take_states(self.states[layer], keep)
-        slots = torch.arange(keys.shape[-2], device=keys.device).expand(keys.shape[0], -1)  # (B, Tk)
-        return CachedKeys(keys, values, slots, slots[:, slots.shape[-1] - k.shape[-2]:], valid, self.states[layer])
+        entry = self.layers[layer]
+        held, device = entry.keys.shape[-2], entry.keys.device
+        if held > self.num_sinks + self.window:  # evict the middle: keep sinks + the last `window`, whole entries
+            keep = torch.cat((torch.arange(self.num_sinks, device=device),
+                              torch.arange(held - self.window, held, device=device)))
+            entry = self.layers[layer] = _take(entry, keep)
+        slots = torch.arange(entry.keys.shape[-2], device=device).expand(entry.keys.shape[0], -1)  # (B, Tk)
+        return CachedKeys(entry.keys, entry.values, slots, slots[:, slots.shape[-1] - k.shape[-2]:], entry.valid,
+                          entry.state)
 
     def text_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, Tk): the positions in the text of the tokens kept in `layer` (None if empty)."""
@@ -599,11 +613,17 @@ def _check_bias(key_valid, q_len, dtype) -> torch.Tensor:
     return key_valid
 
 
-def _check_state(layer: int, state, k, held: dict | None) -> None:
+def _check_state(layer: int, state, k, entry: CacheEntry | None) -> None:
     """A token state: None, or a dict name -> floating tensor (batch, *, T, *) with k's batch and T on k's device;
-    once a layer holds one, every update of it brings the same names, sizes (but T) and dtypes."""
+    a layer keeps a state for every token or for none: once it holds an entry, every update of it brings a state
+    iff the entry has one, with the same names, sizes (but T) and dtypes."""
+    held = None if entry is None else entry.state
     if state is None and held is None:
         return
+    if entry is not None and held is None:
+        raise ValueError(f"state must be None in layer {layer}: its cached tokens keep no token state, got "
+                         f"{sorted(state) if isinstance(state, dict) else type(state).__name__} (a layer keeps a "
+                         f"state for every token or for none; start a new cache)")
     if not isinstance(state, dict):
         held_here = "" if held is None else f" (layer {layer} holds one)"
         raise TypeError(f"state must be a dict name -> tensor, the encoding's token_state{held_here}, got "
@@ -709,25 +729,17 @@ def context_shift(cache: KVCache, n_discard: int, *, n_keep: int = 0, base: floa
     if _checks.values_are_cheap(valid) and not bool(valid.all()):
         raise ValueError("cache: context_shift takes a cache without padding (rows shift by the same slots); "
                          "shift a padded batch one row at a time")
-    start = n_keep + n_discard
+    start, device = n_keep + n_discard, valid.device
+    kept = torch.cat((torch.arange(n_keep, device=device), torch.arange(start, len(cache), device=device)))
     shifted = KVCache(cache.num_layers, rotated=True)
-    for layer, (keys, values, positions, valid) in enumerate(cache.layers):
-        moved = rerotate_keys(keys[..., start:, :], -n_discard, base=base, inv_freq=inv_freq, layout=layout)
-        shifted.layers[layer] = CacheEntry(torch.cat((keys[..., :n_keep, :], moved), -2),
-                                           torch.cat((values[..., :n_keep, :], values[..., start:, :]), -2),
-                                           torch.cat((positions[:, :n_keep], positions[:, start:] - n_discard), -1),
-                                           torch.cat((valid[:, :n_keep], valid[:, start:]), -1))
-        if cache.states[layer] is not None:
-            kept = torch.cat((torch.arange(n_keep, device=keys.device), torch.arange(start, keys.shape[-2],
-                                                                                      device=keys.device)))
-            shifted.states[layer] = _take_states(cache.states[layer], kept)
+    for layer, held in enumerate(cache.layers):
+        entry = _take(_entry(held), kept)       # whole entries: key, value, position, validity, state
+        keys, positions = entry.keys, entry.positions
+        moved = rerotate_keys(keys[..., n_keep:, :], -n_discard, base=base, inv_freq=inv_freq, layout=layout)
+        shifted.layers[layer] = entry._replace(keys=torch.cat((keys[..., :n_keep, :], moved), -2),
+                                               positions=torch.cat((positions[:, :n_keep],
+                                                                    positions[:, n_keep:] - n_discard), -1))
     return shifted
-
-
-def _token_dim(t: torch.Tensor) -> int:
-    """The token axis of what a cache holds: k, v and token states (batch, *, T, *) -> 2; positions, valid
-    (batch, T) -> 1."""
-    return 2 if t.dim() == 4 else 1
 
 
 class RingBufferCache(KVCache):
@@ -766,26 +778,18 @@ class RingBufferCache(KVCache):
                 raise ValueError(f"positions must continue by one: the cache's last position is {expected - 1}, "
                                  f"got {int(positions[0, 0])} (a ring buffer drops the token n - W by counting)")
         W, n, T = self.window, self.written[layer], k.shape[-2]
-        names = sorted(state or {})                     # every per-token tensor goes through the same slots
-        new = (k, v, positions, valid, *(state[name] for name in names))
-        held = (*self.layers[layer], *(self.states[layer][name] for name in names)) if self.layers[layer] else \
-            tuple(t.narrow(_token_dim(t), 0, 0) for t in new)
+        new = CacheEntry(k, v, positions, valid, state)   # whole entries go through the slots, state included
+        held = _entry(self.layers[layer]) or _per_tensor(lambda ts, dim: ts[0].narrow(dim, 0, 0), new)
         if n >= W:                                      # slot order -> text order: the oldest, n - W, is in slot n % W
-            held = tuple(t.roll(-(n % W), _token_dim(t)) for t in held)
+            held = _per_tensor(lambda ts, dim: ts[0].roll(-(n % W), dim), held)
         drop = 1 if n >= W else 0                       # the token n - W: outside the first new token's window
-        seen = tuple(torch.cat((h.narrow(_token_dim(h), drop, h.shape[_token_dim(h)] - drop), t), _token_dim(t))
-                     for h, t in zip(held, new))
-        everything = (torch.cat((h, t), _token_dim(t)) for h, t in zip(held, new))
+        seen = _cat(_per_tensor(lambda ts, dim: ts[0].narrow(dim, drop, ts[0].shape[dim] - drop), held), new)
         kept = min(n + T, W)
         first = n + T - kept                            # the count of the oldest token kept: it goes to slot first % W
-        stored = [t.narrow(_token_dim(t), t.shape[_token_dim(t)] - kept, kept).roll(first % W, _token_dim(t))
-                  for t in everything]
-        self.layers[layer] = CacheEntry(*stored[:4])
-        self.states[layer] = dict(zip(names, stored[4:])) if names else None
+        self.layers[layer] = _per_tensor(lambda ts, dim: ts[0].narrow(dim, ts[0].shape[dim] - kept, kept)
+                                         .roll(first % W, dim), _cat(held, new))
         self.written[layer] = n + T
-        keys, values, key_positions, key_valid, *states = seen
-        return CachedKeys(keys, values, key_positions, positions, key_valid,
-                          dict(zip(names, states)) if names else None)
+        return CachedKeys(seen.keys, seen.values, seen.positions, positions, seen.valid, seen.state)
 
     def slot_positions(self, layer: int = 0) -> torch.Tensor | None:
         """(batch, slots): the text position of the key in each slot of `layer` (None if empty)."""

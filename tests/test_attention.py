@@ -330,8 +330,8 @@ def test_the_token_state_follows_its_token_through_eviction_and_slots():
         got_ring = ring.update(0, k, k, torch.tensor([t]), state=state)
         assert got_sink.state["position"][0, 0, :, 0].tolist() == sink.text_positions()[0].tolist()
         assert got_ring.state["position"][0, 0, :, 0].tolist() == got_ring.key_positions[0].tolist()
-    assert sink.states[0]["position"][0, 0, :, 0].tolist() == [0, 1, 6, 7, 8]
-    assert ring.states[0]["position"][0, 0, :, 0].tolist() == ring.slot_positions()[0].tolist() == [8, 5, 6, 7]
+    assert sink.layers[0].state["position"][0, 0, :, 0].tolist() == [0, 1, 6, 7, 8]
+    assert ring.layers[0].state["position"][0, 0, :, 0].tolist() == ring.slot_positions()[0].tolist() == [8, 5, 6, 7]
 
 
 class _OldBias(PositionalEncoding):

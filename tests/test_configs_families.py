@@ -231,3 +231,40 @@ def test_a_familys_own_key_names_are_what_the_reader_reads():
     gptj = from_hf_config({"model_type": "gptj", "n_embd": 64, "n_head": 2, "n_layer": 1, "rotary_dim": 8,
                            "rope_theta": 3.0}).layer(0)
     assert gptj.base == 10000.0 and gptj.rotary_dims == (0, 8)
+
+
+def test_records_of_the_last_families_read_their_keys_as_the_config_classes_do():
+    """JetMoE's heads are kv_channels wide (JetMoeConfig maps head_dim to it), whatever hidden_size // heads gives;
+    Muse Glimmer's NoPE layers are the 0 entries of layer_rope_theta (its other entries' values are not read: the
+    code turns those layers at rope_parameters' base); Nemotron 3.5 Transcribe's encoders are refused without
+    rope_parameters, which their config classes fill with a base and a partial factor of their own."""
+    jet = {"model_type": "jetmoe", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "kv_channels": 24}
+    assert from_hf_config(jet).layer(0).rotary_dims == (0, 24)
+    assert transformers.JetMoeConfig(**{k: v for k, v in jet.items() if k != "model_type"}).head_dim == 24
+    renamed = {**{k: v for k, v in jet.items() if k != "kv_channels"}, "head_dim": 40}
+    assert from_hf_config(renamed).layer(0).head_dim == 40
+    assert from_hf_config({**jet, "kv_channels": None}).layer(0).head_dim == 16  # null: hidden_size // heads
+    muse = {"model_type": "muse_glimmer_text", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+            "head_dim": 32, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+            "layer_rope_theta": [0, 1e4, 0, 2e6]}
+    read = from_hf_config(muse)
+    assert read.rope_layers == [1, 3] and {read.layer(i).base for i in (1, 3)} == {5e5}
+    cls = type(CONFIG_MAPPING["muse_glimmer_text"]())
+    assert [layer.layer_type for layer in read.layers] == cls(num_hidden_layers=4).layer_types
+    assert [layer.layer_type for layer in from_hf_config({**muse, "num_hidden_layers": 9,
+                                                          "layer_rope_theta": [1] * 9}).layers] == cls(
+        num_hidden_layers=9).layer_types
+    default = from_hf_config({k: v for k, v in muse.items() if k != "layer_rope_theta"})
+    assert [int(layer.rope) for layer in default.layers] == [int(bool(t)) for t in cls(
+        num_hidden_layers=4).layer_rope_theta]
+    with pytest.raises(ValueError, match=r"config\['layer_rope_theta'\] must be a list of one base"):
+        from_hf_config({**muse, "layer_rope_theta": [1e4] * 3})
+    with pytest.raises(ValueError, match=r"config\['layer_rope_theta'\]\[1\] must be >= 0"):
+        from_hf_config({**muse, "layer_rope_theta": [0, -1, 0, 1]})
+    nemotron = {"model_type": "nemotron3_5_transcribe_asr_audio", "hidden_size": 64, "num_attention_heads": 2,
+                "num_hidden_layers": 2, "rope_theta": 5e4}
+    with pytest.raises(ValueError, match=r"config\['rope_parameters'\] = None is not read: absent, the Nemotron"):
+        from_hf_config(nemotron)
+    given = from_hf_config({**nemotron, "rope_parameters": {"rope_type": "default", "rope_theta": 5e4}}).layer(0)
+    assert given.rotary_dims == (0, 32) and not given.causal  # (no partial_rotary_factor in it: 1.0, as the class)

@@ -20,7 +20,9 @@ the layout, the direction, the q.q and k.k scores between positions 0, 1, 2, 3 t
 to 1e-3: the families' float32 angles), and so the frequencies and the attention factor (p-RoPE's stopped
 pairs: dims and layout through the scores only). Or the reader refuses with an error naming the config key, or
 it states the layout as unknown (a family without a record: the layout is in code). A family transformers
-cannot build or run this way is skipped with the reason. The counts are printed (pytest -s).
+cannot build or run this way is skipped with the reason. The counts are printed (pytest -s), by each of the three
+test classes (the default configs in two halves, the variants), which pytest-xdist's --dist loadscope spreads over
+the workers; the model_types are found when the first test asks (rope_model_types), not at collection.
 
 Not seen here, tested in tests/test_configs_reader.py: DeepSeek-V3.2's indexer (its half-split q and k never reach
 the attention function; test_deepseek_v32_indexer_turns_its_q_and_k_as_transformers), a query scaling by
@@ -29,6 +31,7 @@ far position stays below it), M-RoPE on image positions (text positions are equa
 CodeGen write their base in the code and have no rope parameters to vary: their default case only."""
 import collections
 import contextlib
+import functools
 import importlib.util
 import math
 import signal
@@ -56,9 +59,11 @@ def modeling_source(model_type: str) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def rope_model_types() -> list:
-    """model_types whose modeling file defines a *RotaryEmbedding class (found by reading the files)."""
-    return sorted(t for t in transformers.CONFIG_MAPPING if "RotaryEmbedding(nn.Module)" in modeling_source(t))
+@functools.cache
+def rope_model_types() -> tuple:
+    """model_types whose modeling file defines a *RotaryEmbedding class (found by reading the files). Found when a
+    test first asks, not at collection: it imports every config module of transformers (seconds, per process)."""
+    return tuple(sorted(t for t in transformers.CONFIG_MAPPING if "RotaryEmbedding(nn.Module)" in modeling_source(t)))
 
 
 def tiny_default(model_type: str, rope=None) -> dict:
@@ -75,12 +80,13 @@ def tiny_default(model_type: str, rope=None) -> dict:
         raise LookupError("no stack of layers with hidden_size (a vision, audio or codec part)")
     if values[key("num_hidden_layers")] > LAYERS:
         values[key("num_hidden_layers")] = LAYERS
-        for name in ("layer_types", "no_rope_layers", "mlp_layer_types", "block_types_per_layer", "per_layer_config"):
+        for name in ("layer_types", "no_rope_layers", "mlp_layer_types", "block_types_per_layer", "per_layer_config",
+                     "layer_rope_theta"):
             values.pop(name, None)
     if values.pop("per_layer_config", None) is not None:  # recomputed by the config class from global_head_dim
         values["global_head_dim"] = 2 * HEAD_DIM
-    if values.get("head_dim"):
-        values["head_dim"] = HEAD_DIM
+    if values.get(key("head_dim")):  # (JetMoE: kv_channels)
+        values[key("head_dim")] = HEAD_DIM
     for name, small in (("qk_rope_head_dim", 16), ("qk_nope_head_dim", 16), ("v_head_dim", 16), ("rotary_dim", 16)):
         if values.get(name):
             values[name] = small
@@ -211,9 +217,10 @@ def check(config: dict, forms=("to_dict",), *, max_params: int = MAX_PARAMS, att
         raise
     except Exception as error:  # noqa: BLE001 -- transformers could not build or run it at this size
         return {**out, **{f: ("skipped", f"{type(error).__name__}: {str(error).splitlines()[0][:90]}") for f in read}}
+    measured = {}  # layer -> what its code does (configs.measure._analyse), shared by the forms
     for form, ours in read.items():
         try:
-            out[form] = compare(ours, captured)
+            out[form] = compare(ours, captured, measured)
             if attention:
                 compare_attention(ours, captured)
         except AssertionError as error:
@@ -240,10 +247,13 @@ def compare_attention(ours, captured) -> None:
                 f"layer {layer.index}: score scale {layer.score_scale:.6g}, the code's scaling {float(code):.6g}")
 
 
-def compare(ours, captured) -> tuple:
+def compare(ours, captured, measured: dict | None = None) -> tuple:
+    """('matched' | 'no record', detail) for the reader's layers against the captured run; measured: a cache of
+    each layer's _analyse, {layer: MeasuredLayer}, filled here (the same run compared with several readings)."""
     _, text, layers, position_ids, _ = captured
+    measured = {} if measured is None else measured
     assert ours.num_layers == text.num_hidden_layers
-    far = int(position_ids[0, -1])
+    far, probed = int(position_ids[0, -1]), int(position_ids[0, 4])  # (a model numbering its frames: 0, 1, ... 9)
     unknown = False
     for layer in ours.layers:
         if layer.index not in layers:
@@ -251,10 +261,12 @@ def compare(ours, captured) -> tuple:
                 f"layer {layer.index}: no attention call in the code, the reader says {layer.describe()}")
             continue
         q_before, q_after, k_before, k_after = layers[layer.index]
-        measured = _analyse(layer.index, q_before, q_after, far)
-        if ours.family == "generic" and layer.rope != measured.rope:  # the report says it does not know this
-            return "no record", f"layer {layer.index} rotates: {measured.rope} (which layers rotate is in the code)"
-        assert layer.rope == measured.rope, f"layer {layer.index}: rope {layer.rope}, the code: {measured.describe()}"
+        if layer.index not in measured:
+            measured[layer.index] = _analyse(layer.index, q_before, q_after, probed)
+        code = measured[layer.index]
+        if ours.family == "generic" and layer.rope != code.rope:  # the report says it does not know this
+            return "no record", f"layer {layer.index} rotates: {code.rope} (which layers rotate is in the code)"
+        assert layer.rope == code.rope, f"layer {layer.index}: rope {layer.rope}, the code: {code.describe()}"
         if not layer.rope:
             continue
         if layer.layout is None:
@@ -263,32 +275,32 @@ def compare(ours, captured) -> tuple:
         # p-RoPE's stopped pairs never turn, and pairs turning less than 1e-4 rad by the far position (a base of
         # 1e8 stretched by YaRN: Devstral 2) move q less than the probe sees: dims and layout through the scores
         whole_head = layer.rope_type == "proportional" or bool((layer.inv_freq * far < 1e-4).any())
-        assert whole_head or layer.rotary_dims == measured.rotary_dims, (layer.index, layer.rotary_dims,
-                                                                         measured.rotary_dims)
-        assert layer.direction == measured.direction, layer.index
+        assert whole_head or layer.rotary_dims == code.rotary_dims, (layer.index, layer.rotary_dims,
+                                                                     code.rotary_dims)
+        assert layer.direction == code.direction, layer.index
         record = FAMILIES.get(ours.model_type)
         reordered = record is not None and record.reorders_pairs and layer.layout == "interleaved"
         if reordered:  # q, k reached the attention as [first of every pair | second]: put the pairs back
             q_before, k_before = unreorder(q_before, *layer.rotary_dims), unreorder(k_before, *layer.rotary_dims)
         for before, after in ((q_before, q_after), (k_before, k_after)):
             # a query scaling (Ministral 3) is in both runs of the code, so q before and after RoPE both carry it
-            ours_after, size = scores(layer.apply(before, position_ids)), float(scores(after).abs().max())
+            ours_after, code_after = scores(layer.apply(before, position_ids)), scores(after)
+            size = float(code_after.abs().max())
             # positions 0-3: to 1e-5; with position `far`: many families compute angles in float32 (an error of
             # far * 2^-24 radians), so to 1e-3 there
             # q/k normalised after RoPE (NanoChat; Llama 4 with use_qk_norm): a factor on cos/sin cancels only up to
             # the norm's eps, which the reader leaves out (it reports the factor as 1): 1e-3 there
             near = 1e-3 if any("normalised after RoPE" in note for note in ours.notes) else 1e-5
             for part, tol in ((slice(0, 4), near), (slice(None), 1e-3)):
-                torch.testing.assert_close(ours_after[..., part, part], scores(after)[..., part, part], rtol=0,
+                torch.testing.assert_close(ours_after[..., part, part], code_after[..., part, part], rtol=0,
                                            atol=tol * size,
                                            msg=lambda m, layer=layer: f"layer {layer.index} scores: {m}")
-        expected = measured.layout if not reordered else "interleaved" if measured.layout == "half" else None
+        expected = code.layout if not reordered else "interleaved" if code.layout == "half" else None
         assert layer.layout == expected or whole_head, (
-            f"layer {layer.index}: layout {layer.layout}, the code pairs {measured.layout}")
+            f"layer {layer.index}: layout {layer.layout}, the code pairs {code.layout}")
     return ("no record", "layout unknown") if unknown else ("matched", "")
 
 
-MODEL_TYPES = rope_model_types()
 FORMS = ("to_dict", "legacy")
 L0 = 256  # the variants' original_max_position_embeddings (VARIANT_MAX_POSITIONS = 4 * L0)
 # name -> (pairs that turn, the family's rope entry) -> the variant's rope dict
@@ -323,62 +335,107 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def run_case(model_type: str, name: str, rope, counts, reasons, failures) -> None:
-    try:
-        config = tiny_default(model_type, rope)
-    except Exception as error:  # noqa: BLE001
-        counts["all", "skipped"] += 1
-        reasons["skipped"].append(f"{model_type}/{name}: config: {str(error).splitlines()[0][:90]}")
-        return
-    try:
-        with time_limit(LIMIT_S):
-            results = check(config, FORMS)
-    except TookTooLong as error:
-        results = {form: ("skipped", str(error)) for form in FORMS}
-    except AssertionError as error:
-        failures.append(f"{model_type}/{name}: {str(error).splitlines()[0][:200]}")
-        return
-    for form, (outcome, detail) in results.items():
-        counts[form, outcome] += 1
-        if detail or outcome != "matched":
-            reasons[outcome].append(f"{model_type}/{name}/{form}: {detail}")
+class Sweep:
+    """What a run of cases found: counts by (form, outcome), the reasons by outcome, the contradictions, and the
+    model_types whose default config is read without a family record."""
 
+    def __init__(self):
+        self.counts, self.reasons, self.failures = collections.Counter(), collections.defaultdict(list), []
+        self.without_record = []
 
-def read_without_a_record() -> list:
-    """model_types whose default (text) config the reader reads without a family record: what only the family's
-    code decides is reported as unknown for them (vision, audio and codec parts with a rotary embedding included)."""
-    out = []
-    for model_type in MODEL_TYPES:
+    def run(self, model_type: str, name: str, rope=None) -> None:
         try:
-            read = from_hf_config(tiny_default(model_type))
-        except Exception:  # noqa: BLE001 -- no text stack, or refused by key: counted by the sweep itself
-            continue
-        if read.family == "generic":
-            out.append(model_type)
-    return out
+            config = tiny_default(model_type, rope)
+        except Exception as error:  # noqa: BLE001
+            self.counts["all", "skipped"] += 1
+            self.reasons["skipped"].append(f"{model_type}/{name}: config: {str(error).splitlines()[0][:90]}")
+            return
+        if rope is None and read_without_a_record(config):
+            self.without_record.append(model_type)
+        try:
+            with time_limit(LIMIT_S):
+                results = check(config, FORMS)
+        except TookTooLong as error:
+            results = {form: ("skipped", str(error)) for form in FORMS}
+        except AssertionError as error:
+            self.failures.append(f"{model_type}/{name}: {str(error).splitlines()[0][:200]}")
+            return
+        for form, (outcome, detail) in results.items():
+            self.counts[form, outcome] += 1
+            if detail or outcome != "matched":
+                self.reasons[outcome].append(f"{model_type}/{name}/{form}: {detail}")
 
-
-def test_every_family_matches_its_code_or_is_refused_by_key(capsys, one_thread):
-    counts, reasons, failures = collections.Counter(), collections.defaultdict(list), []
-    for model_type in MODEL_TYPES:
-        run_case(model_type, "default", None, counts, reasons, failures)
-    for model_type in REPRESENTATIVES:
-        assert model_type in MODEL_TYPES, f"{model_type}: not a model_type with a rotary embedding any more"
-        for name, rope in VARIANTS.items():
-            run_case(model_type, name, rope, counts, reasons, failures)
-    with capsys.disabled():
-        print(f"\nconfigs sweep: {len(MODEL_TYPES)} model_types with a rotary embedding (default config), and "
-              f"{len(REPRESENTATIVES)} of them x {len(VARIANTS)} scaling variants; each case read through to_dict() "
-              f"and through rope_theta + rope_scaling (legacy)")
+    def print(self, title: str) -> None:
+        print(f"\nconfigs sweep, {title}; each case read through to_dict() and through rope_theta + rope_scaling "
+              f"(legacy)")
         for form in ("all", *FORMS):
-            line = ", ".join(f"{outcome} {n}" for (f, outcome), n in sorted(counts.items()) if f == form)
+            line = ", ".join(f"{outcome} {n}" for (f, outcome), n in sorted(self.counts.items()) if f == form)
             print(f"  {form}: {line}")
-        print(f"  contradicted: {len(failures)}")
-        unknown = read_without_a_record()
-        print(f"  read without a family record (code-only facts reported as unknown): {len(unknown)}: "
-              + ", ".join(unknown))
-        for outcome, lines in reasons.items():
+        print(f"  contradicted: {len(self.failures)}")
+        if self.without_record or "variants" not in title:
+            print(f"  read without a family record (code-only facts reported as unknown): {len(self.without_record)}: "
+                  + ", ".join(self.without_record))
+        for outcome, lines in self.reasons.items():
             print(f"  {outcome}:\n    " + "\n    ".join(lines))
-        if failures:
-            print("  contradicted:\n    " + "\n    ".join(failures))
-    assert not failures
+        if self.failures:
+            print("  contradicted:\n    " + "\n    ".join(self.failures))
+
+
+def read_without_a_record(config: dict) -> bool:
+    """Whether the reader reads this default (text) config without a family record: what only the family's code
+    decides is reported as unknown for it (vision, audio and codec parts with a rotary embedding included)."""
+    try:
+        return from_hf_config(config).family == "generic"
+    except (ValueError, TypeError):  # refused by key: counted by the sweep itself
+        return False
+
+
+def sweep_defaults(capsys, half: int) -> None:
+    """Every other model_type's default config (half 0: the 1st, 3rd, ...; half 1: the 2nd, 4th, ...)."""
+    model_types = rope_model_types()[half::2]
+    found = Sweep()
+    for model_type in model_types:
+        found.run(model_type, "default")
+    with capsys.disabled():
+        found.print(f"default configs, model_types {half + 1}, {half + 3}, ... of the {len(rope_model_types())} with "
+                    f"a rotary embedding: {len(model_types)}")
+    assert not found.failures
+
+
+# Three classes: pytest-xdist's --dist loadscope (make test) gives each class to one worker, so the cases run on both
+# cores at once (the default configs in two halves, the scaling variants beside them).
+class TestDefaultConfigsInEvenPlaces:
+    def test_every_family_matches_its_code_or_is_refused_by_key(self, capsys, one_thread):
+        sweep_defaults(capsys, 0)
+
+
+class TestDefaultConfigsInOddPlaces:
+    def test_every_family_matches_its_code_or_is_refused_by_key(self, capsys, one_thread):
+        sweep_defaults(capsys, 1)
+
+
+class TestScalingVariants:
+    def test_every_variant_matches_the_code_or_is_refused_by_key(self, capsys, one_thread):
+        found = Sweep()
+        for model_type in REPRESENTATIVES:
+            assert model_type in rope_model_types(), f"{model_type}: not a model_type with a rotary embedding any more"
+            for name, rope in VARIANTS.items():
+                found.run(model_type, name, rope)
+        with capsys.disabled():
+            found.print(f"scaling variants: {len(REPRESENTATIVES)} model_types x {len(VARIANTS)} variants")
+        assert not found.failures
+
+
+def test_muse_glimmer_hands_attention_queries_scaled_by_qk_scale_factor(one_thread):
+    """What the Muse Glimmer record notes beside its score scale, measured: each q reaches attention RMS-normalised
+    and times qk_scale_factor (its RMS over the head is the factor, to the norm's eps), each k RMS-normalised
+    (RMS 1), with the scaling head_dim^-1/2 (compare_attention checks that one)."""
+    config = {**tiny_default("muse_glimmer_text"), "qk_scale_factor": 2.5}
+    read = from_hf_config(config)
+    assert any("= 2.5: the softmax sees 2.5 x score_scale" in note for note in read.notes)
+    captured = capture(config)
+    for q_before, _, k_before, _ in captured.layers.values():
+        torch.testing.assert_close(q_before.pow(2).mean(-1).sqrt(), torch.full(q_before.shape[:-1], 2.5,
+                                   dtype=q_before.dtype), rtol=1e-3, atol=0)
+        torch.testing.assert_close(k_before.pow(2).mean(-1).sqrt(), torch.ones(k_before.shape[:-1],
+                                   dtype=k_before.dtype), rtol=1e-3, atol=0)

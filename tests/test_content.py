@@ -321,6 +321,6 @@ def test_decoding_with_a_cache_equals_the_full_forward(name, rotated):
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=0)
     assert (plain - full).abs().max() > 1e-2  # the encoding changes the logits: the test compares something
     if name != "cope":  # CoPE keeps nothing beside the keys; the other two keep their token state
-        assert cache.states[0] is not None and all(t.shape[2] == 12 for t in cache.states[0].values())
+        assert cache.layers[0].state is not None and all(t.shape[2] == 12 for t in cache.layers[0].state.values())
     else:
-        assert cache.states[0] is None
+        assert cache.layers[0].state is None

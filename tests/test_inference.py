@@ -583,6 +583,9 @@ BAD = [  # (id, call, error type, what the message must say)
     ("attention state dropped", lambda: _cached_with_state().update(0, K[..., :1, :], K[..., :1, :],
                                                                    torch.tensor([3])), TypeError,
      r"state must be a dict name -> tensor, the encoding's token_state \(layer 0 holds one\), got NoneType"),
+    ("attention state added late", lambda: _cached().update(0, K[..., :1, :], K[..., :1, :], torch.tensor([3]),
+                                                           state={"g": K[..., :1, :1]}), ValueError,
+     r"state must be None in layer 0: its cached tokens keep no token state, got \['g'\]"),
     ("attention state renamed", lambda: _cached_with_state().update(0, K[..., :1, :], K[..., :1, :], torch.tensor([3]),
                                                                     state={"h": K[..., :1, :1]}), ValueError,
      r"state must have the cached names \['g'\] in layer 0, got \['h'\]"),
@@ -664,11 +667,28 @@ def test_bad_input_is_refused_by_name(call, exc, pattern):
 def test_bad_input_changes_nothing():
     """A refused update leaves the cache as it was (checked before anything is stored)."""
     cache = _cached()
-    before = [t.clone() for t in cache.layers[0]]
+    held = cache.layers[0]
+    before = {name: t.clone() for name, t in held._asdict().items() if t is not None}  # state: None, no tensor
     for bad in (torch.randn(1, 2, 1, 8, dtype=torch.float64), torch.randn(1, 2, 1, 6)):
         with pytest.raises(ValueError):
             _step(cache, k=bad)
-    assert all(torch.equal(a, b) for a, b in zip(cache.layers[0], before))
+    entry = cache.layers[0]
+    assert entry is held and entry.state is None
+    assert all(torch.equal(getattr(entry, name), t) for name, t in before.items())
+
+
+def test_a_token_state_lives_in_its_entry():
+    """The token state is the entry's last field, kept with the keys it belongs to; `states` only reads it."""
+    cache = _cached_with_state()
+    entry = cache.layers[0]
+    assert entry.state["g"].shape == (1, 2, 3, 1) and entry.positions.tolist() == [[0, 1, 2]]
+    got = cache.update(0, K[..., :1, :], K[..., :1, :], torch.tensor([3]), state={"g": K[..., :1, :1] + 1})
+    entry = cache.layers[0]
+    torch.testing.assert_close(entry.state["g"], torch.cat((K[..., :1], K[..., :1, :1] + 1), 2), atol=0, rtol=0)
+    assert got.state["g"] is entry.state["g"] and cache.states == (entry.state,)
+    with pytest.raises((TypeError, AttributeError)):
+        cache.states[0] = None                                                   # a view: set it through layers
+    assert _cached().layers[0].state is None and _cached().states == (None,)
 
 
 def test_start_at_the_limit_is_exact():

@@ -231,13 +231,14 @@ def _reuse(num_layers, b=4, d=6):
         llama_decode_step(model, chunk, at_b, torch.arange(b, b + d))
         llama_decode_step(model, prefix, cache, torch.arange(b))
         moved_gap = 0.0
-        for layer, ((k, v, pos, valid), alone) in enumerate(zip(at_zero.layers, at_b.layers)):
-            moved = rerotate_keys(k, b)
+        for layer, (chunk_entry, alone) in enumerate(zip(at_zero.layers, at_b.layers)):
+            moved = rerotate_keys(chunk_entry.keys, b)
             moved_gap = max(moved_gap, _gap(moved, alone.keys))
             held = cache.layers[layer]
-            cache.layers[layer] = CacheEntry(torch.cat((held.keys, moved), -2), torch.cat((held.values, v), -2),
-                                             torch.cat((held.positions, pos + b), -1),
-                                             torch.cat((held.valid, valid), -1))
+            cache.layers[layer] = CacheEntry(torch.cat((held.keys, moved), -2),
+                                             torch.cat((held.values, chunk_entry.values), -2),
+                                             torch.cat((held.positions, chunk_entry.positions + b), -1),
+                                             torch.cat((held.valid, chunk_entry.valid), -1))
         step = llama_decode_step(model, nxt, cache, torch.tensor([b + d]))[0, -1]
         whole = model(torch.cat((prefix, chunk, nxt), 1)).logits[0, -1]
     return moved_gap, _gap(step, whole)
@@ -439,8 +440,8 @@ def test_context_shift_keeps_each_token_state_with_its_key():
     cache = KVCache(1)
     cache.update(0, keys, keys, torch.arange(10), state={"made_at": torch.arange(10.0).view(1, 1, 10, 1)})
     shifted = context_shift(cache, 3, n_keep=2)
-    assert shifted.states[0]["made_at"].flatten().tolist() == [0, 1, 5, 6, 7, 8, 9]
-    assert cache.states[0]["made_at"].flatten().tolist() == list(range(10))
+    assert shifted.layers[0].state["made_at"].flatten().tolist() == [0, 1, 5, 6, 7, 8, 9]
+    assert cache.layers[0].state["made_at"].flatten().tolist() == list(range(10))
     got = shifted.update(0, keys[..., :1, :], keys[..., :1, :], torch.tensor([7]),
                          state={"made_at": torch.full((1, 1, 1, 1), 10.0)})
     assert got.state["made_at"].flatten().tolist() == [0, 1, 5, 6, 7, 8, 9, 10]

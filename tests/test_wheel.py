@@ -5,6 +5,7 @@ environment that has the wheel and not the clone, prints exactly its stored outp
 The fresh environment is a new venv with the wheel installed into it; the course's dependencies come from
 the test's own environment through a path entry (not its site-packages' .pth files, so the clone's
 editable install is not seen there)."""
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,10 @@ NOTEBOOK = "07_extrapolation.ipynb"  # reads the cached results (JSON) and the s
 
 
 def _run(*args, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
+    """args run as a subprocess; without PYTHONPATH (a PYTHONPATH pointing at the clone would put the clone's
+    posenc_lib before the installed wheel's, and the test would check the clone)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, **kwargs)
     assert done.returncode == 0, f"{args}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 

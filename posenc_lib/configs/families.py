@@ -23,7 +23,8 @@ a fact with parts is a small named record (Switch, Pattern, LegacyScaling ... be
       transformers' to_dict writes) wins.
     keys: the family's own names for settings every family has, {setting: its key}: rope_theta (GPT-NeoX:
       rotary_emb_base), partial_rotary_factor (GPT-NeoX: rotary_pct; GPT-J, CodeGen: rotary_dim, a count of dims,
-      as transformers names it everywhere), sliding_window (RecurrentGemma: attention_window_size). A tuple
+      as transformers names it everywhere), sliding_window (RecurrentGemma: attention_window_size), head_dim
+      (JetMoE: kv_channels, its config class's attribute_map name for head_dim). A tuple
       of keys: the config class reads the first of them the config holds (MiniMax-M2: partial_rotary_factor,
       else its legacy rotary_dim, which MiniMaxM2Config divides by head_dim into the factor).
     fixed: values written in the family's code rather than read from the config, {setting: value}: rope_theta
@@ -75,7 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 # the settings a family may read from a key of its own name (Family.keys), and those its code may fix (Family.fixed)
-SHARED_SETTINGS = ("rope_theta", "partial_rotary_factor", "sliding_window")
+SHARED_SETTINGS = ("rope_theta", "partial_rotary_factor", "sliding_window", "head_dim")
 CODE_SETTINGS = ("rope_theta", "partial_rotary_factor", "score_scale", "direction")
 
 
@@ -549,6 +550,35 @@ REGISTRY = (
         "qwen3_moe", "seed_oss", "solar_open", "stablelm", "step3p5", "step3p7", "ultrabert",
         "vaultgemma", "voxtral_realtime_encoder",
     ), source="modeling_<model_type>.py: rotate_half on the two halves; every attention layer"),
+    Family("persimmon", ("persimmon",), head_dim="hidden",
+           defaults={"rope_theta": 10000.0, "partial_rotary_factor": 0.5, "max_position_embeddings": 16384},
+           source="modeling_persimmon.py: head_dim = hidden_size // num_heads; q and k LayerNorm-ed, then "
+                  "rotate_half on their first rotary_ndims = head_dim x partial_rotary_factor dims (PersimmonConfig: "
+                  "0.5 when not given)"),
+    Family("jetmoe", ("jetmoe",), keys={"head_dim": ("kv_channels", "head_dim")},
+           defaults={"rope_theta": 10000.0, "kv_channels": 128, "max_position_embeddings": 4096},
+           source="modeling_jetmoe.py: heads of kv_channels dims (JetMoeConfig's attribute_map: head_dim -> "
+                  "kv_channels), rotate_half on the whole head; q from a mixture of attention experts"),
+    # Nemotron 3.5 Transcribe's audio encoders (ASR encoder, word-timestamp head, which numbers its upsampled frames
+    # 0, 1, ... itself): bidirectional, q and k LayerNorm-ed before rotate_half on the first head_dim x
+    # partial_rotary_factor dims. Their config classes fill rope_parameters {'rope_theta': 10000.0,
+    # 'partial_rotary_factor': 0.5} when it is absent, ignoring a top-level rope_theta, and read a given
+    # rope_parameters without partial_rotary_factor as 1.0: no one default to state, so an absent rope_parameters is
+    # refused
+    Family("nemotron3_5_transcribe", ("nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp"),
+           causal=False, refused=(Refusal("rope_parameters", (None,), (
+               "absent, the Nemotron 3.5 Transcribe config classes put rope_theta 10000 and partial_rotary_factor 0.5 "
+               "in it whatever a top-level rope_theta says (give rope_parameters)")),),
+           defaults={"max_position_embeddings": 5000},
+           source="modeling_nemotron3_5_transcribe.py: Nemotron3_5TranscribeAttention (is_causal False) applies "
+                  "nn.LayerNorm q_norm/k_norm, then rotate_half on the first cos.shape[-1] dims"),
+    Family("muse_glimmer_text", ("muse_glimmer", "muse_glimmer_text"), layers="muse_glimmer",
+           defaults={"rope_theta": 10000.0, "head_dim": 128, "sliding_window": 2048, "max_position_embeddings": 131072,
+                     "qk_scale_factor": 3.87},
+           source="modeling_muse_glimmer.py: rotate_half on the whole head; MuseGlimmerTextModel hands "
+                  "position_embeddings=None to the layers whose layer_rope_theta is 0 (NoPE), one rotary embedding "
+                  "at rope_parameters' base to the others; q = RMSNorm(q) x qk_scale_factor, k = RMSNorm(k), before "
+                  "RoPE; scaling head_dim^-1/2"),
     # HunYuan: q and k RMS-normalised after RoPE in every layer; a 'dynamic' rope dict with alpha is fixed NTK-alpha
     Family("hunyuan_v1_dense", ("hunyuan_v1_dense", "hunyuan_v1_moe"), qk_norm_after_rope="always",
            fixed={"partial_rotary_factor": 1.0},

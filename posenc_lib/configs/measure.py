@@ -8,7 +8,9 @@ family's modeling code. `measure` runs that code at a tiny size and reads the an
      full rank; an indexer of 2 small heads); head_dim, rotary settings, rope parameters and the layer count and
      types are kept;
   2. the model is built with an attention function of ours that records the q and k each layer hands to
-     it (after RoPE) and returns zeros, so every layer's input does not depend on what attention saw;
+     it (after RoPE) and returns zeros, so every layer's input does not depend on what attention saw; its
+     LayerNorm biases are drawn at random (a LayerNorm on q before RoPE, Persimmon's, would leave every q
+     with dims summing to 0, a plane on which step 4's fit cannot tell the map along (1, ..., 1));
   3. it is run twice on the same random inputs: as it is, and with its rotary-embedding module answering
      cos = 1, sin = 0 (no turn): the second run gives q and k before RoPE;
   4. per layer, the map M(m) from q before to q after RoPE at position m is fitted (least squares over all
@@ -129,8 +131,9 @@ def tiny_config(config: dict):
                          f"{transformers.__version__} knows")
     text = transformers.AutoConfig.for_model(model_type, **fields).get_text_config()
     values = text.to_dict()
-    named = getattr(type(text), "attribute_map", {})  # GPT-J's config.json says n_embd, n_head for these
-    values = {k: values.get(named[k]) for k in ("hidden_size", "num_attention_heads") if k in named} | values
+    named = getattr(type(text), "attribute_map", {})  # GPT-J's config.json says n_embd, n_head; JetMoE kv_channels
+    values = {k: values.get(named[k]) for k in ("hidden_size", "num_attention_heads", "head_dim")
+              if k in named} | values
     head_dim = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
     heads = 2
     small = {"num_attention_heads": heads, "num_key_value_heads": min(values.get("num_key_value_heads") or 2, heads)}
@@ -221,7 +224,9 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Cap
     """Run the tiny model twice (with and without its rotary turn); return what it recorded (`Captured`).
     Positions are 0, 1, 2, 3 and far = min(max_position_embeddings, 4096) - 1 in every row (far shows the slowest
     pairs turning, below the length where dynamic NTK or LongRoPE would change the frequencies); enough rows that
-    batch x heads >= the q head size (the fit of M needs as many independent q vectors as dims)."""
+    batch x heads >= the q head size (the fit of M needs as many independent q vectors as dims). A model that
+    ignores position_ids and numbers its frames 0, 1, ... itself is recorded at those positions (Captured's
+    position_ids says which: the fifth is then 4)."""
     import transformers
     from transformers import AttentionInterface, masking_utils
 
@@ -239,6 +244,9 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Cap
     AttentionInterface.register(PROBE, probe)
     AttentionInterface.register(PROBE_MASKED, probe)
     masking_utils.AttentionMaskInterface.register(PROBE_MASKED, masking_utils.sdpa_mask)
+    # every position through every layer: Gemma 4's KV-shared layers would keep only the last position (and index
+    # the per-layer inputs switched off above) unless hidden states are asked for
+    text.output_hidden_states = True
     text._attn_implementation = PROBE_MASKED if "indexed_attention" in (getattr(text, "layer_types", None) or ()) \
         else PROBE
     cls = _model_class(text)
@@ -254,13 +262,17 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Cap
         model = cls(text).eval().double()  # float64: the measured angles are not float32 rounding
     finally:
         transformers.logging.set_verbosity(verbosity)
+    for module in model.modules():  # a mean-subtracting LayerNorm on q before RoPE (Persimmon) leaves q where its
+        if isinstance(module, torch.nn.LayerNorm) and module.bias is not None:  # dims sum to 0, and the fit cannot
+            torch.nn.init.normal_(module.bias)  # tell the map on (1, ..., 1): a random bias moves q off that plane
     layer_of = _layer_index(model, text.num_hidden_layers)
     rotaries = [m for name, m in model.named_modules() if type(m).__name__.endswith("RotaryEmbedding")
                 and "vision" not in name.lower()]
     if not rotaries:
         raise ValueError(f"{cls.__name__} has no rotary-embedding module to switch off")
     values = text.to_dict()  # (Gemma 4 refuses text.head_dim: its heads differ per layer, in per_layer_config)
-    dims = [values.get(k) for k in ("head_dim", "qk_head_dim")]
+    named = getattr(type(text), "attribute_map", {})  # JetMoE's head_dim is its kv_channels
+    dims = [values.get(k) for k in ("head_dim", "qk_head_dim", named.get("head_dim"))]
     dims += [(values.get("qk_nope_head_dim") or 0) + (values.get("qk_rope_head_dim") or 0),
              text.hidden_size // text.num_attention_heads]
     layer_configs = values.get("per_layer_config")  # per-layer head sizes (Gemma 4's global_head_dim)
@@ -276,7 +288,12 @@ def capture(config: dict, *, seed: int = 0, max_params: int = MAX_PARAMS) -> Cap
     except RuntimeError:  # kernels without float64 (grouped expert matmuls): float32, rounding in the angles
         model, hidden = model.float(), hidden.float()
         runs = [_run(model, hidden, position_ids, rotaries, seen, layer_of, turn) for turn in (False, True)]
-    before, after = runs
+    (before, _), (after, handed) = runs
+    if (isinstance(handed, torch.Tensor) and handed.dim() == 2 and handed.shape[-1] != position_ids.shape[-1]
+            and handed.shape[-1] >= 5 and torch.equal(handed[0], torch.arange(handed.shape[-1]))):
+        # a model that numbers its frames itself (Nemotron 3.5 Transcribe's word-timestamp head upsamples them and
+        # counts 0, 1, ..., ignoring position_ids): the positions its rotary module was handed
+        position_ids = handed.expand(batch, -1)
     if not after:
         raise ValueError(f"{cls.__name__}'s layers do not call transformers' attention interface: nothing to record")
     layers = {i: CapturedLayer(q_before=before[i].q, q_after=after[i].q, k_before=before[i].k, k_after=after[i].k)
@@ -292,40 +309,46 @@ class _Seen(NamedTuple):
     told: dict
 
 
-def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> dict:
-    """One forward pass; {layer: _Seen}. turn=False: rotary modules answer cos = 1, sin = 0."""
+def _run(model, hidden, position_ids, rotaries, seen, layer_of, turn: bool) -> tuple:
+    """One forward pass; ({layer: _Seen}, the position_ids the first rotary module was handed, or None).
+    turn=False: rotary modules answer cos = 1, sin = 0."""
     seen.clear()
-    handles = [] if turn else [r.register_forward_hook(lambda mod, args, out: _identity_rotary(out))
-                               for r in rotaries]
+    handed = []
+    handles = [rotaries[0].register_forward_hook(
+        lambda mod, args, out: handed.append(args[1] if len(args) > 1 else None))]
+    handles += [] if turn else [r.register_forward_hook(lambda mod, args, out: _identity_rotary(out))
+                                for r in rotaries]
     try:
         with torch.no_grad():
             model(inputs_embeds=hidden, position_ids=position_ids, use_cache=False)
     finally:
         for h in handles:
             h.remove()
-    return {layer_of[id(m)]: _Seen(q, k, told) for m, q, k, told in seen if id(m) in layer_of}
+    return ({layer_of[id(m)]: _Seen(q, k, told) for m, q, k, told in seen if id(m) in layer_of},
+            handed[0] if handed else None)
 
 
-def _fit(before: torch.Tensor, after: torch.Tensor, m: int) -> torch.Tensor:
-    """M with after[..., m, :] = before[..., m, :] @ M^T, fitted over batch and heads: (head_dim, head_dim)."""
-    x = before[..., m, :].reshape(-1, before.shape[-1])
-    y = after[..., m, :].reshape(-1, after.shape[-1])
-    return torch.linalg.lstsq(x, y).solution.T
+def _fit(before: torch.Tensor, after: torch.Tensor) -> tuple:
+    """Per position t, M_t with after[..., t, :] = before[..., t, :] @ M_t^T, fitted over batch and heads (one
+    batched least-squares solve): (positions, head_dim, head_dim), and each fit's largest residual."""
+    x = before.movedim(-2, 0).reshape(before.shape[-2], -1, before.shape[-1])  # (positions, batch x heads, d)
+    y = after.movedim(-2, 0).reshape(after.shape[-2], -1, after.shape[-1])
+    maps = torch.linalg.lstsq(x, y).solution.transpose(-1, -2)
+    return maps, (x @ maps.transpose(-1, -2) - y).abs().amax(dim=(1, 2))
 
 
 def _analyse(index: int, before: torch.Tensor, after: torch.Tensor, far: int, tol: float = 1e-5) -> MeasuredLayer:
-    """One layer's facts from q before and after RoPE at positions (0, 1, 2, 3, far)."""
+    """One layer's facts from q before and after RoPE at positions (0, 1, 2, 3, far, ...): far is the fifth."""
     d = before.shape[-1]
-    maps = [_fit(before, after, t) for t in range(before.shape[-2])]
-    for t, m in enumerate(maps):
-        residual = (before[..., t, :] @ m.T - after[..., t, :]).abs().max() / after.abs().max()
-        if residual > 1e-3:
-            raise ValueError(f"layer {index}: q after RoPE is not a linear function of q before it "
-                             f"(relative residual {float(residual):.2g})")
+    maps, residuals = _fit(before, after)
+    residuals = residuals / after.abs().max()
+    if bool((residuals > 1e-3).any()):
+        raise ValueError(f"layer {index}: q after RoPE is not a linear function of q before it "
+                         f"(relative residual {float(residuals.max()):.2g})")
     m0 = maps[0]
     near, far_map = m0.T @ maps[3], m0.T @ maps[4]  # what q.k sees between position 0 and 3, and 0 and far
     size = float(torch.diagonal(m0.T @ m0).max()) ** 0.5
-    moved = torch.stack([(m - m0).abs().amax(dim=0) for m in maps[1:]]).amax(dim=0)  # (d,) per input dim
+    moved = (maps[1:] - m0).abs().amax(dim=(0, 1))  # (d,) per input dim: how far its column moves
     changed = torch.nonzero(moved > tol * size).flatten().tolist()
     if not changed:
         return MeasuredLayer(index=index, attends=True, rope=False, head_dim=d, rotary_dims=(0, 0),
@@ -343,12 +366,13 @@ def _analyse(index: int, before: torch.Tensor, after: torch.Tensor, far: int, to
         layout, pairs = "half", [(start + i, start + i + r // 2) for i in range(r // 2)]
     if pairs is None:
         pairs = sorted({tuple(sorted((j, partner[j]))) for j in changed})
-    coarse = torch.stack([torch.atan2(near[p, i], near[i, i]) for i, p in pairs]) / 3  # |3 theta| < pi
-    fine = torch.stack([torch.atan2(far_map[p, i], far_map[i, i]) for i, p in pairs])
+    first, second = torch.tensor(pairs).T  # (pairs,) each: the dims i < p of each pair
+    coarse = torch.atan2(near[second, first], near[first, first]) / 3  # |3 theta| < pi
+    fine = torch.atan2(far_map[second, first], far_map[first, first])
     turns = torch.round((coarse * far - fine) / (2 * math.pi))  # whole turns the far angle wrapped
     angles = (fine + 2 * math.pi * turns) / far
     direction = 1 if float(angles.sum()) > 0 else -1
-    factor = float(torch.stack([m0[:, i].norm() for i, _ in pairs]).mean())
+    factor = float(m0[:, first].norm(dim=0).mean())
     return MeasuredLayer(index=index, attends=True, rope=True, head_dim=d,
                          rotary_dims=(start, stop) if block else None, layout=layout, direction=direction,
                          inv_freq=angles.abs(), attention_factor=factor)
@@ -366,7 +390,7 @@ def measure(config: dict) -> Measured:
         raise ImportError("configs.measure runs the family's code: it needs transformers installed") from error
     captured = capture(config)
     text, layers = captured.text, captured.layers
-    far = int(captured.position_ids[0, -1])
+    far = int(captured.position_ids[0, 4])
     out = []
     for i in range(text.num_hidden_layers):
         if i not in layers:

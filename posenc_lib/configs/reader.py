@@ -485,6 +485,35 @@ def _kimi_linear(r, n):
     return out
 
 
+def _rope_theta_flags(r, n) -> list:
+    """Muse Glimmer: layer_rope_theta, one base per layer, 0 for a NoPE layer. Its code reads only whether an entry
+    is 0 (MuseGlimmerTextModel passes position_embeddings=None there) and turns every other layer at
+    rope_parameters' rope_theta. Without the key: NoPE on every 4th layer counted back from the last (its config
+    class), the layers that are full attention by default. Notes its query factor (qk_scale_factor)."""
+    factor = r.number("qk_scale_factor")
+    r.notes.append(tr(f"q and k are RMS-normalised (no learned scale) before RoPE, then q is multiplied by "
+                      f"{r.name('qk_scale_factor')} = {factor:g}: the softmax sees {factor:g} x score_scale x the "
+                      f"normalised q.k (score_scale is the scaling the code hands to attention)",
+                      f"q 和 k 在 RoPE 之前做 RMS 归一化（无可学习缩放），然后 q 乘以 {r.name('qk_scale_factor')} = "
+                      f"{factor:g}：softmax 看到的是 {factor:g} x score_scale x 归一化后的 q·k（score_scale 是代码交给"
+                      f"注意力函数的缩放）"))
+    given = r.config.get("layer_rope_theta")
+    if given is None:
+        return [int((n - 1 - i) % 4 != 0) for i in range(n)]
+    if not isinstance(given, (list, tuple)) or len(given) != n:
+        raise ValueError(f"{r.name('layer_rope_theta')} must be a list of one base (0: NoPE) for each of the {n} "
+                         f"layers (num_hidden_layers), got {given!r}")
+    flags = [int(_checks.positive_float(f"{r.name('layer_rope_theta')}[{i}]", v, inclusive=True) > 0)
+             for i, v in enumerate(given)]
+    if any(flags):
+        r.notes.append(tr(f"{r.name('layer_rope_theta')}: only whether an entry is 0 (NoPE) is read; transformers' "
+                          f"Muse Glimmer code turns every other layer at rope_parameters' rope_theta, whatever its "
+                          f"entry says",
+                          f"{r.name('layer_rope_theta')}：只读每项是否为 0（NoPE）；transformers 的 Muse Glimmer "
+                          f"代码让其余各层都按 rope_parameters 的 rope_theta 旋转，不管该项写的是多少"))
+    return flags
+
+
 def _cross_attention_layers(r, n):  # Mllama: the listed layers attend to the image tokens
     listed = r.get("cross_attention_layers") or []
     if not isinstance(listed, (list, tuple)) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
@@ -516,6 +545,8 @@ LAYER_RULES = {
     "block_types": _block_types,
     "cross_attention_layers": _cross_attention_layers,
     "kimi_linear": _kimi_linear,
+    # Muse Glimmer: full attention on every 4th layer counted back from the last (MuseGlimmerTextConfig)
+    "muse_glimmer": lambda r, n: ["full_attention" if (n - 1 - i) % 4 == 0 else "sliding_attention" for i in range(n)],
     "all_indexed": lambda r, n: ["indexed_attention"] * n,  # DeepSeek-V3.2: every layer DSA (its config class)
 }
 # the rules that also say per layer whether RoPE is used (no_rope_layers) -> whether their config class takes an
@@ -532,7 +563,8 @@ def _layers(r: _Reader, n: int) -> tuple[list, list]:
         "DeepSeek-V4's compressed layers: a sliding window plus keys each compressed from a block of earlier tokens)"))
     if types is None:
         types = LAYER_RULES[family.layers](r, n)
-    flags = _no_rope_flags(r, n) if family.layers in _FLAG_RULES else [1] * n
+    flags = (_no_rope_flags(r, n) if family.layers in _FLAG_RULES
+             else _rope_theta_flags(r, n) if family.layers == "muse_glimmer" else [1] * n)
     rotating = None if family.rope_layers is None else family.rope_layers.layer_types
     if rotating is not None and family.rope_layers.all_without_window and r.get("sliding_window") is None:
         rotating = None
@@ -549,7 +581,10 @@ def _head_dims(r: _Reader) -> _HeadDims:
         rope, nope = r.int("qk_rope_head_dim", required=True), r.int("qk_nope_head_dim", required=True)
         # the rotary embedding sizes its frequencies by head_dim x partial (families.py)
         return _HeadDims(head_dim=nope + rope, rope_dims=r.int("head_dim") or rope, start=nope)
-    head_dim = r.int("head_dim") if r.family.head_dim == "head_dim" else None
+    head_dim = None
+    if r.family.head_dim == "head_dim":  # the first of the family's head-size keys the config holds (JetMoE's two)
+        names = r.family.keys_of("head_dim")
+        head_dim = r.int(next((k for k in names if k in r.config), names[0]))
     if head_dim is None:  # transformers: hidden_size // num_attention_heads
         key = "hidden_size" if "hidden_size" in r.config or "n_embd" not in r.config else "n_embd"
         hidden = r.int(key, required=True)
