@@ -94,14 +94,19 @@ class ExperimentConfig:
             raise ValueError(f"eval_multiples must include 1 (the training length), got {self.eval_multiples}")
 
 
+def stored_config(results: dict, cls: type, *, key: str = "config", written_by: str = "posenc_lib.experiments"):
+    """The config dataclass `cls` stored in a results dict under provenance[key] (JSON lists become tuples)."""
+    try:
+        stored = results["provenance"][key]
+    except (KeyError, TypeError):
+        raise ValueError(f"results must be a dict written by {written_by} (with provenance.{key}), "
+                         f"got {type(results).__name__}") from None
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+
+
 def config_from(results: dict) -> ExperimentConfig:
     """The ExperimentConfig stored in a results dict's provenance (JSON lists become tuples)."""
-    try:
-        stored = results["provenance"]["config"]
-    except (KeyError, TypeError):
-        raise ValueError("results must be a dict written by posenc_lib.experiments (with provenance.config), "
-                         f"got {type(results).__name__}") from None
-    return ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+    return stored_config(results, ExperimentConfig)
 
 
 def probe_length(cfg: ExperimentConfig) -> int:

@@ -26,7 +26,7 @@ import torch
 from .. import _checks
 from ..frequencies import TRUNCATIONS, drop_rope, truncated_rope
 from ..printing import seed_stats
-from .config import ExperimentConfig, config_from
+from .config import ExperimentConfig, config_from, stored_config
 from .corpus import load_corpus
 from .evaluation import eval_ends, evaluate
 from .paths import data_file
@@ -163,9 +163,4 @@ def load_frequencies(data_dir: Path | str | None = None) -> dict:
 
 def frequency_config_from(results: dict) -> FrequencyConfig:
     """The FrequencyConfig stored in run_frequencies' provenance (JSON lists become tuples)."""
-    try:
-        stored = results["provenance"]["frequencies_config"]
-    except (KeyError, TypeError):
-        raise ValueError("results must be a dict written by run_frequencies (with provenance.frequencies_config), "
-                         f"got {type(results).__name__}") from None
-    return FrequencyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+    return stored_config(results, FrequencyConfig, key="frequencies_config", written_by="run_frequencies")
