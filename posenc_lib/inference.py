@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
 import torch
@@ -159,25 +160,46 @@ def _entry(held) -> CacheEntry | None:
     return None if held is None else CacheEntry(*held)
 
 
-def _per_tensor(fn, *entries: CacheEntry) -> CacheEntry:
-    """One CacheEntry from entries of one layout, tensor by tensor: fn(the entries' tensors of one field, the token
-    axis) -> tensor. The token axis is 2 for keys, values and each state tensor (batch, *, T, *), 1 for positions
-    and valid (batch, T): every per-token tensor goes through the same slots."""
-    fields = [fn([entry[i] for entry in entries], 2 if i < 2 else 1) for i in range(4)]
+_TOKEN_AXES = (("keys", 2), ("values", 2), ("positions", 1), ("valid", 1))  # each tensor's token axis
+
+
+def _per_tensor(op: str, entries: tuple, *args) -> CacheEntry:
+    """One CacheEntry from entries of one layout, tensor by tensor, by one op along each tensor's token axis (2 for
+    keys, values and every state tensor (batch, *, T, *); 1 for positions and valid (batch, T)):
+
+        "cat"     the entries' tokens one after the other (torch.cat makes new tensors: nothing given is changed)
+        "take"    the tokens in the slots args[0] (a 1-D index), in that order
+        "narrow"  args[1] tokens from slot args[0]
+        "roll"    the tokens rolled by args[0] slots
+    """
+    columns = []                                           # (the entries' tensors of one field, its token axis)
+    for name, axis in _TOKEN_AXES:
+        columns.append((tuple(map(attrgetter(name), entries)), axis))
     state = entries[0].state
     if state is not None:
-        state = {name: fn([entry.state[name] for entry in entries], 2) for name in state}
-    return CacheEntry(*fields, state)
+        for name in state:
+            columns.append((tuple(map(itemgetter(name), map(attrgetter("state"), entries))), 2))
+    made = []                                              # a loop, not a function per tensor: decoding calls this
+    for tensors, axis in columns:                          # a few times per layer and step
+        if op == "cat":
+            made.append(torch.cat(tensors, axis))
+        elif op == "take":
+            made.append(tensors[0].index_select(axis, args[0]))
+        elif op == "narrow":
+            made.append(tensors[0].narrow(axis, args[0], args[1]))
+        else:                                              # "roll"
+            made.append(tensors[0].roll(args[0], axis))
+    return CacheEntry(*made[:4], None if state is None else dict(zip(state, made[4:])))
 
 
 def _cat(*entries: CacheEntry) -> CacheEntry:
     """The entries' tokens one after the other (torch.cat makes new tensors: nothing given is changed)."""
-    return _per_tensor(lambda ts, dim: torch.cat(ts, dim), *entries)
+    return _per_tensor("cat", entries)
 
 
 def _take(entry: CacheEntry, index: torch.Tensor) -> CacheEntry:
     """The entry's tokens in the slots `index` (1-D), in that order."""
-    return _per_tensor(lambda ts, dim: ts[0].index_select(dim, index), entry)
+    return _per_tensor("take", (entry,), index)
 
 
 class KVCache:
@@ -779,15 +801,16 @@ class RingBufferCache(KVCache):
                                  f"got {int(positions[0, 0])} (a ring buffer drops the token n - W by counting)")
         W, n, T = self.window, self.written[layer], k.shape[-2]
         new = CacheEntry(k, v, positions, valid, state)   # whole entries go through the slots, state included
-        held = _entry(self.layers[layer]) or _per_tensor(lambda ts, dim: ts[0].narrow(dim, 0, 0), new)
+        held = _entry(self.layers[layer]) or _per_tensor("narrow", (new,), 0, 0)
         if n >= W:                                      # slot order -> text order: the oldest, n - W, is in slot n % W
-            held = _per_tensor(lambda ts, dim: ts[0].roll(-(n % W), dim), held)
+            held = _per_tensor("roll", (held,), -(n % W))
         drop = 1 if n >= W else 0                       # the token n - W: outside the first new token's window
-        seen = _cat(_per_tensor(lambda ts, dim: ts[0].narrow(dim, drop, ts[0].shape[dim] - drop), held), new)
+        seen = _cat(_per_tensor("narrow", (held,), drop, held.keys.shape[2] - drop), new)
         kept = min(n + T, W)
         first = n + T - kept                            # the count of the oldest token kept: it goes to slot first % W
-        self.layers[layer] = _per_tensor(lambda ts, dim: ts[0].narrow(dim, ts[0].shape[dim] - kept, kept)
-                                         .roll(first % W, dim), _cat(held, new))
+        both = _cat(held, new)
+        self.layers[layer] = _per_tensor("roll", (_per_tensor("narrow", (both,), both.keys.shape[2] - kept, kept),),
+                                         first % W)
         self.written[layer] = n + T
         return CachedKeys(seen.keys, seen.values, seen.positions, positions, seen.valid, seen.state)
 
