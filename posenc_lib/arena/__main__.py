@@ -81,6 +81,7 @@ def main(argv=None):
     out = Path(args.out) if args.out else data_dir(must_exist=False) / "arena" / arena.preset
     dist = distributed.setup(args.device)
     start = time.perf_counter()
+    failed = True
     try:
         if args.table_only:
             from .cache import cached_records
@@ -90,14 +91,13 @@ def main(argv=None):
         else:
             records = run_arena(arena, out, workers=args.workers, threads=args.threads,
                                 show_progress=not args.no_progress)
+        failed = False
     except ValueError as err:   # a refused cache file: one line naming it
         raise SystemExit(f"python -m posenc_lib.arena: {err}") from None
     finally:
-        if dist.rank != 0:
-            distributed.teardown()
+        distributed.teardown(failed=failed)   # every rank at once
     if dist.rank != 0:
         return
-    distributed.teardown()
     text = write_outputs(out, arena_table(records, arena.methods, arena.seeds))
     print(text)
     print(f"wrote {out}/table.md, table.json, {FIGURE} ({len(records)} runs cached; this command: "

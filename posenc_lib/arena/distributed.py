@@ -10,6 +10,7 @@ Without torchrun (no WORLD_SIZE in the environment, or 1) nothing here starts a 
 """
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass
 
@@ -56,9 +57,16 @@ def setup(device: str | None = None) -> Dist:
     return _CURRENT
 
 
-def teardown() -> None:
+def teardown(*, failed: bool = False) -> None:
+    """Leave the process group, every rank at the same point: a barrier (skipped after a failure, when another
+    rank may be inside a collective), the DDP wrappers collected, then destroy. A rank that left while gloo's
+    threads still served the others' last messages aborted at exit ("terminate called without an active
+    exception", once in a CI run under load)."""
     global _CURRENT
     if torch.distributed.is_initialized():
+        if not failed:
+            torch.distributed.barrier()
+        gc.collect()   # a DDP wrapper in a reference cycle still holds the group's reducer
         torch.distributed.destroy_process_group()
     _CURRENT = Dist()
 

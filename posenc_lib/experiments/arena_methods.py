@@ -113,7 +113,9 @@ _ENCODING_PAPERS = {
     "learned": "Gehring et al. 2017, arXiv 1705.03122", "t5": "Raffel et al. 2020, arXiv 1910.10683",
     "shaw": "Shaw et al. 2018, arXiv 1803.02155", "rope": "Su et al. 2021, arXiv 2104.09864",
     "alibi": "Press et al. 2022, arXiv 2108.12409", "xpos": "Sun et al. 2022, arXiv 2212.10554",
-    "kerple": "Chi et al. 2022, arXiv 2205.09921", "fire": "Li et al. 2023, arXiv 2310.04418"}
+    "kerple": "Chi et al. 2022, arXiv 2205.09921", "fire": "Li et al. 2023, arXiv 2310.04418",
+    "cope": "Golovneva et al. 2024, arXiv 2405.18719", "fox": "Lin et al. 2025, arXiv 2503.02130",
+    "path": "Yang et al. 2025, arXiv 2505.16381"}
 
 
 def _training_methods() -> list:
