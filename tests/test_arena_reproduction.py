@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -150,3 +151,13 @@ def test_the_committed_table_is_the_table_of_the_committed_records():
     assert committed == json.loads(json.dumps(table))
     assert (CACHE / "table.md").read_text(encoding="utf-8") == format_table(table)
     assert {row["method"] for row in committed["rows"]} == {method for method, _ in records}
+
+
+def test_the_wheel_ships_every_file_of_the_committed_arena():
+    """pyproject's package data (data/ is the wheel's posenc_lib/data/) names every file under data/arena/, so an
+    installed wheel reads the committed tables as a clone does (tests/test_wheel.py builds one and looks)."""
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    shipped = {p for pattern in patterns["posenc_lib.data"] for p in (root / "data").glob(pattern) if p.is_file()}
+    arena = {p for p in (root / "data" / "arena").rglob("*") if p.is_file()}
+    assert arena and arena <= shipped, sorted(str(p) for p in arena - shipped)
