@@ -4,6 +4,7 @@ torch's `meta` device, its `make` refuses a config that is not an ExperimentConf
 in METHOD_TESTS with the tests that check its formula against a reference and its bad input (each of which must
 exist). The package exports the class of every encoding and inference-time method."""
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,7 @@ METHOD_TESTS = {
 }
 
 
+@cache
 def _test_functions(file: str) -> set:
     tree = ast.parse((TESTS / file).read_text(encoding="utf-8"))
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
