@@ -7,6 +7,7 @@ In a window of L the scored characters have 1..L characters of context (the firs
 in a window of mL, (m-1)L+1..mL. `evaluate_sliding` is the baseline between the two: the SAME
 characters, each predicted from exactly L preceding characters (one window of L per character,
 scored at its last position), so "loss at mL below the baseline" means the longer context helped.
+`losses_at_multiples` is the loss at every multiple of L (07's runner, 08's scalings, the arena, DroPE).
 
 Notebook 08's context-extension methods swap a trained model's RoPE for a rescaled one
 (`set_rope_scaling`), weights untouched; `rope_scaling` also gives the fine-tune arm "abf" (the
