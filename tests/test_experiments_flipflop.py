@@ -131,6 +131,11 @@ def test_a_rerun_keeps_the_records_it_has_and_fills_the_missing(tmp_path):
     third = FF.run_flipflop(more, out_dir=tmp_path, workers=1, fresh=True, show_progress=False)
     assert (third["last_command"]["records_made"], third["last_command"]["records_kept"]) == (4, 0)
     assert [r["loss"] for r in third["runs"]] == [r["loss"] for r in second["runs"]]
+    # nothing to make: every record kept, and the last command's account (what made them) left as it was
+    account = (tmp_path / FF.LAST_COMMAND).read_bytes()
+    fourth = FF.run_flipflop(more, out_dir=tmp_path, workers=1, show_progress=False)
+    assert (fourth["last_command"]["records_made"], fourth["last_command"]["records_kept"]) == (0, 4)
+    assert (tmp_path / FF.LAST_COMMAND).read_bytes() == account and fourth["runs"] == third["runs"]
 
 
 def test_a_crash_loses_only_the_run_it_was_in(tmp_path, monkeypatch):

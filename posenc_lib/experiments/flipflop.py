@@ -388,9 +388,9 @@ def run_flipflop(cfg: FlipFlopConfig | None = None, *, out_dir: Path | str | Non
                  threads: int = 1, fresh: bool = False, show_progress: bool = True) -> dict:
     """Every (encoding, seed) of cfg, and every encoding at seed 0 of check_config(cfg), over `workers`
     processes of `threads` torch threads (default 2 x 1); each record is written to out_dir's cache as it is done
-    (None: nothing written), then last_command.json. A record already there is kept (fresh=True: everything rerun
-    and rewritten), so a rerun only fills what is missing; one made with other settings is refused (ValueError).
-    Returns flipflop_results."""
+    (None: nothing written), then last_command.json (if it made any). A record already there is kept
+    (fresh=True: everything rerun and rewritten), so a rerun only fills what is missing; one made with other
+    settings is refused (ValueError). Returns flipflop_results."""
     cfg = cfg or FlipFlopConfig()
     workers, threads = _checks.positive_int("workers", workers), _checks.positive_int("threads", threads)
     small = check_config(cfg)
@@ -418,7 +418,7 @@ def run_flipflop(cfg: FlipFlopConfig | None = None, *, out_dir: Path | str | Non
                     "wall_seconds": round(time.perf_counter() - start, 1),
                     "worker_cpu_seconds": round(sum(r["cpu_seconds"] for r in new), 1),
                     "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    if out is not None:
+    if out is not None and done:   # a command that made nothing leaves the last one's account
         text = json.dumps(last_command, indent=1) + "\n"
         record_cache.atomic_write(out / LAST_COMMAND, lambda f: f.write(text.encode("utf-8")))
     return flipflop_results(cfg, {**kept, **{(r["method"], r["seed"]): r for r in new}},
