@@ -1,8 +1,8 @@
 """The committed laptop arena (data/arena/laptop/: runs/*.json, states/rope.seed0.pt, table.json, table.md) reproduces:
 cheap arms of it are run again here and must equal the committed records.
 
-    (a) inference: ReRoPE on the committed RoPE seed-0 weights: the loss at L, 2L, 4L and the probe's cells of L and
-        2L (each cell is its own computation, so a subset is the same numbers; 8L and the sliding baseline are left
+    (a) inference: ReRoPE on the committed RoPE seed-0 weights: the loss and the probe's cells at L, 2L and 4L
+        (each cell is its own computation, so a subset is the same numbers; 8L and the sliding baseline are left
         out for time: together about 20 s more on one core)
     (b) training: RoPE seed 0 trained for the first log_every steps of the laptop schedule (the same total `steps`,
         so the learning rate of each step is the committed run's): the first point of its train_curve. train() has
@@ -41,7 +41,7 @@ from posenc_lib.experiments.training import train
 COMMITTED = data_dir() / "arena" / "laptop"
 CACHE = Path(os.environ.get("POSENC_ARENA_LAPTOP", COMMITTED))
 TOLERANCE = {"evaluation": 1e-3, "training": 1e-2}   # only when torch's version differs from the record's
-INFERENCE_MULTIPLES, PROBE_MULTIPLES = (1, 2, 4), (1, 2)
+INFERENCE_MULTIPLES = PROBE_MULTIPLES = (1, 2, 4)
 
 
 def _record(method: str, seed: int = 0) -> dict:
