@@ -10,6 +10,7 @@ Results of live training are printed at 2-3 significant digits in the notebooks 
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -54,6 +55,11 @@ def t_quantile(p: float, df: int) -> float:
         raise ValueError(f"df must be an int >= 1, got {df!r}")
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.5 < p < 1:
         raise ValueError(f"p must be a number in (0.5, 1), got {p!r}")
+    return _t_quantile(float(p), df)
+
+
+@functools.lru_cache(maxsize=64)   # a table asks for the same (p, df) once per cell: about 220 times
+def _t_quantile(p: float, df: int) -> float:
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     steps = torch.arange(4097, dtype=torch.float64, device="cpu")
     weights = torch.where(steps % 2 == 1, 4.0, 2.0).index_fill_(0, torch.tensor([0, 4096], device="cpu"), 1.0)
