@@ -1,0 +1,174 @@
+"""posenc_lib.arena.notebook, what notebook 07's section 12 calls: a preset's cached table read and printed, its
+description in both languages, two presets side by side (on a stand-in large table), one arm run again from a
+cache and compared with its record (equal on the same torch and threads; a changed record shows)."""
+import copy
+import json
+import math
+import statistics
+
+import pytest
+
+from posenc_lib.arena import arena_table, cache, notebook as A, run
+from posenc_lib.arena.presets import arena_config
+from posenc_lib.arena.table import description
+from posenc_lib.i18n import language
+
+TINY = dict(steps=2, log_every=1, warmup_steps=1, eval_windows=2, probe_windows=2, batch_size=4,
+            eval_multiples=(1, 2))
+
+
+def _table(losses: dict, multiples=(1, 2), train_len=64, preset="quick") -> dict:
+    """An arena table from {(method, seed): [loss at each multiple...]} (inference when the name says so)."""
+    protocol = {k: list(v) if isinstance(v, tuple) else v
+                for k, v in vars(arena_config(preset, overrides=dict(TINY, train_len=train_len,
+                                                                     eval_multiples=multiples)).protocol).items()}
+    records = {}
+    for (method, seed), values in losses.items():
+        kind = "inference" if method.startswith("re") else "training"
+        records[method, seed] = {
+            "method": method, "kind": kind, "seed": seed, "paper": "p", "note": "", "protocol": protocol,
+            "loss": {str(m): v for m, v in zip(multiples, values)}, "sliding_loss": values[0] - 0.01,
+            "probe": [{"multiple": 1, "distance": 16, "gain": 0.01}, {"multiple": max(multiples), "distance": 96,
+                                                                      "gain": 0.02 * seed}],
+            "budget": ({"steps": 2, "batch_size": 4, "train_len": train_len} if kind == "training"
+                       else {"steps": 0, "trained_model": "rope seed 0"}),
+            "posenc_lib_version": "v", "torch_version": "t", "threads": 1, "world_size": 1, "device": "cpu"}
+    methods = list(dict.fromkeys(m for m, _ in losses))
+    seeds = sorted({s for _, s in losses})
+    return arena_table(records, methods, seeds)
+
+
+LAPTOP_LIKE = {("rope", 0): [2.0, 2.4], ("rope", 1): [2.1, 2.6], ("alibi", 0): [2.2, 2.25],
+               ("alibi", 1): [2.3, 2.3], ("learned", 0): [2.1, None], ("rerope", 0): [2.0, 2.05]}
+
+
+# ------------------------------------------------------------------------------------------------ the table
+def test_load_table_reads_the_saved_table_and_names_a_missing_one(tmp_path):
+    table = _table(LAPTOP_LIKE)
+    (tmp_path / "table.json").write_text(json.dumps(table), encoding="utf-8")
+    assert A.load_table("laptop", tmp_path) == table
+    with pytest.raises(FileNotFoundError, match=r"large.*table\.json is missing: run `make arena`"):
+        A.load_table("laptop", tmp_path / "large")
+    with pytest.raises(FileNotFoundError, match=r"--preset large"):
+        A.load_table("large", tmp_path / "nothing")
+    assert A.load_table("large", tmp_path / "nothing", missing_ok=True) is None
+    assert A.arena_dir("laptop").parts[-2:] == ("arena", "laptop")
+    (tmp_path / "table.json").write_text("{half", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"table\.json: not an arena table"):
+        A.load_table("laptop", tmp_path)
+    (tmp_path / "table.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match="no rows"):
+        A.load_table("laptop", tmp_path)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        A.load_table("huge", tmp_path)
+
+
+def test_format_compact_prints_every_cell_as_mean_and_half_width():
+    table = _table(LAPTOP_LIKE)
+    text = A.format_compact(table)
+    lines = text.splitlines()
+    assert lines[1].split() == ["method", "kind", "L", "2L", "exactly", "L", "probe", "L", "probe", "2L"]
+    rope = next(line for line in lines if line.startswith("rope ")).split()
+    t1 = 12.706204736174698   # t_{0.975, 1}
+    half = t1 * statistics.stdev([2.0, 2.1]) / math.sqrt(2)
+    assert rope[:3] == ["rope", "training", f"{2.05:.3f}±{half:.3f}"]
+    learned = next(line for line in lines if line.startswith("learned")).split()
+    assert learned[2:4] == ["2.100", "n/a"]                   # one seed: the mean alone; past L: n/a
+    assert next(line for line in lines if line.startswith("rerope")).split()[1] == "inference"
+    assert "1/2 seed(s)" in lines[0] and "L = 64" in lines[0]
+    with language("zh"):
+        zh = A.format_compact(table).splitlines()
+    assert "探针 L" in zh[1] and "训练" in zh[2]
+    # the columns line up by display width: every row ends at the same column
+    from posenc_lib.i18n import display_width
+    assert len({display_width(line) for line in zh[1:]}) == 1
+    with pytest.raises(TypeError, match="arena_table's dict"):
+        A.format_compact([1])
+
+
+def test_describe_is_the_tables_description_in_either_language():
+    table = _table(LAPTOP_LIKE)
+    table["description"] = description(vars(arena_config("laptop").protocol))
+    assert A.describe(table, "laptop") == table["description"]
+    assert "1000 steps of 32 x 64 characters" in table["description"]
+    with language("zh"):
+        zh = A.describe(table, "laptop")
+    assert "1000 步" in zh and "128 个留出的" in zh and "64 个探针" in zh
+    with pytest.raises(ValueError, match="not made with the 'large' preset's protocol"):
+        A.describe(table, "large")
+
+
+# ------------------------------------------------------------------------------------------------ two scales
+def test_two_scales_side_by_side_say_where_they_agree():
+    small = _table(LAPTOP_LIKE)
+    # a stand-in large table: L = 128, windows to 4L; ALiBi now rises more than RoPE, ReRoPE still less
+    large = _table({("rope", 0): [1.5, 1.7, 1.9], ("alibi", 0): [1.6, 1.8, 2.6], ("rerope", 0): [1.5, 1.5, 1.52],
+                    ("learned", 0): [1.55, None, None], ("xpos", 0): [1.5, 1.6, 1.7]},
+                   multiples=(1, 2, 4), train_len=128)
+    rows = {r["method"]: r for r in A.scale_rows(small, large)}
+    assert list(rows) == ["rope", "alibi", "learned", "rerope"]            # in both, in the first table's order
+    assert rows["alibi"]["rise"] == pytest.approx([2.275 - 2.25, 1.0])
+    assert rows["alibi"]["loss_top"] == pytest.approx([2.275, 2.6])       # each table's own longest window
+    assert rows["alibi"]["vs_reference"] == "differ"                       # below RoPE's rise, then above
+    assert rows["rerope"]["vs_reference"] == "agree"
+    assert rows["rope"]["vs_reference"] is None and rows["learned"]["vs_reference"] is None
+    text = A.format_scales(small, large)
+    assert text.splitlines()[0] == "laptop: L = 64, cpu" and "large 4L" in text.splitlines()[2]
+    assert text.splitlines()[-1].endswith("the same side at both scales for 1 of 2 methods; differs for: alibi")
+    flipped = copy.deepcopy(large)
+    next(r for r in flipped["rows"] if r["method"] == "alibi")["cells"]["loss_4L"]["mean"] = 1.7
+    assert {r["method"]: r["vs_reference"] for r in A.scale_rows(small, flipped)}["alibi"] == "agree"
+    with pytest.raises(ValueError, match="'nope' must be a method of both"):
+        A.scale_rows(small, large, reference="nope")
+
+
+def test_without_a_large_table_one_line_says_so():
+    line = A.format_scales(_table(LAPTOP_LIKE), None)
+    assert "\n" not in line and line.startswith("No large-preset table exists yet")
+    assert "--preset large" in line and "torchrun --nproc_per_node=N" in line
+    with language("zh"):
+        assert A.format_scales(_table(LAPTOP_LIKE), None).startswith("大预设的表还不存在")
+
+
+# ------------------------------------------------------------------------------------------------ one arm again
+@pytest.fixture(scope="module")
+def tiny_cache(tmp_path_factory):
+    """A quick-preset cache of RoPE (trained) and ReRoPE (on it), made by the arena's own command path."""
+    out = tmp_path_factory.mktemp("arena")
+    arena = arena_config("quick", methods=["rope", "rerope"], seeds=(0,), overrides=TINY)
+    run.run_arena(arena, out, workers=1, show_progress=False)
+    return out
+
+
+@pytest.mark.parametrize("method", ["rerope", "rope"])
+def test_rerun_arm_gives_the_cached_numbers_again(tiny_cache, method, tmp_path):
+    again = A.rerun_arm(method, 0, "quick", tiny_cache, out_dir=tmp_path)
+    assert again["cached"] == cache.read_record(cache.record_path(tiny_cache, method, 0))
+    assert (tmp_path / "runs" / f"{method}.seed0.json").is_file()          # written where it was told
+    rows = A.compared(again)
+    assert [r[0] for r in rows][:3] == ["loss L", "loss 2L", "exactly L"]
+    assert len(rows) == 3 + len(again["cached"]["probe"]) + (method == "rope")
+    assert A.largest_difference(again) == 0.0
+    text = A.format_rerun(again)
+    assert text.splitlines()[0] == f"{method}, seed 0" and f"{again['cached']['loss']['1']:.5f}" in text
+    # a record that differs shows: the comparison can fail
+    changed = copy.deepcopy(again)
+    changed["cached"]["sliding_loss"] += 0.002
+    assert A.largest_difference(changed) == pytest.approx(0.002)
+
+
+def test_rerun_arm_leaves_no_folder_and_names_what_is_missing(tiny_cache, tmp_path, monkeypatch):
+    import tempfile
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    A.rerun_arm("rerope", 0, "quick", tiny_cache)
+    assert list(scratch.iterdir()) == []                                    # the temporary folder is gone
+    with pytest.raises(FileNotFoundError, match=r"rope\.seed1\.json is missing: run `python -m posenc_lib\.arena"):
+        A.rerun_arm("rope", 1, "quick", tiny_cache)
+    with pytest.raises(ValueError, match="method: unknown 'ropee'"):
+        A.rerun_arm("ropee", 0, "quick", tiny_cache)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "rerope.seed0.json").write_bytes(cache.record_path(tiny_cache, "rerope", 0).read_bytes())
+    with pytest.raises(FileNotFoundError, match=r"states/rope\.seed0\.pt is missing: the trained rope model"):
+        A.rerun_arm("rerope", 0, "quick", tmp_path)
