@@ -67,7 +67,7 @@ def test_format_compact_prints_every_cell_as_mean_and_half_width():
     table = _table(LAPTOP_LIKE)
     text = A.format_compact(table)
     lines = text.splitlines()
-    assert lines[1].split() == ["method", "kind", "L", "2L", "exactly", "L", "probe", "L", "probe", "2L"]
+    assert lines[2].split() == ["method", "kind", "L", "2L", "exactly", "L", "probe", "L", "probe", "2L"]
     rope = next(line for line in lines if line.startswith("rope ")).split()
     t1 = 12.706204736174698   # t_{0.975, 1}
     half = t1 * statistics.stdev([2.0, 2.1]) / math.sqrt(2)
@@ -75,13 +75,13 @@ def test_format_compact_prints_every_cell_as_mean_and_half_width():
     learned = next(line for line in lines if line.startswith("learned")).split()
     assert learned[2:4] == ["2.100", "n/a"]                   # one seed: the mean alone; past L: n/a
     assert next(line for line in lines if line.startswith("rerope")).split()[1] == "inference"
-    assert "1/2 seed(s)" in lines[0] and "L = 64" in lines[0]
+    assert "1/2 seed(s)" in lines[1] and "L = 64" in lines[1]                 # a title of two lines
     with language("zh"):
         zh = A.format_compact(table).splitlines()
-    assert "探针 L" in zh[1] and "训练" in zh[2]
+    assert "探针 L" in zh[2] and "训练" in zh[3]
     # the columns line up by display width: every row ends at the same column
     from posenc_lib.i18n import display_width
-    assert len({display_width(line) for line in zh[1:]}) == 1
+    assert len({display_width(line) for line in zh[2:]}) == 1 and len({len(line) for line in lines[2:]}) == 1
     with pytest.raises(TypeError, match="arena_table's dict"):
         A.format_compact([1])
 
@@ -89,7 +89,9 @@ def test_format_compact_prints_every_cell_as_mean_and_half_width():
 def test_describe_is_the_tables_description_in_either_language():
     table = _table(LAPTOP_LIKE)
     table["description"] = description(vars(arena_config("laptop").protocol))
-    assert A.describe(table, "laptop") == table["description"]
+    assert A.describe(table, "laptop", width=10_000) == table["description"]
+    assert A.describe(table, "laptop").replace("\n", " ") == table["description"]
+    assert max(map(len, A.describe(table, "laptop").splitlines())) <= 100
     assert "1000 steps of 32 x 64 characters" in table["description"]
     with language("zh"):
         zh = A.describe(table, "laptop")
@@ -125,7 +127,7 @@ def test_two_scales_side_by_side_say_where_they_agree():
 def test_without_a_large_table_one_line_says_so():
     line = A.format_scales(_table(LAPTOP_LIKE), None)
     assert "\n" not in line and line.startswith("No large-preset table exists yet")
-    assert "--preset large" in line and "torchrun --nproc_per_node=N" in line
+    assert "data/arena/large/table.json" in line and len(line) <= 100
     with language("zh"):
         assert A.format_scales(_table(LAPTOP_LIKE), None).startswith("大预设的表还不存在")
 

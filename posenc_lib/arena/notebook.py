@@ -24,7 +24,7 @@ from .. import _checks
 from ..experiments.arena_methods import ARENA_METHODS
 from ..experiments.config import ExperimentConfig, stored_config
 from ..experiments.paths import data_dir, data_file
-from ..i18n import display_width, language, ljust, tr
+from ..i18n import display_width, language, ljust, tr, wrap
 from . import cache, run
 from .presets import PRESETS, ArenaConfig, arena_config
 from .table import cell_text, description
@@ -100,17 +100,19 @@ def format_compact(table: dict) -> str:
             for row in table["rows"]]
     head = [tr("method", "方法"), tr("kind", "类型")] + [_header(k) for k in keys]
     seeds = sorted({len(row["seeds"]) for row in table["rows"]})
-    title = tr(f"loss (nats/char, lower is better) and probe gain (nats/char, higher is better); mean ± 95% "
-               f"half-width over {'/'.join(map(str, seeds))} seed(s); L = {table['train_len']}",
-               f"损失（nats/字符，越低越好）与探针增益（nats/字符，越高越好）；{'/'.join(map(str, seeds))} 个种子的"
-               f"均值 ± 95% 置信区间半宽；L = {table['train_len']}")
-    return "\n".join([title] + _aligned([head] + rows, left=2))
+    n = "/".join(map(str, seeds))
+    title = [tr("loss: nats/char, lower is better; probe gain: nats/char, higher is better",
+                "损失：nats/字符，越低越好；探针增益：nats/字符，越高越好"),
+             tr(f"each cell: mean ± half-width of its 95% interval over {n} seed(s); L = {table['train_len']}",
+                f"每一格：{n} 个种子的均值 ± 其 95% 置信区间的半宽；L = {table['train_len']}")]
+    return "\n".join(title + _aligned([head] + rows, left=2))
 
 
-def describe(table: dict, preset: str = "laptop") -> str:
+def describe(table: dict, preset: str = "laptop", width: int = 100) -> str:
     """What the numbers of `table` mean and the budget each method got (arena.table.description), in the
-    library's language. The preset's protocol must be the one the table was made with (its English description
-    is compared with the stored one): a table made with other sizes (`--set`) raises ValueError."""
+    library's language, in lines of at most `width` columns (i18n.wrap). The preset's protocol must be the one
+    the table was made with (its English description is compared with the stored one): a table made with other
+    sizes (`--set`) raises ValueError."""
     table = _check_table(table)
     protocol = asdict(arena_config(preset).protocol)
     with language("en"):   # table.json is written in English
@@ -118,7 +120,7 @@ def describe(table: dict, preset: str = "laptop") -> str:
     if not made_with_preset:
         raise ValueError(f"table: not made with the {preset!r} preset's protocol (its description differs); "
                          f"print table['description'] instead")
-    return description(protocol)
+    return wrap(description(protocol), width)
 
 
 # ------------------------------------------------------------------------------------------------ two scales
@@ -155,12 +157,9 @@ def scale_rows(small: dict, large: dict, reference: str = "rope") -> list:
 
 
 def no_large_table() -> str:
-    return tr("No large-preset table exists yet (data/arena/large/table.json): no GPU machine has run it. "
-              "`python -m posenc_lib.arena --preset large` runs it on a CPU too (slowly); on N GPUs: "
-              "`torchrun --nproc_per_node=N -m posenc_lib.arena --preset large`.",
-              "大预设的表还不存在（data/arena/large/table.json）：还没有 GPU 机器运行过它。"
-              "`python -m posenc_lib.arena --preset large` 在 CPU 上也能运行（很慢）；在 N 块 GPU 上："
-              "`torchrun --nproc_per_node=N -m posenc_lib.arena --preset large`。")
+    """The one line shown while data/arena/large/table.json does not exist."""
+    return tr("No large-preset table exists yet (data/arena/large/table.json): no GPU machine has run it.",
+              "大预设的表还不存在（data/arena/large/table.json）：还没有 GPU 机器运行过它。")
 
 
 def format_scales(small: dict, large: dict | None, names=("laptop", "large"), reference: str = "rope") -> str:
