@@ -12,13 +12,16 @@ One module per job:
     run          one run of a method and seed (train, then 07's measurements), the plan of what is missing
     cache        one JSON record per run in data/arena/<preset>/runs/, written atomically; weights in states/
     table        the table: mean and 95% t-interval over seeds, the budget, what each number means
+    claims       the papers' length claims (PaperClaim, CLAIMS) and whether the table agrees (paper_comparison)
     distributed  torchrun's process group, DDP, rank 0 writing
 The figure: posenc_lib.plots.arena.render_arena.
 """
 from .cache import cached_records, read_record, record_path, write_record
+from .claims import CLAIMS, PaperClaim, format_comparison, paper_comparison
 from .presets import PRESETS, ArenaConfig, all_methods, arena_config
 from .run import measure, plan, run_arena
 from .table import arena_table, format_table
 
-__all__ = ["PRESETS", "ArenaConfig", "all_methods", "arena_config", "arena_table", "cached_records", "format_table",
-           "measure", "plan", "read_record", "record_path", "run_arena", "write_record"]
+__all__ = ["CLAIMS", "PRESETS", "ArenaConfig", "PaperClaim", "all_methods", "arena_config", "arena_table",
+           "cached_records", "format_comparison", "format_table", "measure", "paper_comparison", "plan",
+           "read_record", "record_path", "run_arena", "write_record"]

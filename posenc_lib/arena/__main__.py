@@ -11,6 +11,7 @@ from pathlib import Path
 from ..experiments.arena_methods import ARENA_METHODS
 from ..experiments.paths import data_dir
 from . import __doc__ as package_doc, distributed
+from .claims import format_comparison, paper_comparison
 from .presets import PRESETS, all_methods, arena_config
 from .run import run_arena
 from .table import arena_table, format_table
@@ -33,17 +34,21 @@ def _overrides(pairs) -> dict:
     return out
 
 
-def write_outputs(out: Path, table: dict) -> str:
-    """table.md, table.json and the figure into `out`; returns the Markdown."""
+def write_outputs(out: Path, table: dict, records: dict | None = None) -> str:
+    """table.md, table.json and the figure into `out`; returns the Markdown. Both files end with the papers'
+    direction (claims.paper_comparison: table.md's last section, table.json's "comparison"; paired per-seed
+    test when `records` are given); the table's own numbers are not changed."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from ..plots.arena import render_arena
 
-    text = format_table(table)
+    comparison = paper_comparison(table, records)
+    text = format_table(table) + "\n## Papers' direction\n\n" + format_comparison(comparison)
     (out / "table.md").write_text(text, encoding="utf-8")
-    (out / "table.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    (out / "table.json").write_text(json.dumps({**table, "comparison": comparison}, indent=1) + "\n",
+                                    encoding="utf-8")
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 5.6))   # each panel its own scale; RoPE is in both
     render_arena(axes, table)
     fig.savefig(out / FIGURE, dpi=100)
@@ -98,7 +103,7 @@ def main(argv=None):
         distributed.teardown(failed=failed)   # every rank at once
     if dist.rank != 0:
         return
-    text = write_outputs(out, arena_table(records, arena.methods, arena.seeds))
+    text = write_outputs(out, arena_table(records, arena.methods, arena.seeds), records)
     print(text)
     print(f"wrote {out}/table.md, table.json, {FIGURE} ({len(records)} runs cached; this command: "
           f"{time.perf_counter() - start:.0f} s)", file=sys.stderr)
