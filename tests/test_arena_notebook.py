@@ -100,6 +100,35 @@ def test_describe_is_the_tables_description_in_either_language():
         A.describe(table, "large")
 
 
+def test_load_records_reads_every_cached_run(tiny_cache, tmp_path):
+    records = A.load_records("quick", tiny_cache)
+    assert sorted(records) == [("rerope", 0), ("rope", 0)]
+    assert records["rope", 0] == cache.read_record(cache.record_path(tiny_cache, "rope", 0))
+    with pytest.raises(FileNotFoundError, match=r"runs holds no run record: run `make arena`"):
+        A.load_records("laptop", tmp_path)
+
+
+def test_format_claims_prints_each_verdict_with_its_interval():
+    from posenc_lib.arena.claims import PaperClaim, paper_comparison
+    claims = (PaperClaim("rerope", "rope", "loss_2L", "lower", claim="c", source="s", likely_cause="x"),
+              PaperClaim("alibi", "rope", "loss_2L", "higher", claim="c", source="s", likely_cause="x"),
+              PaperClaim("alibi", None, "loss_2L", "flat", tolerance=0.05, claim="c", source="s",
+                         likely_cause="x"))
+    rows = paper_comparison(_table(LAPTOP_LIKE), None, claims)
+    lines = A.format_claims(rows).splitlines()
+    assert lines[1].split()[:5] == ["rerope", "rope", "loss_2L", "d", "<"]
+    assert lines[1].endswith("not resolved")                   # one ReRoPE seed: no interval
+    alibi = lines[2].split()
+    d = rows[1]["difference"]
+    assert alibi[5:8] == [f"{d['mean']:+.3f}", f"[{d['low']:+.3f},", f"{d['high']:+.3f}]"]
+    assert alibi[-1] == rows[1]["verdict"] == "disagrees"      # ALiBi rises less than RoPE: not higher
+    assert "itself at loss_1L" in lines[3] and lines[-1] == "0 agrees, 1 disagrees, 2 not resolved"
+    with language("zh"):
+        assert A.format_claims(rows).splitlines()[-1] == "0 一致, 1 相反, 2 未定"
+    with pytest.raises(TypeError, match="paper_comparison's list"):
+        A.format_claims({"rows": rows})
+
+
 # ------------------------------------------------------------------------------------------------ two scales
 def test_two_scales_side_by_side_say_where_they_agree():
     small = _table(LAPTOP_LIKE)

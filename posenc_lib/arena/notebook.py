@@ -27,7 +27,7 @@ from ..experiments.paths import data_dir, data_file
 from ..i18n import display_width, language, ljust, tr, wrap
 from . import cache, run
 from .presets import PRESETS, ArenaConfig, arena_config
-from .table import cell_text, description
+from .table import _cell, description
 
 TABLE = "table.json"
 
@@ -63,6 +63,17 @@ def load_table(preset: str = "laptop", directory: Path | str | None = None, *, m
     return table
 
 
+def load_records(preset: str = "laptop", directory: Path | str | None = None) -> dict:
+    """{(method, seed): record} of every run cached in <arena_dir>/runs/ (each checked by cache.read_record), for
+    claims.paper_comparison's paired test. No record there: FileNotFoundError naming the folder and the command."""
+    folder = arena_dir(preset, directory) / "runs"
+    paths = sorted(folder.glob("*.seed*.json")) if folder.is_dir() else []
+    if not paths:
+        raise FileNotFoundError(f"{folder} holds no run record: {make_command(preset)}")
+    records = [cache.read_record(path) for path in paths]
+    return {(r["method"], r["seed"]): r for r in records}
+
+
 # ------------------------------------------------------------------------------------------------ printing
 def _check_table(table) -> dict:
     if not isinstance(table, dict) or "rows" not in table or "keys" not in table:
@@ -96,7 +107,7 @@ def format_compact(table: dict) -> str:
     interval over seeds at 3 decimals (the mean alone for one seed; n/a where the method has no value)."""
     table = _check_table(table)
     keys = table["keys"]
-    rows = [[row["method"], _kind(row["kind"])] + [cell_text(row["cells"][k], "±") for k in keys]
+    rows = [[row["method"], _kind(row["kind"])] + [_cell(row["cells"][k], "±") for k in keys]
             for row in table["rows"]]
     head = [tr("method", "方法"), tr("kind", "类型")] + [_header(k) for k in keys]
     seeds = sorted({len(row["seeds"]) for row in table["rows"]})
@@ -121,6 +132,34 @@ def describe(table: dict, preset: str = "laptop", width: int = 100) -> str:
         raise ValueError(f"table: not made with the {preset!r} preset's protocol (its description differs); "
                          f"print table['description'] instead")
     return wrap(description(protocol), width)
+
+
+VERDICT_TEXT = {"agrees": ("agrees", "一致"), "disagrees": ("disagrees", "相反"),
+                "not resolved": ("not resolved", "未定")}   # claims.VERDICTS in either language
+
+
+def format_claims(rows: list) -> str:
+    """claims.paper_comparison's rows as a plain-text table: per claim the method, what it is compared with, the
+    column, the paper's side of d (the method's value minus the other's), d's mean and 95% interval, the verdict;
+    then the count of each verdict."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r for r in rows):
+        raise TypeError("rows must be claims.paper_comparison's list of dicts")
+
+    def num(x):
+        return "n/a" if x is None else f"{x:+.3f}"
+    body = []
+    for r in rows:
+        d = r.get("difference")
+        interval = "n/a" if d is None else num(d["mean"]) + ("" if d["low"] is None else
+                                                             f" [{num(d['low'])}, {num(d['high'])}]")
+        side = (f"d < {r['tolerance']:+.3f}" if r["direction"] == "flat" else
+                {"lower": "d < 0", "higher": "d > 0"}[r["direction"]])
+        against = r["compared_with"] or tr(f"itself at {r['reference']}", f"自身的 {r['reference']}")
+        body.append([r["method"], against, r["measure"], side, interval, tr(*VERDICT_TEXT[r["verdict"]])])
+    head = [tr("method", "方法"), tr("against", "对照"), tr("column", "列"), tr("paper", "论文"),
+            tr("d (95% interval)", "d（95% 区间）"), tr("verdict", "结论")]
+    counts = ", ".join(f"{sum(r['verdict'] == v for r in rows)} {tr(*VERDICT_TEXT[v])}" for v in VERDICT_TEXT)
+    return "\n".join(_aligned([head] + body, left=len(head)) + [counts])
 
 
 # ------------------------------------------------------------------------------------------------ two scales

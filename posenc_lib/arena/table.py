@@ -90,7 +90,7 @@ def arena_table(records: dict, methods, seeds) -> dict:
                            for p in made]}
 
 
-def cell_text(stats: dict | None, sep: str = " ± ") -> str:
+def _cell(stats: dict | None, sep: str = " ± ") -> str:
     """One cell (a mean_ci dict): "mean ± half-width" at 3 decimals, the mean alone for one seed, n/a for None."""
     if stats is None:
         return "n/a"
@@ -104,7 +104,7 @@ def format_table(table: dict) -> str:
     head = ["method", "kind", "seeds", "budget"] + table["columns"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in table["rows"]:
-        cells = [cell_text(row["cells"][k]) for k in table["keys"]]
+        cells = [_cell(row["cells"][k]) for k in table["keys"]]
         lines.append("| " + " | ".join([row["method"], row["kind"], str(len(row["seeds"])), row["budget"]] + cells)
                      + " |")
     made = "; ".join(f"posenc {p['posenc_lib_version']}, torch {p['torch_version']}, {p['threads']} thread(s), "
