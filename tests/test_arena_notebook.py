@@ -17,8 +17,8 @@ TINY = dict(steps=2, log_every=1, warmup_steps=1, eval_windows=2, probe_windows=
             eval_multiples=(1, 2))
 
 
-def _table(losses: dict, multiples=(1, 2), train_len=64, preset="quick") -> dict:
-    """An arena table from {(method, seed): [loss at each multiple...]} (inference when the name says so)."""
+def _records(losses: dict, multiples=(1, 2), train_len=64, preset="quick") -> dict:
+    """Made-up records from {(method, seed): [loss at each multiple...]} (inference when the name says so)."""
     protocol = {k: list(v) if isinstance(v, tuple) else v
                 for k, v in vars(arena_config(preset, overrides=dict(TINY, train_len=train_len,
                                                                      eval_multiples=multiples)).protocol).items()}
@@ -33,9 +33,13 @@ def _table(losses: dict, multiples=(1, 2), train_len=64, preset="quick") -> dict
             "budget": ({"steps": 2, "batch_size": 4, "train_len": train_len} if kind == "training"
                        else {"steps": 0, "trained_model": "rope seed 0"}),
             "posenc_lib_version": "v", "torch_version": "t", "threads": 1, "world_size": 1, "device": "cpu"}
+    return records
+
+
+def _table(losses: dict, **kwargs) -> dict:
+    """The arena table of _records(losses, **kwargs)."""
     methods = list(dict.fromkeys(m for m, _ in losses))
-    seeds = sorted({s for _, s in losses})
-    return arena_table(records, methods, seeds)
+    return arena_table(_records(losses, **kwargs), methods, sorted({s for _, s in losses}))
 
 
 LAPTOP_LIKE = {("rope", 0): [2.0, 2.4], ("rope", 1): [2.1, 2.6], ("alibi", 0): [2.2, 2.25],
@@ -114,17 +118,21 @@ def test_format_claims_prints_each_verdict_with_its_interval():
               PaperClaim("alibi", "rope", "loss_2L", "higher", claim="c", source="s", likely_cause="x"),
               PaperClaim("alibi", None, "loss_2L", "flat", tolerance=0.05, claim="c", source="s",
                          likely_cause="x"))
-    rows = paper_comparison(_table(LAPTOP_LIKE), None, claims)
+    # three seeds; ALiBi is 0.19 below RoPE at 2L and 0.01 above its own L on every seed: paired intervals of width 0
+    losses = {("rope", 0): [2.0, 2.4], ("rope", 1): [2.1, 2.5], ("rope", 2): [2.05, 2.45], ("alibi", 0): [2.2, 2.21],
+              ("alibi", 1): [2.3, 2.31], ("alibi", 2): [2.25, 2.26], ("rerope", 0): [2.0, 2.05]}
+    rows = paper_comparison(_table(losses), _records(losses), claims)
     lines = A.format_claims(rows).splitlines()
-    assert lines[1].split()[:5] == ["rerope", "rope", "loss_2L", "d", "<"]
-    assert lines[1].endswith("not resolved")                   # one ReRoPE seed: no interval
+    assert lines[1].split()[:3] == ["rerope", "rope", "loss_2L"] and lines[1].endswith("not resolved")  # 1 seed
     alibi = lines[2].split()
     d = rows[1]["difference"]
-    assert alibi[5:8] == [f"{d['mean']:+.3f}", f"[{d['low']:+.3f},", f"{d['high']:+.3f}]"]
-    assert alibi[-1] == rows[1]["verdict"] == "disagrees"      # ALiBi rises less than RoPE: not higher
-    assert "itself at loss_1L" in lines[3] and lines[-1] == "0 agrees, 1 disagrees, 2 not resolved"
+    assert alibi[3:9] == ["d", ">", "0", f"{d['mean']:+.3f}", f"[{d['low']:+.3f},", f"{d['high']:+.3f}]"]
+    assert d["mean"] == pytest.approx(-0.19) and lines[2].endswith("disagrees")
+    assert "itself at loss_1L" in lines[3] and lines[3].split()[-1] == "agrees"
+    assert lines[-1] == "1 agrees, 1 disagrees, 1 not resolved"
     with language("zh"):
-        assert A.format_claims(rows).splitlines()[-1] == "0 一致, 1 相反, 2 未定"
+        zh = A.format_claims(rows).splitlines()
+    assert zh[-1] == "1 一致, 1 相反, 1 未定" and "自身的 loss_1L" in zh[3]
     with pytest.raises(TypeError, match="paper_comparison's list"):
         A.format_claims({"rows": rows})
 
