@@ -161,6 +161,15 @@ def test_two_scales_side_by_side_say_where_they_agree():
         A.scale_rows(small, large, reference="nope")
 
 
+def test_rises_are_each_methods_loss_at_a_window_minus_its_loss_at_L():
+    table = _table({("rope", 0): [2.0, 2.4, 2.9], ("rope", 1): [2.2, 2.6, 3.1], ("learned", 0): [2.1, None, None]},
+                   multiples=(1, 2, 4))
+    assert A.rises(table) == {"rope": pytest.approx(0.9), "learned": None}
+    assert A.rises(table, 2)["rope"] == pytest.approx(0.4)
+    with pytest.raises(ValueError, match=r"multiple must be one of the table's \[1, 2, 4\], got 8"):
+        A.rises(table, 8)
+
+
 def test_without_a_large_table_one_line_says_so():
     line = A.format_scales(_table(LAPTOP_LIKE), None)
     assert "\n" not in line and line.startswith("No large-preset table exists yet")

@@ -168,6 +168,20 @@ def _loss(row: dict, m: int):
     return None if cell is None else cell["mean"]
 
 
+def rises(table: dict, multiple: int | None = None) -> dict:
+    """{method: its mean loss at multiple * L minus its mean loss at L} (default: the longest window), None where
+    the method has no value (a learned table past L)."""
+    table = _check_table(table)
+    top = max(table["multiples"]) if multiple is None else multiple
+    if top not in table["multiples"]:
+        raise ValueError(f"multiple must be one of the table's {table['multiples']}, got {multiple!r}")
+    out = {}
+    for row in table["rows"]:
+        at_L, at_top = _loss(row, 1), _loss(row, top)
+        out[row["method"]] = None if at_L is None or at_top is None else at_top - at_L
+    return out
+
+
 def scale_rows(small: dict, large: dict, reference: str = "rope") -> list:
     """Per method in both tables (in `small`'s order): each table's loss at L and at its longest window (means
     over seeds), the rise between them, and whether the method sits on the same side of `reference`'s rise in
@@ -178,20 +192,18 @@ def scale_rows(small: dict, large: dict, reference: str = "rope") -> list:
     if any(reference not in names for names in by_name):
         raise ValueError(f"reference: {reference!r} must be a method of both tables")
 
-    def rise(row, top):
-        at_L, at_top = _loss(row, 1), _loss(row, top)
-        return None if at_L is None or at_top is None else at_top - at_L
-    ref_rise = [rise(names[reference], top) for names, top in zip(by_name, tops)]
+    rise = [rises(small), rises(large)]
+    ref_rise = [r[reference] for r in rise]
     out = []
     for name in (r["method"] for r in small["rows"]):
         if name not in by_name[1]:
             continue
         rows = [names[name] for names in by_name]
-        rises = [rise(row, top) for row, top in zip(rows, tops)]
-        sides = [None if r is None or ref is None else math.copysign(1, r - ref) for r, ref in zip(rises, ref_rise)]
+        both = [r[name] for r in rise]
+        sides = [None if r is None or ref is None else math.copysign(1, r - ref) for r, ref in zip(both, ref_rise)]
         verdict = None if name == reference or None in sides else ("agree" if sides[0] == sides[1] else "differ")
         out.append({"method": name, "kind": rows[0]["kind"], "loss_L": [_loss(r, 1) for r in rows],
-                    "loss_top": [_loss(r, top) for r, top in zip(rows, tops)], "rise": rises, "vs_reference": verdict})
+                    "loss_top": [_loss(r, top) for r, top in zip(rows, tops)], "rise": both, "vs_reference": verdict})
     return out
 
 
