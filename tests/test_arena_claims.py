@@ -103,6 +103,8 @@ def test_lower_agrees_disagrees_and_overlaps(paired):
     assert row["verdict"] == "disagrees" and row["difference"]["low"] > 0 and row["likely_cause"] == "because"
     row = _compare({"alibi": [2.0, 3.0, 2.5], "rope": [2.4, 2.6, 2.5]}, LOWER, paired=paired)
     assert row["verdict"] == "not resolved" and row["likely_cause"] == "because"
+    assert row["why"] == ("the interval of the difference contains the paper's line" if paired else
+                          "intervals overlap")
 
 
 def test_higher_flips_the_verdicts():
