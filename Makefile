@@ -177,7 +177,7 @@ refresh: $(STAMP)
 experiments: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments
 
-# notebook 14, section 3: data/experiments_flipflop.json (only the (arm, seed) records it lacks; --fresh: all)
+# notebook 14, section 3: data/arena/flipflop/ (the arena cache format; only the missing (arm, seed) records; --fresh: all)
 flipflop: $(STAMP)
 	$(BIN)/python -m posenc_lib.experiments.flipflop
 

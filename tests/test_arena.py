@@ -14,7 +14,7 @@ import torch
 from posenc_lib.arena import __main__ as cli, cache, run
 from posenc_lib.arena.presets import PRESETS, ArenaConfig, all_methods, arena_config
 from posenc_lib.arena.table import arena_table, format_table
-from posenc_lib.experiments import ExperimentConfig, load_corpus, train
+from posenc_lib.experiments import ExperimentConfig, load_corpus, record_cache, train
 from posenc_lib.experiments.arena_methods import build_arena_model
 from posenc_lib.experiments.corpus import load_text_folder
 from posenc_lib.plots import render_arena
@@ -230,7 +230,7 @@ def test_a_crash_while_writing_leaves_the_old_record(tmp_path, monkeypatch):
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cache.os, "fsync", crash)
+    monkeypatch.setattr(record_cache.os, "fsync", crash)
     with pytest.raises(KeyboardInterrupt):
         cache.write_record(tmp_path, {**record, "sliding_loss": 9.0})
     assert path.read_bytes() == before and list(path.parent.iterdir()) == [path]

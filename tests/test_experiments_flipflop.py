@@ -1,5 +1,7 @@
 """posenc_lib.experiments.flipflop: the flip-flop data (against a per-token loop), its config and bad input,
-the cached data/experiments_flipflop.json (shape, provenance, summary), and that a rerun reproduces it."""
+its cache in the arena's format (data/arena/flipflop/: one record per (arm, seed), written atomically; a corrupt
+or other-config file refused, never overwritten), the committed records (shape, provenance, summary), and that a
+rerun reproduces them."""
 from __future__ import annotations
 
 import json
@@ -8,7 +10,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from posenc_lib.experiments import flipflop as FF
+from posenc_lib.experiments import flipflop as FF, record_cache
 from posenc_lib.model import IGNORE_INDEX
 
 
@@ -108,20 +110,91 @@ _TINY = replace(FF.FlipFlopConfig(), train_len=16, steps=4, warmup_steps=1, log_
                 tests=(("in_distribution", 16, 0.8), ("longer", 32, 0.8)))
 
 
+def _files(folder) -> list:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
 def test_a_rerun_keeps_the_records_it_has_and_fills_the_missing(tmp_path):
-    out = tmp_path / "ff.json"
-    first = FF.run_flipflop(_TINY, out_path=out, workers=1, show_progress=False)
+    first = FF.run_flipflop(_TINY, out_dir=tmp_path, workers=1, show_progress=False)
     assert first["last_command"]["records_made"] == 1 and len(first["check_runs"]) == 1
+    assert _files(tmp_path) == ["check/runs/nope.seed0.json", "last_command.json", "runs/nope.seed0.json"]
+    nope = record_cache.record_path(tmp_path, "nope", 0).read_bytes()
     more = replace(_TINY, encodings=("nope", "alibi"), seeds=(0, 1))
-    second = FF.run_flipflop(more, out_path=out, workers=1, show_progress=False)
+    second = FF.run_flipflop(more, out_dir=tmp_path, workers=1, show_progress=False)
     assert (second["last_command"]["records_made"], second["last_command"]["records_kept"]) == (3, 1)
-    assert [(r["encoding"], r["seed"]) for r in second["runs"]] == [("nope", 0), ("alibi", 0), ("nope", 1),
-                                                                      ("alibi", 1)]
+    assert [(r["method"], r["seed"]) for r in second["runs"]] == [("nope", 0), ("alibi", 0), ("nope", 1),
+                                                                    ("alibi", 1)]
     assert second["runs"][0] == json.loads(json.dumps(first["runs"][0]))   # kept as it was, not rerun
-    assert json.loads(out.read_text()) == json.loads(json.dumps(second))
-    # another setting: nothing kept
-    third = FF.run_flipflop(replace(more, lr=1e-3), out_path=out, workers=1, show_progress=False)
-    assert third["last_command"]["records_kept"] == 0
+    assert record_cache.record_path(tmp_path, "nope", 0).read_bytes() == nope
+    assert FF.load_flipflop(tmp_path, more) == json.loads(json.dumps(second))   # read back: the same results
+    # --fresh: every record made again (the same numbers: seeded, one thread) and rewritten
+    third = FF.run_flipflop(more, out_dir=tmp_path, workers=1, fresh=True, show_progress=False)
+    assert (third["last_command"]["records_made"], third["last_command"]["records_kept"]) == (4, 0)
+    assert [r["loss"] for r in third["runs"]] == [r["loss"] for r in second["runs"]]
+    # nothing to make: every record kept, and the last command's account (what made them) left as it was
+    account = (tmp_path / FF.LAST_COMMAND).read_bytes()
+    fourth = FF.run_flipflop(more, out_dir=tmp_path, workers=1, show_progress=False)
+    assert (fourth["last_command"]["records_made"], fourth["last_command"]["records_kept"]) == (0, 4)
+    assert (tmp_path / FF.LAST_COMMAND).read_bytes() == account and fourth["runs"] == third["runs"]
+
+
+def test_a_crash_loses_only_the_run_it_was_in(tmp_path, monkeypatch):
+    real = FF.train_flipflop_arm
+
+    def power_cut(encoding, seed, cfg, **kwargs):
+        if encoding == "alibi":
+            raise RuntimeError("power cut")
+        return real(encoding, seed, cfg, **kwargs)
+    monkeypatch.setattr(FF, "train_flipflop_arm", power_cut)
+    with pytest.raises(RuntimeError, match="power cut"):
+        FF.run_flipflop(replace(_TINY, encodings=("nope", "alibi")), out_dir=tmp_path, workers=1, show_progress=False)
+    assert _files(tmp_path) == ["runs/nope.seed0.json"]   # written when it was done; no partial file
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda text: text[: len(text) // 2], "not a complete flip-flop record"),
+    (lambda text: json.dumps({"method": "nope"}), r"missing \['arena_record'"),
+    (lambda text: text.replace('"seed": 0', '"seed": 1'), "not what its name says"),
+    (lambda text: text.replace('"task": "flipflop"', '"task": "lm"'), "a record of task 'lm'"),
+    (lambda text: text.replace('"steps": 4', '"steps": 5'), r"other settings \(steps: 5 -> 4\)"),
+])
+def test_a_corrupt_or_foreign_record_is_refused_never_overwritten(tmp_path, damage, match):
+    FF.run_flipflop(_TINY, out_dir=tmp_path, workers=1, show_progress=False)
+    path = record_cache.record_path(tmp_path, "nope", 0)
+    path.write_text(damage(path.read_text()))
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=match) as err:
+        FF.run_flipflop(_TINY, out_dir=tmp_path, workers=1, show_progress=False)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=match):
+        FF.load_flipflop(tmp_path, _TINY)
+    assert path.read_bytes() == before
+
+
+def test_the_command_refuses_a_record_of_other_settings_in_one_line(tmp_path):
+    FF.run_flipflop(replace(FF.FlipFlopConfig(), steps=2, encodings=("nope",), seeds=(0,)), out_dir=tmp_path,
+                    workers=1, show_progress=False)
+    path = record_cache.record_path(tmp_path, "nope", 0)
+    before = path.read_bytes()
+    with pytest.raises(SystemExit, match=r"flipflop: .*nope.seed0.json: made with other settings \(steps: 2 -> 3\)"):
+        FF.main(["--encodings", "nope", "--seeds", "0", "--steps", "3", "--workers", "1", "--out", str(tmp_path)])
+    assert path.read_bytes() == before
+
+
+def test_the_arena_and_the_flip_flop_task_share_one_format_and_refuse_each_others_records(tmp_path):
+    """One writer and one reader (record_cache): a flip-flop record is not a complete arena record, and an
+    arena-shaped record in a flip-flop folder is refused by the flip-flop reader."""
+    from posenc_lib.arena import cache
+
+    FF.run_flipflop(_TINY, out_dir=tmp_path, workers=1, show_progress=False)
+    path = record_cache.record_path(tmp_path, "nope", 0)
+    assert cache.record_path(tmp_path, "nope", 0) == path and cache.RECORD_KEYS[:3] == FF.RECORD_KEYS[:3]
+    with pytest.raises(ValueError, match="not a complete arena record"):
+        cache.read_record(path)
+    arena_like = {k: 0 for k in cache.RECORD_KEYS} | {"arena_record": 1, "method": "nope", "seed": 0}
+    path.write_text(json.dumps(arena_like))
+    with pytest.raises(ValueError, match="not a complete flip-flop record"):
+        FF.read_flipflop_record(path, _TINY)
 
 
 # ------------------------------------------------------------------------------------------------ the cache
@@ -134,6 +207,20 @@ def cached():
 def test_a_missing_cache_names_the_command(tmp_path):
     with pytest.raises(FileNotFoundError, match="make flipflop"):
         FF.load_flipflop(tmp_path)
+    FF.run_flipflop(_TINY, out_dir=tmp_path, workers=1, show_progress=False)
+    record_cache.record_path(tmp_path / FF.CHECK_DIR, "nope", 0).unlink()
+    with pytest.raises(FileNotFoundError, match=r"check/runs/nope.seed0.json is missing .*make flipflop"):
+        FF.load_flipflop(tmp_path, _TINY)
+
+
+def test_the_committed_folder_holds_one_record_per_arm_and_seed_and_nothing_else():
+    folder = FF.data_dir() / FF.FLIPFLOP_DIR
+    cfg = FF.FlipFlopConfig()
+    runs = [f"runs/{e}.seed{s}.json" for s in cfg.seeds for e in cfg.encodings]
+    checks = [f"check/runs/{e}.seed0.json" for e in cfg.encodings]
+    assert _files(folder) == sorted(runs + checks + [FF.LAST_COMMAND])
+    for name in runs + checks:
+        assert record_cache.read_record(folder / name, FF.RECORD_KEYS)["task"] == "flipflop"
 
 
 def test_the_cache_has_every_arm_and_seed_of_the_default_config(cached):
@@ -142,7 +229,7 @@ def test_the_cache_has_every_arm_and_seed_of_the_default_config(cached):
     assert cached["encodings"] == list(cfg.encodings) and cached["seeds"] == list(cfg.seeds) == [0, 1, 2]
     assert set(cfg.encodings) == set(FF.FIXED_ARMS + FF.CONTENT_ARMS)
     assert cached["config"] == FF.run_settings(cfg)   # the defaults are what made the cache
-    assert [(r["encoding"], r["seed"]) for r in cached["runs"]] == [(e, s) for s in cfg.seeds for e in cfg.encodings]
+    assert [(r["method"], r["seed"]) for r in cached["runs"]] == [(e, s) for s in cfg.seeds for e in cfg.encodings]
     names = [t[0] for t in cfg.tests]
     for run in cached["runs"]:
         assert run["config"] == FF.run_settings(cfg)
@@ -178,7 +265,7 @@ def test_config_from_record_gives_the_config_back(cached):
 def test_a_rerun_of_a_small_config_reproduces_the_cached_check_record(cached, encoding):
     """The cache's check_runs: every arm, seed 0, 30 steps, made by the same command in worker processes; this
     process, one thread, makes the same numbers (same machine type and torch version)."""
-    record = next(r for r in cached["check_runs"] if r["encoding"] == encoding)
+    record = next(r for r in cached["check_runs"] if r["method"] == encoding)
     if record["provenance"]["torch_version"] != torch.__version__:
         pytest.skip(f"the cache was made with torch {record['provenance']['torch_version']}")
     cfg = FF.config_from_record(record)
@@ -205,7 +292,7 @@ def test_the_table_and_the_figure_show_the_summary(tmp_path):
     fig, axes = plt.subplots(1, 2)
     shown = render_flipflop(axes, res, test="longer")
     assert shown["mean"][1][1] == pytest.approx(100 * row["mean"])
-    assert shown["seeds"]["nope"] == [100 * r["error"]["longer"] for r in res["runs"] if r["encoding"] == "nope"]
+    assert shown["seeds"]["nope"] == [100 * r["error"]["longer"] for r in res["runs"] if r["method"] == "nope"]
     with pytest.raises(ValueError, match="test must be one of"):
         render_flipflop(axes, res, test="sparse")
     plt.close(fig)

@@ -215,8 +215,7 @@ CLAIMS: tuple = (
                      "training-length value where plain RoPE's loss explodes.",
                source="Su 2023, github.com/bojone/rerope README (RoPE-8k loss 8.86 vs ReRoPE-8k 1.43)",
                likely_cause="the README's model is llama2-13b at 4k tokens with w = 1024 (no fine-tuning there "
-                            "either); the arena's window w = L/2 is our choice, and a small model whose RoPE "
-                            "loss barely rises past L leaves ReRoPE little to fix"),
+                            "either); the arena's window w = L/2 is our choice"),
     PaperClaim("self_extend", "rope", "loss_8L", "lower",
                claim="Grouping far positions (floor division) and keeping near ones exact extends a RoPE "
                      "model's context window without any fine-tuning.",

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from .. import _checks
 from ..experiments.arena_methods import ARENA_METHODS
 from ..experiments.config import ExperimentConfig
+from ..experiments.record_cache import field_differences
 
 #: the protocol's sizes per preset (ExperimentConfig fields that differ from 07's defaults)
 PRESET_SIZES = {
@@ -85,5 +86,4 @@ def config_differences(stored: dict, cfg: ExperimentConfig) -> list:
     """['field: stored -> cfg's', ...] between a record's stored protocol (JSON: lists for tuples) and `cfg`,
     ignoring the fields that do not change a run's numbers (seeds, encodings: the record has its own seed)."""
     ours = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}
-    keys = sorted((set(stored) | set(ours)) - {"seeds", "encodings"})
-    return [f"{k}: {stored.get(k)!r} -> {ours.get(k)!r}" for k in keys if stored.get(k) != ours.get(k)]
+    return field_differences(stored, ours, ignore=("seeds", "encodings"))

@@ -20,7 +20,17 @@ longer sequences. Metric: the error rate on the read bits (argmax over the whole
     FlipFlopConfig       every setting of the runs (frozen), stored with each record
     train_flipflop_arm   one (encoding, seed) run: `training.fit` (the course's one loop), then every test
     run_flipflop         every arm and seed over worker processes; only the records the cache lacks
+    load_flipflop        the cache read back, checked, with its summary over seeds
     retrain_arm          one arm, in this process, one thread (the notebook's retraining cell)
+
+The cache is the arena's (posenc_lib.experiments.record_cache: one home for results), in data/arena/flipflop/:
+
+    runs/<arm>.seed<k>.json         one record per (arm, seed) of FlipFlopConfig(), written atomically as it finishes
+    check/runs/<arm>.seed0.json     the same for check_config(FlipFlopConfig()): 30 steps, for exact reproduction
+    last_command.json               what the last `make flipflop` made and took
+
+A record that is not complete, or was made with other settings than the ones asked for, is refused (ValueError
+naming the file), never overwritten; `--fresh` reruns and rewrites every record.
 """
 from __future__ import annotations
 
@@ -37,7 +47,8 @@ from .. import _checks
 from ..i18n import ljust, tr
 from ..model import ENCODINGS, IGNORE_INDEX, TinyLM
 from ..printing import seed_stats
-from .paths import data_dir, data_file
+from . import record_cache
+from .paths import data_dir
 from .runner import _report, _Runner, provenance
 from .training import fit, seeded_tinylm, warmup_cosine_lr
 
@@ -47,7 +58,12 @@ VOCAB = len(TOKENS)
 FIXED_ARMS = ("nope", "sinusoidal", "rope", "alibi")
 CONTENT_ARMS = ("cope", "fox", "path")   # posenc_lib.content, registered in model.ENCODINGS
 SLOW_ARMS = ("path", "cope")              # about 7x and 3x the CPU time per step of the others
-FLIPFLOP_FILE = "experiments_flipflop.json"
+FLIPFLOP_DIR = Path("arena") / "flipflop"   # under data/: the arena's cache of this task
+CHECK_DIR, LAST_COMMAND = "check", "last_command.json"   # under FLIPFLOP_DIR
+TASK = "flipflop"
+#: what a record of this task holds (record_cache.HEADER first; "method" is the arm: an encoding's name)
+RECORD_KEYS = record_cache.HEADER + ("task", "error", "loss", "reads", "train_curve", "parameters", "threads",
+                                     "config", "provenance")
 MAKE_FLIPFLOP = "run `make flipflop` (python -m posenc_lib.experiments.flipflop) in a clone of the repository"
 #: the paper's three test distributions of the instructions (p_ignore), at its training length
 PAPER_P_IGNORE = {"in_distribution": 0.8, "sparse": 0.98, "dense": 0.1}
@@ -219,7 +235,8 @@ def evaluate_flipflop(model: TinyLM, cfg: FlipFlopConfig) -> dict:
 def train_flipflop_arm(encoding: str, seed: int, cfg: FlipFlopConfig, *, progress=None) -> dict:
     """One run: TinyLM with `encoding`, seed `seed` (initial weights; training sequences from a generator seeded
     10_000 + seed, the same for every encoding), `fit` with warm-up and cosine decay, then every test.
-    Returns the run's record (self-describing: its config, code and torch versions, threads, timings)."""
+    Returns the run's record (self-describing: its config, torch threads, timings; run_flipflop adds the
+    provenance: code and torch versions, machine)."""
     _checks.choice("encoding", encoding, ENCODINGS)
     seed = _checks.positive_int("seed", seed, allow_zero=True)
     if not isinstance(cfg, FlipFlopConfig):
@@ -246,16 +263,22 @@ def train_flipflop_arm(encoding: str, seed: int, cfg: FlipFlopConfig, *, progres
         on_step=log, lr_at=lambda s: warmup_cosine_lr(s, cfg.steps, cfg.lr, cfg.warmup_steps, cfg.min_lr_ratio))
     train_seconds = round(time.process_time() - cpu, 2)
     tests = evaluate_flipflop(model, cfg)
-    return {"encoding": encoding, "seed": seed, "error": {k: v["error"] for k, v in tests.items()},
-            "loss": {k: v["loss"] for k, v in tests.items()}, "reads": {k: v["reads"] for k, v in tests.items()},
+    return {"arena_record": record_cache.RECORD_VERSION, "method": encoding, "seed": seed, "task": TASK,
+            **{key: {k: v[key] for k, v in tests.items()} for key in ("error", "loss", "reads")},
             "train_curve": curve, "parameters": sum(p.numel() for p in model.parameters()),
             "threads": torch.get_num_threads(), "train_cpu_seconds": train_seconds,
             "seconds": round(time.perf_counter() - wall, 2), "cpu_seconds": round(time.process_time() - cpu, 2),
             "config": run_settings(cfg)}
 
 
-def _worker_job(encoding: str, seed: int, cfg: FlipFlopConfig, progress=None) -> dict:
-    return train_flipflop_arm(encoding, seed, cfg, progress=progress or _report)
+def _worker_job(encoding: str, seed: int, cfg: FlipFlopConfig, prov: dict, out_dir: str | None,
+                progress=None) -> dict:
+    """One run in a worker: its record with the command's provenance, written to out_dir's cache as soon as it
+    is done (a crash loses this run at most)."""
+    record = {**train_flipflop_arm(encoding, seed, cfg, progress=progress or _report), "provenance": prov}
+    if out_dir is not None:
+        record_cache.write_record(out_dir, record, RECORD_KEYS)
+    return record
 
 
 # ------------------------------------------------------------------------------------------------ every run
@@ -271,13 +294,13 @@ DESCRIPTION = (
 
 
 def summarize_flipflop(runs: list, key: str = "error") -> dict:
-    """{encoding: {test: seed_stats of run[key][test] over the encoding's runs}} (key: "error" or "loss")."""
+    """{arm: {test: seed_stats of run[key][test] over the arm's runs}} (key: "error" or "loss")."""
     if key not in ("error", "loss"):
         raise ValueError(f"key must be 'error' or 'loss', got {key!r}")
     out = {}
-    for enc in dict.fromkeys(r["encoding"] for r in runs):
-        mine = [r for r in runs if r["encoding"] == enc]
-        out[enc] = {test: seed_stats([r[key][test] for r in mine], decimals=6) for test in mine[0][key]}
+    for arm in dict.fromkeys(r["method"] for r in runs):
+        mine = [r for r in runs if r["method"] == arm]
+        out[arm] = {test: seed_stats([r[key][test] for r in mine], decimals=6) for test in mine[0][key]}
     return out
 
 
@@ -299,71 +322,107 @@ def flipflop_table(results: dict, key: str = "error") -> str:
     return "\n".join(rows)
 
 
-def load_flipflop(data_dir_: Path | str | None = None) -> dict:
-    """The cached data/experiments_flipflop.json (FileNotFoundError naming `make flipflop` if absent)."""
-    return json.loads(data_file(FLIPFLOP_FILE, data_dir_, made_by=MAKE_FLIPFLOP).read_text(encoding="utf-8"))
+# ------------------------------------------------------------------------------------------------ the cache
+
+def read_flipflop_record(path: Path | str, cfg: FlipFlopConfig) -> dict:
+    """One cached record, checked (ValueError naming the file): a complete flip-flop record of the arm and seed
+    its name says (record_cache.read_record), made with cfg's run settings."""
+    record = record_cache.read_record(path, RECORD_KEYS, what="flip-flop record")
+    if record["task"] != TASK:
+        raise ValueError(f"{path}: a record of task {record['task']!r}, not {TASK!r}; choose another --out")
+    diff = record_cache.field_differences(record["config"], run_settings(cfg))
+    if diff:
+        raise ValueError(f"{path}: made with other settings ({'; '.join(diff)}); delete it, rerun with --fresh or "
+                         f"choose another --out")
+    return record
+
+
+def _cached_runs(out_dir: Path, cfg: FlipFlopConfig) -> dict:
+    """{(arm, seed): record} of cfg's runs already in out_dir (each checked by read_flipflop_record)."""
+    return record_cache.cached_records(out_dir, cfg.encodings, cfg.seeds, lambda p: read_flipflop_record(p, cfg))
+
+
+def _in_order(records: dict, cfg: FlipFlopConfig) -> list:
+    """The records of cfg's jobs, seed by seed, each in cfg.encodings' order (those the dict holds)."""
+    return [records[e, s] for s in cfg.seeds for e in cfg.encodings if (e, s) in records]
+
+
+def flipflop_results(cfg: FlipFlopConfig, runs: dict, checks: dict, last_command: dict | None) -> dict:
+    """What the notebook reads: the runs of cfg and its check config in order, their summaries over seeds (the
+    mean, std, min, max of each test's error and loss), the task's description and the last command."""
+    runs = _in_order(runs, cfg)
+    return {"kind": TASK, "description": DESCRIPTION, "paper": "arXiv 2306.00946",
+            "encodings": list(cfg.encodings), "seeds": list(cfg.seeds), "config": run_settings(cfg),
+            "tests": [list(t) for t in cfg.tests], "runs": runs,
+            "summary": summarize_flipflop(runs), "loss_summary": summarize_flipflop(runs, "loss"),
+            "check_runs": _in_order(checks, check_config(cfg)), "last_command": last_command}
+
+
+def load_flipflop(out_dir: Path | str | None = None, cfg: FlipFlopConfig | None = None) -> dict:
+    """The cache in out_dir (default data/arena/flipflop/) read back for cfg (default FlipFlopConfig()): every
+    (arm, seed) record and check record, checked (read_flipflop_record), as flipflop_results. A missing record:
+    FileNotFoundError naming it and `make flipflop`."""
+    cfg = cfg or FlipFlopConfig()
+    out = Path(out_dir) if out_dir is not None else data_dir() / FLIPFLOP_DIR
+    small = check_config(cfg)
+    runs, checks = _cached_runs(out, cfg), _cached_runs(out / CHECK_DIR, small)
+    missing = ([record_cache.record_path(out, e, s) for s in cfg.seeds for e in cfg.encodings if (e, s) not in runs]
+               + [record_cache.record_path(out / CHECK_DIR, e, 0) for e in cfg.encodings if (e, 0) not in checks])
+    if missing:
+        raise FileNotFoundError(f"{missing[0]} is missing ({len(missing)} record(s) in all): {MAKE_FLIPFLOP}")
+    last = out / LAST_COMMAND
+    return flipflop_results(cfg, runs, checks, json.loads(last.read_text(encoding="utf-8")) if last.is_file()
+                            else None)
 
 
 def cached_record(results: dict, encoding: str, seed: int) -> dict:
     """The record of (encoding, seed) in cached results (ValueError naming what the cache holds)."""
     for run in results["runs"]:
-        if run["encoding"] == encoding and run["seed"] == seed:
+        if run["method"] == encoding and run["seed"] == seed:
             return run
-    have = sorted({(r["encoding"], r["seed"]) for r in results["runs"]})
+    have = sorted({(r["method"], r["seed"]) for r in results["runs"]})
     raise ValueError(f"(encoding, seed) = ({encoding!r}, {seed}) is not in the cache; it holds {have}")
 
 
-def run_flipflop(cfg: FlipFlopConfig | None = None, *, out_path: Path | str | None = None, workers: int = 2,
+def run_flipflop(cfg: FlipFlopConfig | None = None, *, out_dir: Path | str | None = None, workers: int = 2,
                  threads: int = 1, fresh: bool = False, show_progress: bool = True) -> dict:
-    """Every (encoding, seed) of cfg over `workers` processes of `threads` torch threads (default 2 x 1), then
-    write out_path (None: nothing written). A record already in out_path with the same run settings is kept
-    (fresh=True: everything rerun), so a rerun only fills what is missing. Returns the results dict."""
+    """Every (encoding, seed) of cfg, and every encoding at seed 0 of check_config(cfg), over `workers`
+    processes of `threads` torch threads (default 2 x 1); each record is written to out_dir's cache as it is done
+    (None: nothing written), then last_command.json (if it made any). A record already there is kept
+    (fresh=True: everything rerun and rewritten), so a rerun only fills what is missing; one made with other
+    settings is refused (ValueError). Returns flipflop_results."""
     cfg = cfg or FlipFlopConfig()
     workers, threads = _checks.positive_int("workers", workers), _checks.positive_int("threads", threads)
-    settings, small = run_settings(cfg), check_config(cfg)
-    old = {}
-    if out_path is not None and Path(out_path).is_file() and not fresh:
-        old = json.loads(Path(out_path).read_text(encoding="utf-8"))
-    kept = [r for r in old.get("runs", []) if r["config"] == settings
-            and r["encoding"] in cfg.encodings and r["seed"] in cfg.seeds]
-    kept_checks = [r for r in old.get("check_runs", []) if r["config"] == run_settings(small)
-                   and r["encoding"] in cfg.encodings]
-    have = {(r["encoding"], r["seed"]) for r in kept}
+    small = check_config(cfg)
+    out = Path(out_dir) if out_dir is not None else None
+    check_out = out / CHECK_DIR if out is not None else None
+    kept, kept_checks = ({}, {}) if out is None or fresh else (_cached_runs(out, cfg), _cached_runs(check_out, small))
     # the slowest arms first (PaTH, then CoPE: their score edits loop over the sequence), so no worker idles last
-    todo = sorted(((e, s) for s in cfg.seeds for e in cfg.encodings if (e, s) not in have),
+    todo = sorted(((e, s) for s in cfg.seeds for e in cfg.encodings if (e, s) not in kept),
                   key=lambda job: SLOW_ARMS.index(job[0]) if job[0] in SLOW_ARMS else len(SLOW_ARMS))
-    have_checks = {r["encoding"] for r in kept_checks}
-    todo_checks = [e for e in cfg.encodings if e not in have_checks]
+    todo_checks = [e for e in cfg.encodings if (e, 0) not in kept_checks]
     prov = {k: v for k, v in provenance(cfg, workers, threads).items() if k != "config"}
     prov["command"] = "python -m posenc_lib.experiments.flipflop"
     start = time.perf_counter()
-    jobs = [(_worker_job, (e, s, cfg)) for e, s in todo] + [(_worker_job, (e, 0, small)) for e in todo_checks]
+    where, check_where = (str(out), str(check_out)) if out is not None else (None, None)
+    jobs = ([(_worker_job, (e, s, cfg, prov, where)) for e, s in todo]
+            + [(_worker_job, (e, 0, small, prov, check_where)) for e in todo_checks])
     runner = _Runner(workers if len(jobs) > 1 else 1, threads, len(todo) * cfg.steps + len(todo_checks)
                      * small.steps, show_progress)
     try:
         done, _ = runner.run(jobs)
     finally:
         runner.close()
-    for record in done:
-        record["provenance"] = prov
     new, new_checks = done[:len(todo)], done[len(todo):]
-    order = {(e, s): i for i, (e, s) in enumerate((e, s) for s in cfg.seeds for e in cfg.encodings)}
-    runs = sorted(kept + new, key=lambda r: order[r["encoding"], r["seed"]])
-    results = {
-        "kind": "flipflop", "description": DESCRIPTION, "paper": "arXiv 2306.00946",
-        "encodings": list(cfg.encodings), "seeds": list(cfg.seeds), "config": settings,
-        "tests": [list(t) for t in cfg.tests], "runs": runs,
-        "summary": summarize_flipflop(runs), "loss_summary": summarize_flipflop(runs, "loss"),
-        "check_runs": sorted(kept_checks + new_checks, key=lambda r: cfg.encodings.index(r["encoding"])),
-        "last_command": {**prov, "records_made": len(new), "records_kept": len(kept),
-                         "wall_seconds": round(time.perf_counter() - start, 1),
-                         "worker_cpu_seconds": round(sum(r["cpu_seconds"] for r in new), 1),
-                         "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")},
-    }
-    if out_path is not None:
-        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(out_path).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    return results
+    last_command = {**prov, "records_made": len(new), "records_kept": len(kept),
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "worker_cpu_seconds": round(sum(r["cpu_seconds"] for r in new), 1),
+                    "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    if out is not None and done:   # a command that made nothing leaves the last one's account
+        text = json.dumps(last_command, indent=1) + "\n"
+        record_cache.atomic_write(out / LAST_COMMAND, lambda f: f.write(text.encode("utf-8")))
+    return flipflop_results(cfg, {**kept, **{(r["method"], r["seed"]): r for r in new}},
+                            {**kept_checks, **{(r["method"], 0): r for r in new_checks}}, last_command)
 
 
 def retrain_arm(encoding: str = "alibi", seed: int = 0, cfg: FlipFlopConfig | None = None) -> dict:
@@ -389,11 +448,15 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--fresh", action="store_true", help="rerun every record (default: only the missing)")
-    parser.add_argument("--out", default=None, help=f"default {data_dir(must_exist=False) / FLIPFLOP_FILE}")
+    parser.add_argument("--out", default=None, help=f"the cache folder (default "
+                                                     f"{data_dir(must_exist=False) / FLIPFLOP_DIR})")
     args = parser.parse_args(argv)
     cfg = replace(FlipFlopConfig(), encodings=tuple(args.encodings), seeds=tuple(args.seeds), steps=args.steps)
-    out = Path(args.out) if args.out else data_dir(must_exist=False) / FLIPFLOP_FILE
-    res = run_flipflop(cfg, out_path=out, workers=args.workers, threads=args.threads, fresh=args.fresh)
+    out = Path(args.out) if args.out else data_dir(must_exist=False) / FLIPFLOP_DIR
+    try:
+        res = run_flipflop(cfg, out_dir=out, workers=args.workers, threads=args.threads, fresh=args.fresh)
+    except ValueError as err:   # a refused cache file: one line naming it
+        raise SystemExit(f"python -m posenc_lib.experiments.flipflop: {err}") from None
     print(f"wrote {out}: {res['last_command']['records_made']} made, {res['last_command']['records_kept']} kept, "
           f"{res['last_command']['wall_seconds']} s")
     for enc, row in res["summary"].items():

@@ -41,7 +41,7 @@ def render_flipflop(axes, results: dict, test: str = "longer") -> dict:
     ax_grid.set_yticks(range(len(encodings)), [encoding_label(e) for e in encodings], fontsize=8)
     ax_grid.set_title(tr("error on the read bits (%), mean of seeds", "读取位的错误率（%），各种子平均"),
                       fontsize=9)
-    seeds = {e: [100 * r["error"][test] for r in results["runs"] if r["encoding"] == e] for e in encodings}
+    seeds = {e: [100 * r["error"][test] for r in results["runs"] if r["method"] == e] for e in encodings}
     rows = np.arange(len(encodings))
     ax_seeds.barh(rows, [np.mean(seeds[e]) for e in encodings],
                   color=[ENCODING_COLORS.get(e, "k") for e in encodings], alpha=0.35)
