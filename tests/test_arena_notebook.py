@@ -69,23 +69,29 @@ def test_load_table_reads_the_saved_table_and_names_a_missing_one(tmp_path):
 
 def test_format_compact_prints_every_cell_as_mean_and_half_width():
     table = _table(LAPTOP_LIKE)
-    text = A.format_compact(table)
-    lines = text.splitlines()
-    assert lines[2].split() == ["method", "kind", "L", "2L", "exactly", "L", "probe", "L", "probe", "2L"]
+    lines = A.format_compact(table).splitlines()
+    assert "1/2 seed(s)" in lines[0] and "L = 64" in lines[0]
+    assert lines[1].split() == ["method", "L", "2L", "exactly", "L"]
     rope = next(line for line in lines if line.startswith("rope ")).split()
     t1 = 12.706204736174698   # t_{0.975, 1}
     half = t1 * statistics.stdev([2.0, 2.1]) / math.sqrt(2)
-    assert rope[:3] == ["rope", "training", f"{2.05:.3f}±{half:.3f}"]
+    assert rope[:2] == ["rope", f"{2.05:.3f}±{half:.3f}"]
     learned = next(line for line in lines if line.startswith("learned")).split()
-    assert learned[2:4] == ["2.100", "n/a"]                   # one seed: the mean alone; past L: n/a
-    assert next(line for line in lines if line.startswith("rerope")).split()[1] == "inference"
-    assert "1/2 seed(s)" in lines[1] and "L = 64" in lines[1]                 # a title of two lines
+    assert learned[1:3] == ["2.100", "n/a"]                   # one seed: the mean alone; past L: n/a
+    probes = lines[lines.index("") + 1:]                        # the second block: kind and probe gains
+    assert probes[1].split() == ["method", "kind", "probe", "L", "probe", "2L"]
+    assert [line.split()[:2] for line in probes[2:]] == [["rope", "training"], ["alibi", "training"],
+                                                          ["learned", "training"], ["rerope", "inference"]]
+    assert next(line for line in probes if line.startswith("rerope")).split()[2] == "0.010"
     with language("zh"):
         zh = A.format_compact(table).splitlines()
-    assert "探针 L" in zh[2] and "训练" in zh[3]
-    # the columns line up by display width: every row ends at the same column
     from posenc_lib.i18n import display_width
-    assert len({display_width(line) for line in zh[2:]}) == 1 and len({len(line) for line in lines[2:]}) == 1
+    assert "恰好 L" in zh[1] and "探针 L" in zh[zh.index("") + 2] and "推理" in zh[-1]
+    # the columns line up by display width: every row of a block ends at the same column
+    for text in (lines, zh):
+        gap = text.index("")
+        assert len({display_width(line) for line in text[1:gap]}) == 1
+        assert len({display_width(line) for line in text[gap + 2:]}) == 1
     with pytest.raises(TypeError, match="arena_table's dict"):
         A.format_compact([1])
 

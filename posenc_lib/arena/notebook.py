@@ -103,20 +103,26 @@ def _kind(kind: str) -> str:
 
 
 def format_compact(table: dict) -> str:
-    """The table as plain text, one row per method: its kind, then each column's mean ± half-width of the 95%
-    interval over seeds at 3 decimals (the mean alone for one seed; n/a where the method has no value)."""
+    """The table as plain text in two blocks of at most 100 columns, one row per method in each: the losses
+    (L ... the longest window, exactly L), then the method's kind and its probe gains. A cell: the mean ± the
+    half-width of its 95% interval over seeds at 3 decimals (the mean alone for one seed; n/a where the method
+    has no value)."""
     table = _check_table(table)
-    keys = table["keys"]
-    rows = [[row["method"], _kind(row["kind"])] + [_cell(row["cells"][k], "±") for k in keys]
-            for row in table["rows"]]
-    head = [tr("method", "方法"), tr("kind", "类型")] + [_header(k) for k in keys]
-    seeds = sorted({len(row["seeds"]) for row in table["rows"]})
-    n = "/".join(map(str, seeds))
-    title = [tr("loss: nats/char, lower is better; probe gain: nats/char, higher is better",
-                "损失：nats/字符，越低越好；探针增益：nats/字符，越高越好"),
-             tr(f"each cell: mean ± half-width of its 95% interval over {n} seed(s); L = {table['train_len']}",
-                f"每一格：{n} 个种子的均值 ± 其 95% 置信区间的半宽；L = {table['train_len']}")]
-    return "\n".join(title + _aligned([head] + rows, left=2))
+    losses = [k for k in table["keys"] if not k.startswith("probe_")]
+    probes = [k for k in table["keys"] if k.startswith("probe_")]
+    seeds = "/".join(map(str, sorted({len(row["seeds"]) for row in table["rows"]})))
+
+    def block(keys, kind):
+        head = [tr("method", "方法")] + [tr("kind", "类型")] * kind + [_header(k) for k in keys]
+        rows = [[row["method"]] + [_kind(row["kind"])] * kind + [_cell(row["cells"][k], "±") for k in keys]
+                for row in table["rows"]]
+        return _aligned([head] + rows, left=1 + kind)
+    return "\n".join(
+        [tr(f"loss (nats/char, lower is better): mean ± half-width of its 95% interval over {seeds} seed(s); "
+            f"L = {table['train_len']}",
+            f"损失（nats/字符，越低越好）：{seeds} 个种子的均值 ± 其 95% 置信区间的半宽；L = {table['train_len']}")]
+        + block(losses, 0) + ["", tr("probe gain (nats/char, higher is better; 0 = nothing retrieved)",
+                                     "探针增益（nats/字符，越高越好；0 = 什么也没取回）")] + block(probes, 1))
 
 
 def describe(table: dict, preset: str = "laptop", width: int = 100) -> str:
