@@ -21,8 +21,10 @@ from .absolute import (
 from .alibi import ALiBi, alibi_bias, alibi_slopes
 from .attention import MultiHeadAttention, NoPE, PositionalEncoding, attention, where_it_acts
 from .configs import LayerPositions, ModelPositions, attention_temperature, from_hf_config
+from .content import CoPE, ForgettingGate, PaTH
 from .i18n import get_language, language, set_language, tr
 from .inference import KVCache, SinkWindowCache, decode_step, packed_position_ids, position_ids_from_mask
+from .inference_time import LogNScaling, ReRoPE, SelfExtend
 from .model import ENCODINGS, TinyLM, TinyLMConfig, make_encoding, register_encoding
 from .printing import below
 from .relative import (
@@ -34,6 +36,7 @@ from .relative import (
     relative_shift,
     t5_relative_bucket,
 )
+from .relative_functions import FIRE, Kerple
 from .rope import (
     RotaryEmbedding,
     apply_decoupled_rope,
@@ -45,11 +48,13 @@ from .rope import (
     rotate_half,
 )
 from .scaling import ROPE_SCALINGS, ROPE_TYPES, rope_inv_freq, rotary_dim
+from .xpos import XPos
 
 __all__ = [
-    "ALiBi", "ENCODINGS", "KVCache", "LayerPositions", "LearnedEncoding", "ModelPositions", "MultiHeadAttention",
-    "NoPE", "PositionalEncoding", "ROPE_SCALINGS", "ROPE_TYPES", "RotaryEmbedding", "ShawRelativePosition",
-    "SinkWindowCache", "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig", "alibi_bias", "alibi_slopes",
+    "ALiBi", "CoPE", "ENCODINGS", "FIRE", "ForgettingGate", "KVCache", "Kerple", "LayerPositions", "LearnedEncoding",
+    "LogNScaling", "ModelPositions", "MultiHeadAttention", "NoPE", "PaTH", "PositionalEncoding", "ROPE_SCALINGS",
+    "ROPE_TYPES", "ReRoPE", "RotaryEmbedding", "SelfExtend", "ShawRelativePosition", "SinkWindowCache",
+    "SinusoidalEncoding", "T5RelativeBias", "TinyLM", "TinyLMConfig", "XPos", "alibi_bias", "alibi_slopes",
     "apply_decoupled_rope", "apply_rope", "attention", "attention_temperature", "below", "decode_step",
     "diagonal_spread", "from_hf_config", "get_language", "language", "layout_permutation", "make_encoding",
     "offset_matrix", "offset_scores", "packed_position_ids", "position_ids_from_mask", "position_similarity",

@@ -27,7 +27,7 @@ from ..experiments import runner as _runner
 from ..experiments.arena_methods import ARENA_METHODS, build_arena_model, use_inference_method
 from ..experiments.config import ExperimentConfig, probe_length
 from ..experiments.corpus import Corpus, load_corpus, load_text_folder
-from ..experiments.evaluation import eval_ends, evaluate, evaluate_sliding
+from ..experiments.evaluation import eval_ends, evaluate_sliding, losses_at_multiples
 from ..experiments.probe import make_probes, probe_cells, retrieval_probe
 from ..experiments.training import train
 from . import cache, distributed
@@ -65,18 +65,17 @@ def measure(model, valid: torch.Tensor, cfg: ExperimentConfig, inference: str | 
     L = cfg.train_len
     ends = eval_ends(valid, L * max(cfg.eval_multiples), cfg.eval_windows)
     probes = make_probes(valid, cfg)
-    loss, probe = {}, []
-    for m in sorted(cfg.eval_multiples):
-        with _inference_method(model, inference, cfg, m):
-            value = evaluate(model, valid, context_len=L * m, score_len=L, ends=ends, batch=cfg.eval_batch)
-            loss[str(m)] = None if value is None else round(value, 5)
-            if inference is not None:   # the probe's cells of this window length, with this factor
-                cells = retrieval_probe(model, valid, replace(cfg, eval_multiples=tuple(sorted({1, m}))), probes)
-                probe += [c for c in cells if c["multiple"] == m]
+    loss = losses_at_multiples(model, valid, cfg, ends, within=lambda m: _inference_method(model, inference, cfg, m))
     with _inference_method(model, inference, cfg, 1):
         sliding = evaluate_sliding(model, valid, context_len=L, score_len=L, ends=ends, tokens=cfg.eval_tokens)
     if inference is None:
         probe = retrieval_probe(model, valid, cfg, probes)
+    else:   # each window length's cells with the method put on for its factor
+        probe = []
+        for m in sorted(cfg.eval_multiples):
+            with _inference_method(model, inference, cfg, m):
+                cells = retrieval_probe(model, valid, replace(cfg, eval_multiples=tuple(sorted({1, m}))), probes)
+            probe += [c for c in cells if c["multiple"] == m]
     return {"loss": loss, "sliding_loss": None if sliding is None else round(sliding, 5), "probe": probe}
 
 

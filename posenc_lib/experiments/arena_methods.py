@@ -73,6 +73,13 @@ class ArenaMethod:
             raise ValueError(f"a training method ({self.name}) trains its own model: base must be None")
 
 
+def _protocol(cfg) -> ExperimentConfig:
+    """Every make's first check: the protocol's sizes, an ExperimentConfig."""
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
+    return cfg
+
+
 # ----------------------------------------------------------------------------------------- training methods
 def _seeded_sampler(builder, cfg: ExperimentConfig, seed: int):
     """builder(target_len, seed=...) for the longest evaluated length; its own seed, apart from the data's."""
@@ -82,7 +89,7 @@ def _seeded_sampler(builder, cfg: ExperimentConfig, seed: int):
 def partial_rope_model(fraction: float, cfg: ExperimentConfig, seed: int) -> TinyLM:
     """07's TinyLM with RoPE on the first `fraction` of each head's dims (GPT-NeoX's partial rotary), the rest
     unrotated; the head must have >= 32 dims."""
-    head_dim = cfg.d_model // cfg.num_heads
+    head_dim = _protocol(cfg).d_model // cfg.num_heads
     if head_dim < MIN_PARTIAL_HEAD_DIM:
         raise ValueError(f"cfg: partial RoPE needs head_dim = d_model / num_heads >= {MIN_PARTIAL_HEAD_DIM} (1/8 of "
                          f"it is then 2 pairs), got d_model={cfg.d_model}, num_heads={cfg.num_heads} "
@@ -94,7 +101,7 @@ def hybrid_model(cfg: ExperimentConfig, seed: int, *, interval: int = HYBRID_INT
     """07's RoPE TinyLM with NoPE in every `interval`-th block (blocks i with (i + 1) % interval == 0, as
     transformers' Llama 4 and SmolLM3 configs pick their no_rope_layers) and the shared RoPE elsewhere."""
     interval = _checks.positive_int("interval", interval)
-    if interval > cfg.num_layers:
+    if interval > _protocol(cfg).num_layers:
         raise ValueError(f"interval must be <= num_layers={cfg.num_layers} (else no block is NoPE), got {interval}")
     model = build_model("rope", cfg, seed)
     for i, block in enumerate(model.blocks):
@@ -105,7 +112,7 @@ def hybrid_model(cfg: ExperimentConfig, seed: int, *, interval: int = HYBRID_INT
 
 def _encoding_method(name: str) -> ArenaMethod:
     return ArenaMethod(name, "training", _ENCODING_PAPERS.get(name, "posenc_lib.model.ENCODINGS"),
-                       lambda cfg, seed: build_model(name, cfg, seed))
+                       lambda cfg, seed: build_model(name, _protocol(cfg), seed))
 
 
 _ENCODING_PAPERS = {
@@ -128,11 +135,11 @@ def _training_methods() -> list:
         ArenaMethod("rope_nope_hybrid", "training", "Yang et al. 2025, arXiv 2501.18795; Llama 4; SmolLM3",
                     hybrid_model, note=f"NoPE in every {HYBRID_INTERVAL}nd block, RoPE elsewhere"),
         ArenaMethod("randomized_positions", "training", "Ruoss et al. 2023, arXiv 2305.16843",
-                    lambda cfg, seed: build_model("rope", cfg, seed),
+                    lambda cfg, seed: build_model("rope", _protocol(cfg), seed),
                     sampler=lambda cfg, seed: _seeded_sampler(randomized_positions, cfg, seed),
                     note="RoPE; sorted random positions of [0, max multiple * L)"),
         ArenaMethod("pose", "training", "Zhu et al. 2023, arXiv 2309.10400",
-                    lambda cfg, seed: build_model("rope", cfg, seed),
+                    lambda cfg, seed: build_model("rope", _protocol(cfg), seed),
                     sampler=lambda cfg, seed: _seeded_sampler(pose_positions, cfg, seed),
                     note="RoPE; two chunks, the second skipped on within max multiple * L"),
     ]
@@ -142,7 +149,7 @@ def _training_methods() -> list:
 # ---------------------------------------------------------------------------------------- inference methods
 def rerope_window(cfg: ExperimentConfig) -> int:
     """The window w of ReRoPE, Leaky ReRoPE and Self-Extend in the arena: L // 2 (at least 1)."""
-    return max(1, cfg.train_len // 2)
+    return max(1, _protocol(cfg).train_len // 2)
 
 
 def _compression(cfg: ExperimentConfig, factor: float) -> int:
@@ -183,7 +190,7 @@ def _inference_methods() -> list:
                     lambda rope, cfg, factor: SelfExtend(rope, rerope_window(cfg), _compression(cfg, factor)),
                     base="rope"),
         ArenaMethod("log_n", "inference", "Su 2021, kexue.fm/archives/8823",
-                    lambda rope, cfg, factor: LogNScaling(rope, cfg.train_len), base="rope"),
+                    lambda rope, cfg, factor: LogNScaling(rope, _protocol(cfg).train_len), base="rope"),
     ]
     return methods
 
@@ -216,8 +223,7 @@ def build_arena_model(name, cfg: ExperimentConfig, seed: int) -> tuple:
     if method.kind != "training":
         raise ValueError(f"method {method.name!r} is an inference method: train its base {method.base!r}, then "
                          f"use_inference_method")
-    if not isinstance(cfg, ExperimentConfig):
-        raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
+    _protocol(cfg)
     seed = _checks.positive_int("seed", seed, allow_zero=True)
     return method.make(cfg, seed), (None if method.sampler is None else method.sampler(cfg, seed))
 
@@ -235,8 +241,7 @@ def use_inference_method(name, model: TinyLM, cfg: ExperimentConfig, factor: flo
         got = type(getattr(model, "encoding", None)).__name__
         raise ValueError(f"model must be a TinyLM trained with plain RoPE in every block (method {method.name!r} "
                          f"changes its RotaryEmbedding), got encoding {got}")
-    if not isinstance(cfg, ExperimentConfig):
-        raise TypeError(f"cfg must be an ExperimentConfig, got {type(cfg).__name__}")
+    _protocol(cfg)
     factor = _checks.positive_float("factor", factor, minimum=1.0, inclusive=True)
     previous = model.encoding
     model.replace_encoding(method.make(previous, cfg, factor))

@@ -28,7 +28,7 @@ from ..frequencies import TRUNCATIONS, drop_rope, truncated_rope
 from ..printing import seed_stats
 from .config import ExperimentConfig, config_from, stored_config
 from .corpus import load_corpus
-from .evaluation import eval_ends, evaluate
+from .evaluation import eval_ends, losses_at_multiples
 from .paths import data_file
 from .results import load_results, load_rope_model
 from .runner import provenance
@@ -73,12 +73,6 @@ DESCRIPTION = (
     "mean/std/min/max over the runs.")
 
 
-def _losses(model, cfg: ExperimentConfig, valid: torch.Tensor, ends: torch.Tensor) -> dict:
-    """{"1": loss at L, "2": at 2L, ...} (rounded to 5 decimals), 07's scoring."""
-    return {str(m): round(evaluate(model, valid, context_len=cfg.train_len * m, score_len=cfg.train_len, ends=ends,
-                                   batch=cfg.eval_batch), 5) for m in sorted(cfg.eval_multiples)}
-
-
 def truncation_table(model, cfg: ExperimentConfig, fcfg: FrequencyConfig, valid: torch.Tensor,
                      ends: torch.Tensor) -> dict:
     """{stop: {str(count): losses}} for every stop of frequencies.TRUNCATIONS and count of fcfg.truncate_counts;
@@ -90,7 +84,7 @@ def truncation_table(model, cfg: ExperimentConfig, fcfg: FrequencyConfig, valid:
             table[stop] = {}
             for count in fcfg.truncate_counts:
                 model.replace_encoding(truncated_rope(model, stop, count))
-                table[stop][str(count)] = _losses(model, cfg, valid, ends)
+                table[stop][str(count)] = losses_at_multiples(model, valid, cfg, ends)
     finally:
         model.replace_encoding(original)
     return table
@@ -129,15 +123,15 @@ def run_frequencies(fcfg: FrequencyConfig = FrequencyConfig(), *, out_dir: Path 
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         ends = eval_ends(corpus.valid, cfg.train_len * max(cfg.eval_multiples), cfg.eval_windows)
-        baseline = _losses(model, cfg, corpus.valid, ends)
+        baseline = losses_at_multiples(model, corpus.valid, cfg, ends)
         table = truncation_table(model, cfg, fcfg, corpus.valid, ends)
-        no_recal = _losses(drop_rope(model), cfg, corpus.valid, ends)
+        no_recal = losses_at_multiples(drop_rope(model), corpus.valid, cfg, ends)
         runs = []
         for seed in fcfg.recal_seeds:
             run_cpu = time.process_time()
             recalibrated, curve = recalibrate(model, seed, cfg, fcfg, corpus.train)
-            runs.append({"seed": seed, "loss": _losses(recalibrated, cfg, corpus.valid, ends), "train_curve": curve,
-                         "cpu_seconds": round(time.process_time() - run_cpu, 2)})
+            runs.append({"seed": seed, "loss": losses_at_multiples(recalibrated, corpus.valid, cfg, ends),
+                         "train_curve": curve, "cpu_seconds": round(time.process_time() - run_cpu, 2)})
     finally:
         torch.set_num_threads(threads_before)
     prov["timing_whole_command"] = {"wall_seconds": round(time.perf_counter() - wall, 1),

@@ -7,12 +7,15 @@ In a window of L the scored characters have 1..L characters of context (the firs
 in a window of mL, (m-1)L+1..mL. `evaluate_sliding` is the baseline between the two: the SAME
 characters, each predicted from exactly L preceding characters (one window of L per character,
 scored at its last position), so "loss at mL below the baseline" means the longer context helped.
+`losses_at_multiples` is the loss at every multiple of L (07's runner, 08's scalings, the arena, DroPE).
 
 Notebook 08's context-extension methods swap a trained model's RoPE for a rescaled one
 (`set_rope_scaling`), weights untouched; `rope_scaling` also gives the fine-tune arm "abf" (the
 base raised to config.abf_base).
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from torch.nn import functional as F
@@ -102,6 +105,30 @@ def evaluate_sliding(model: TinyLM, valid: torch.Tensor, *, context_len: int, sc
         logits, _ = model(window[:, :-1])
         total += F.cross_entropy(logits[:, -1], window[:, -1], reduction="sum").double()
     return float(total / targets.numel())
+
+
+def losses_at_multiples(model: TinyLM, valid: torch.Tensor, cfg: ExperimentConfig, ends: torch.Tensor, *,
+                        within=None, per_position: bool = False):
+    """07's scoring at every multiple m of cfg.eval_multiples, in ascending order: the mean cross-entropy
+    (nats/char) over the last L = cfg.train_len positions of the windows of m * L ending at `ends` (`evaluate`,
+    batch cfg.eval_batch), rounded to 5 decimals; None where the model cannot take m * L positions.
+
+    within: None, or m -> a context manager in which the windows of m * L are scored (e.g. a method put on for
+    factor m and taken off again). Returns {"1": loss at L, "2": at 2L, ...}; with per_position=True, (that dict,
+    the (m * L,) float64 mean loss at each position of the longest window the model takes, None if it takes none).
+    """
+    _check_config(cfg)
+    if within is not None and not callable(within):
+        raise TypeError(f"within must be None or a function m -> context manager, got {type(within).__name__}")
+    _checks.boolean("per_position", per_position)
+    losses, curve = {}, None
+    for m in sorted(cfg.eval_multiples):
+        with contextlib.nullcontext() if within is None else within(m):
+            loss, per_pos = evaluate(model, valid, context_len=cfg.train_len * m, score_len=cfg.train_len, ends=ends,
+                                     batch=cfg.eval_batch, per_position=True)
+        losses[str(m)] = None if loss is None else round(loss, 5)
+        curve = curve if per_pos is None else per_pos
+    return (losses, curve) if per_position else losses
 
 
 def rope_scaling(method: str, factor: float, cfg: ExperimentConfig) -> dict | None:

@@ -12,6 +12,7 @@ worker runs it or when. Each run records its wall and CPU seconds, by part.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import inspect
 import multiprocessing as mp
@@ -31,7 +32,7 @@ from ..printing import seed_stats
 from ..relative import T5RelativeBias
 from .config import ExperimentConfig, probe_length
 from .corpus import Corpus, load_corpus
-from .evaluation import eval_ends, evaluate, evaluate_sliding, rope_scaling, set_rope_scaling
+from .evaluation import eval_ends, evaluate_sliding, losses_at_multiples, rope_scaling, set_rope_scaling
 from .probe import make_probes, probe_cells, retrieval_probe
 from .results import EXTRAPOLATION_FILE, STATE_FILES, write_results
 from .training import build_model, train
@@ -71,18 +72,6 @@ def _probe(model, cfg: ExperimentConfig) -> tuple[list, float]:
     return cells, round(time.process_time() - cpu, 2)
 
 
-def _evaluate_multiples(model, cfg: ExperimentConfig, ends: torch.Tensor) -> tuple[dict, list]:
-    """({"1": loss at L, "2": loss at 2L, ...} over the last L positions, None where the model has no value;
-    the mean loss at each position of the longest window it takes)."""
-    losses, curve = {}, None
-    for mult in sorted(cfg.eval_multiples):
-        loss, per_pos = evaluate(model, _corpus().valid, context_len=cfg.train_len * mult, score_len=cfg.train_len,
-                                 ends=ends, batch=cfg.eval_batch, per_position=True)
-        losses[str(mult)] = None if loss is None else round(loss, 5)
-        curve = curve if per_pos is None else per_pos
-    return losses, [round(float(v), 4) for v in curve]
-
-
 def _ends(cfg: ExperimentConfig) -> torch.Tensor:
     return eval_ends(_corpus().valid, cfg.train_len * max(cfg.eval_multiples), cfg.eval_windows)
 
@@ -101,7 +90,8 @@ def train_and_evaluate(encoding: str, seed: int, cfg: ExperimentConfig, keep_sta
                   grad_clip=cfg.grad_clip, log_every=cfg.log_every, progress=progress or _report)
     trained = _seconds_since(wall, cpu)
     ends = _ends(cfg)
-    losses, per_position = _evaluate_multiples(model, cfg, ends)
+    losses, longest = losses_at_multiples(model, corpus.valid, cfg, ends, per_position=True)
+    per_position = [round(float(v), 4) for v in longest]   # the longest window the model takes
     sliding_cpu = time.process_time()
     sliding = evaluate_sliding(model, corpus.valid, context_len=cfg.train_len, score_len=cfg.train_len, ends=ends,
                                tokens=cfg.eval_tokens)
@@ -146,12 +136,10 @@ def extension_eval(state: dict, seed: int, cfg: ExperimentConfig, label: str = "
     ends = _ends(cfg)
     table = {}
     for method in cfg.extension_methods:
-        table[method] = {}
-        for mult in sorted(cfg.eval_multiples):
+        def scaled(mult, method=method):   # the method's RoPE for windows of mult * L (kept until the next one)
             set_rope_scaling(model, rope_scaling(method, float(mult), cfg), cfg)
-            loss = evaluate(model, valid, context_len=cfg.train_len * mult, score_len=cfg.train_len, ends=ends,
-                            batch=cfg.eval_batch)
-            table[method][str(mult)] = round(loss, 5)
+            return contextlib.nullcontext()
+        table[method] = losses_at_multiples(model, valid, cfg, ends, within=scaled)
     return {"seed": seed, "label": label, "finetune_scaling": finetune_scaling, "loss": table,
             **_seconds_since(wall, cpu)}
 
@@ -177,7 +165,7 @@ def finetune_and_evaluate(state: dict, seed: int, cfg: ExperimentConfig, method:
                   weight_decay=cfg.weight_decay, grad_clip=cfg.grad_clip, log_every=min(cfg.log_every, 20),
                   progress=progress or _report)
     trained = _seconds_since(wall, cpu)
-    loss = _evaluate_multiples(model, cfg, _ends(cfg))[0]
+    loss = losses_at_multiples(model, corpus.valid, cfg, _ends(cfg))
     probe, probe_cpu = _probe(model, cfg) if cfg.probe_on_finetuned else (None, 0.0)
     return {"seed": seed, "method": method, "scaling": scaling, "finetune_len": cfg.train_len * mult,
             "finetune_batch": batch, "train_curve": curve, "loss": loss, "probe": probe,
