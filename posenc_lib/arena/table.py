@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+from ..i18n import tr
 from ..printing import mean_ci
 
 LEVEL = 0.95
@@ -33,18 +34,31 @@ def _columns(multiples) -> list:
 
 
 def description(protocol: dict) -> str:
-    """What the table's numbers are, with the protocol's sizes (a record's stored protocol)."""
-    L, top = protocol["train_len"], max(protocol["eval_multiples"])
-    return (f"Loss: mean cross-entropy in nats per character (lower is better) on the last L = {L} characters of "
-            f"{protocol['eval_windows']} held-out windows of m * L characters that end at the same places for every "
-            f"m. exactly L: the same characters, each predicted from exactly L characters (sliding windows). Probe "
-            f"gain: control loss - probe loss (nats per character) on the second copy of a random string whose first "
-            f"copy sits at the far distance of a window of L and of {top}L ({protocol['probe_windows']} probes; "
-            f"0 = nothing retrieved, higher is better). Each cell: the mean over seeds +- the half-width of its "
-            f"{LEVEL:.0%} confidence interval (Student's t, n - 1 degrees of freedom); n/a: the method has no value "
-            f"there (a learned table past L). Budget: training methods all get the same {protocol['steps']} steps of "
-            f"{protocol['batch_size']} x {L} characters, seeds, batches and schedule (none is tuned); inference "
-            f"methods get no training: they change the trained RoPE model of the same seed.")
+    """What the table's numbers are, with the protocol's sizes (a record's stored protocol), in the library's
+    language (i18n.tr: English unless a notebook sets Chinese; table.json is written in English)."""
+    L, top, W, P = protocol["train_len"], max(protocol["eval_multiples"]), protocol["eval_windows"], \
+        protocol["probe_windows"]
+    steps, batch = protocol["steps"], protocol["batch_size"]
+    return tr(
+        f"Loss: mean cross-entropy in nats per character (lower is better) on the last L = {L} characters of "
+        f"{W} held-out windows of m * L characters that end at the same places for every "
+        f"m. exactly L: the same characters, each predicted from exactly L characters (sliding windows). Probe "
+        f"gain: control loss - probe loss (nats per character) on the second copy of a random string whose first "
+        f"copy sits at the far distance of a window of L and of {top}L ({P} probes; "
+        f"0 = nothing retrieved, higher is better). Each cell: the mean over seeds +- the half-width of its "
+        f"{LEVEL:.0%} confidence interval (Student's t, n - 1 degrees of freedom); n/a: the method has no value "
+        f"there (a learned table past L). Budget: training methods all get the same {steps} steps of "
+        f"{batch} x {L} characters, seeds, batches and schedule (none is tuned); inference "
+        f"methods get no training: they change the trained RoPE model of the same seed.",
+        f"损失：在 {W} 个留出的、长为 m * L 个字符的窗口（对每个 m，窗口的结尾位置都相同）中，"
+        f"最后 L = {L} 个字符上的平均交叉熵，单位是 nats/字符（越低越好）。恰好 L：同样这些字符，"
+        f"每个都只由它前面恰好 L 个字符来预测（滑动窗口）。探针增益：一个随机字符串的"
+        f"第二份拷贝上的对照损失减去探针损失（nats/字符），它的第一份拷贝放在长为 L 和 {top}L "
+        f"的窗口中最远的距离处（{P} 个探针；0 = 什么也没取回，越高越好）。每一格："
+        f"各种子的均值 +- 其 {LEVEL:.0%} 置信区间的半宽（Student t 分布，自由度 n - 1）；"
+        f"n/a：该方法在那里没有值（超过 L 的可学习位置表）。预算：所有训练类方法都得到"
+        f"同样的 {steps} 步（每步 {batch} x {L} 个字符）、同样的种子、批次和学习率调度"
+        f"（没有哪个被调参）；推理类方法不做任何训练：它们改动的是同一种子训练好的 RoPE 模型。")
 
 
 def arena_table(records: dict, methods, seeds) -> dict:
@@ -76,12 +90,13 @@ def arena_table(records: dict, methods, seeds) -> dict:
                            for p in made]}
 
 
-def _cell(stats: dict | None) -> str:
+def _cell(stats: dict | None, sep: str = " ± ") -> str:
+    """One cell (a mean_ci dict): "mean ± half-width" at 3 decimals, the mean alone for one seed, n/a for None."""
     if stats is None:
         return "n/a"
     if stats["half_width"] is None:
         return f"{stats['mean']:.3f}"
-    return f"{stats['mean']:.3f} ± {stats['half_width']:.3f}"
+    return f"{stats['mean']:.3f}{sep}{stats['half_width']:.3f}"
 
 
 def format_table(table: dict) -> str:
