@@ -6,11 +6,13 @@ import json
 from dataclasses import replace
 
 import pytest
+import torch
 
 from posenc_lib.arena import __main__ as cli
 from posenc_lib.arena.claims import CLAIMS, DIRECTIONS, MEASURES, PaperClaim, format_comparison, paper_comparison
+from posenc_lib.arena.presets import arena_config
 from posenc_lib.arena.table import _columns, arena_table
-from posenc_lib.experiments.arena_methods import ARENA_METHODS
+from posenc_lib.experiments.arena_methods import ARENA_METHODS, build_arena_model
 from posenc_lib.printing import mean_ci, t_quantile
 
 MULTIPLES = (1, 2, 4, 8)
@@ -191,3 +193,18 @@ def test_command_writes_the_comparison_beside_an_unchanged_table(tmp_path):
     assert written["comparison"] == json.loads(json.dumps(paper_comparison(table, records)))
     text = (tmp_path / "table.md").read_text()
     assert "## Papers' direction" in text and "| alibi | itself at loss_1L | loss_2L |" in text   # CLAIMS
+
+
+def test_fires_likely_cause_holds_for_the_arenas_model():
+    """FIRE's stated likely cause: TinyLM starts its threshold at L, and past L a near distance reaches the MLP as a
+    smaller number (distance 1 at position 511: half its value at position 63, at the initial c)."""
+    cfg = arena_config("laptop").protocol
+    model, _ = build_arena_model("fire", cfg, 0)
+    fire = model.encoding
+    assert float(fire.init_L) * float(fire.L_multiplier) == cfg.train_len
+    positions = torch.arange(8 * cfg.train_len)
+    normalized = fire.normalized_distance(positions, positions)[0]           # (T, T): query i, key j
+    ratio = normalized[8 * cfg.train_len - 1, 8 * cfg.train_len - 2] / normalized[cfg.train_len - 1, cfg.train_len - 2]
+    assert 0.45 < float(ratio) < 0.55
+    cause = next(c.likely_cause for c in CLAIMS if c.method == "fire")
+    assert "training length L" in cause and "half its value" in cause

@@ -142,10 +142,12 @@ CLAIMS: tuple = (
                claim="FIRE, which can express T5's buckets, ALiBi and Kerple, generalizes to longer contexts "
                      "better than those additive biases in zero-shot language modelling.",
                source="Li et al. 2023, arXiv 2310.04418, abstract",
-               likely_cause="FIRE's threshold starts at L0 = 512 positions (the paper's code): every query of "
-                            "the arena's windows (at most 8L = 512) sits below it, so the progressive "
-                            "interpolation that carries FIRE past L does not act unless the learned threshold "
-                            "shrinks in 1000 steps"),
+               likely_cause="FIRE's MLP reads each distance divided, in log scale, by the query's position once "
+                            "that passes a learned threshold, which TinyLM initialises to the training length L: "
+                            "past L the same near distance reaches the MLP as a smaller number than any query in "
+                            "training gave it (distance 1 at position 511 is half its value at position 63, at "
+                            "the initial c = 0.1), so the local biases the model relies on shift; Kerple's bias "
+                            "depends on the distance alone"),
     PaperClaim("t5", "rope", "loss_2L", "lower",
                claim="Rotary, ALiBi and absolute encodings are not well suited to length generalization, while "
                      "T5's relative bias is the best of the explicit encodings compared.",
