@@ -53,7 +53,7 @@ def _record(method: str, seed: int = 0) -> dict:
 
 
 def _protocol(record: dict) -> ExperimentConfig:
-    cfg = ExperimentConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in record["protocol"].items()})
+    cfg = cache.record_protocol(record)
     if CACHE == COMMITTED:   # the committed cache is `make arena`'s: the laptop preset's protocol, nothing else
         assert config_differences(record["protocol"], arena_config("laptop").protocol) == []
     return cfg

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from ..experiments import record_cache
+from ..experiments.config import ExperimentConfig, config_of
 from ..experiments.record_cache import RECORD_VERSION, atomic_write, record_path  # noqa: F401 (this module's API)
 from .presets import config_differences
 
@@ -62,6 +63,11 @@ def read_record(path: Path | str, *, protocol=None, corpus_sha256: str | None = 
         raise ValueError(f"{path}: made on another corpus (text sha256 {record['corpus_sha256'][:12]}.. vs "
                          f"{corpus_sha256[:12]}..); delete it or choose another --out")
     return record
+
+
+def record_protocol(record: dict) -> ExperimentConfig:
+    """The ExperimentConfig a record was made with (its stored `protocol`)."""
+    return config_of(record["protocol"], ExperimentConfig)
 
 
 def cached_records(out_dir: Path | str, methods, seeds, *, protocol, corpus_sha256: str) -> dict:

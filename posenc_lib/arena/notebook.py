@@ -22,7 +22,6 @@ import torch
 
 from .. import _checks
 from ..experiments.arena_methods import ARENA_METHODS
-from ..experiments.config import ExperimentConfig, stored_config
 from ..experiments.paths import data_dir, data_file
 from ..i18n import display_width, language, ljust, tr, wrap
 from . import cache, run
@@ -270,9 +269,7 @@ def rerun_arm(method: str, seed: int = 0, preset: str = "laptop", directory: Pat
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: {make_command(preset)}")
     cached = cache.read_record(path)
-    protocol = stored_config({"provenance": {"protocol": cached["protocol"]}}, ExperimentConfig, key="protocol",
-                             written_by="posenc_lib.arena")
-    arena = ArenaConfig(preset, protocol, (method,))
+    arena = ArenaConfig(preset, cache.record_protocol(cached), (method,))
     spec = ARENA_METHODS[method]
     threads = torch.get_num_threads()
     with contextlib.ExitStack() as stack:

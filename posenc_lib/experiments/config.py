@@ -101,6 +101,11 @@ def stored_config(results: dict, cls: type, *, key: str = "config", written_by: 
     except (KeyError, TypeError):
         raise ValueError(f"results must be a dict written by {written_by} (with provenance.{key}), "
                          f"got {type(results).__name__}") from None
+    return config_of(stored, cls)
+
+
+def config_of(stored: dict, cls: type):
+    """The config dataclass `cls` from its stored fields (a JSON dict: lists become tuples)."""
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
 
 
